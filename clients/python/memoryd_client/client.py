@@ -1,0 +1,409 @@
+"""Sync and asyncio clients. Deadlines on every call; idempotent calls are retried on
+UNAVAILABLE (daemon starting or restarting) with exponential backoff; every failure is a
+``MemorydError`` carrying the gRPC status code and the daemon's message."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
+from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
+
+T = TypeVar("T")
+
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
+
+
+class MemorydError(Exception):
+    """A failed call: ``code`` is the grpc.StatusCode, ``message`` the daemon's text."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+
+    @classmethod
+    def from_rpc(cls, error: grpc.RpcError) -> MemorydError:
+        code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
+        details = error.details() if hasattr(error, "details") else str(error)
+        return cls(code, details or "")
+
+
+def _cat(value: int) -> pb.Category.ValueType:
+    return pb.Category.ValueType(value)
+
+
+def _ts(value: datetime | None) -> Timestamp | None:
+    if value is None:
+        return None
+    ts = Timestamp()
+    ts.FromDatetime(value)
+    return ts
+
+
+def store_request(
+    agent_id: str,
+    text: str,
+    *,
+    category: int = 0,
+    importance: float | None = None,
+    scope: str = "",
+    metadata: Mapping[str, str] | None = None,
+    idempotency_key: str = "",
+    created_at: datetime | None = None,
+    expires_at: datetime | None = None,
+) -> pb.StoreRequest:
+    req = pb.StoreRequest(
+        agent_id=agent_id,
+        text=text,
+        category=_cat(category),
+        scope=scope,
+        metadata=dict(metadata or {}),
+        idempotency_key=idempotency_key,
+        created_at=_ts(created_at),
+        expires_at=_ts(expires_at),
+    )
+    if importance is not None:
+        req.importance = importance
+    return req
+
+
+def recall_request(
+    agent_id: str,
+    query: str,
+    *,
+    limit: int = 0,
+    min_score: float = 0.0,
+    categories: Iterable[int] = (),
+    scopes: Iterable[str] = (),
+) -> pb.RecallRequest:
+    return pb.RecallRequest(
+        agent_id=agent_id,
+        query=query,
+        limit=limit,
+        min_score=min_score,
+        categories=[_cat(c) for c in categories],
+        scopes=list(scopes),
+    )
+
+
+def forget_request(agent_id: str, *, id: str = "", query: str = "") -> pb.ForgetRequest:
+    if bool(id) == bool(query):
+        raise ValueError("forget needs exactly one of id or query")
+    return (
+        pb.ForgetRequest(agent_id=agent_id, id=id)
+        if id
+        else pb.ForgetRequest(agent_id=agent_id, query=query)
+    )
+
+
+def update_request(
+    agent_id: str,
+    id: str,
+    *,
+    text: str | None = None,
+    importance: float | None = None,
+    category: int = 0,
+    metadata: Mapping[str, str] | None = None,
+    replace_metadata: bool = False,
+    remove_metadata_keys: Iterable[str] = (),
+    expires_at: datetime | None = None,
+    clear_expires_at: bool = False,
+) -> pb.UpdateRequest:
+    req = pb.UpdateRequest(
+        agent_id=agent_id,
+        id=id,
+        category=_cat(category),
+        metadata=dict(metadata or {}),
+        replace_metadata=replace_metadata,
+        remove_metadata_keys=list(remove_metadata_keys),
+        expires_at=_ts(expires_at),
+        clear_expires_at=clear_expires_at,
+    )
+    if text is not None:
+        req.text = text
+    if importance is not None:
+        req.importance = importance
+    return req
+
+
+def _channel_args() -> list[tuple[str, Any]]:
+    return [("grpc.enable_retries", 0)]
+
+
+def _metadata(token: str | None) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+class MemoryClient:
+    """Blocking client. ``timeout`` is the default deadline of each call, in seconds."""
+
+    def __init__(
+        self,
+        address: str = "127.0.0.1:50051",
+        *,
+        token: str | None = None,
+        timeout: float = 10.0,
+        retries: int = 3,
+        credentials: grpc.ChannelCredentials | None = None,
+    ):
+        self._channel = (
+            grpc.secure_channel(address, credentials, options=_channel_args())
+            if credentials
+            else grpc.insecure_channel(address, options=_channel_args())
+        )
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._metadata = _metadata(token)
+        self.timeout = timeout
+        self.retries = retries
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Block until the daemon answers (health SERVING is checked by Stats below)."""
+        grpc.channel_ready_future(self._channel).result(timeout=timeout)
+
+    def _call(
+        self, method: Callable[..., T], request: Any, *, idempotent: bool, timeout: float | None
+    ) -> T:
+        attempts = 1 + (self.retries if idempotent else 0)
+        delay = 0.05
+        for attempt in range(attempts):
+            try:
+                return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
+            except grpc.RpcError as e:
+                if e.code() not in RETRYABLE or attempt == attempts - 1:
+                    raise MemorydError.from_rpc(e) from None
+                time.sleep(delay)
+                delay *= 4
+        raise AssertionError("unreachable")
+
+    def store(
+        self, agent_id: str, text: str, *, timeout: float | None = None, **kw: Any
+    ) -> pb.StoreResponse:
+        req = store_request(agent_id, text, **kw)
+        # With an idempotency key a retry cannot store twice.
+        return self._call(
+            self._stub.Store, req, idempotent=bool(req.idempotency_key), timeout=timeout
+        )
+
+    def recall(
+        self, agent_id: str, query: str, *, timeout: float | None = None, **kw: Any
+    ) -> pb.RecallResponse:
+        return self._call(
+            self._stub.Recall,
+            recall_request(agent_id, query, **kw),
+            idempotent=True,
+            timeout=timeout,
+        )
+
+    def forget(
+        self, agent_id: str, *, id: str = "", query: str = "", timeout: float | None = None
+    ) -> pb.ForgetResponse:
+        return self._call(
+            self._stub.Forget,
+            forget_request(agent_id, id=id, query=query),
+            idempotent=False,
+            timeout=timeout,
+        )
+
+    def update(
+        self, agent_id: str, id: str, *, timeout: float | None = None, **kw: Any
+    ) -> pb.UpdateResponse:
+        return self._call(
+            self._stub.Update, update_request(agent_id, id, **kw), idempotent=False, timeout=timeout
+        )
+
+    def get(self, agent_id: str, id: str, *, timeout: float | None = None) -> pb.Memory:
+        resp: pb.GetResponse = self._call(
+            self._stub.Get,
+            pb.GetRequest(agent_id=agent_id, id=id),
+            idempotent=True,
+            timeout=timeout,
+        )
+        return resp.memory
+
+    def list(
+        self,
+        agent_id: str,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        scopes: Iterable[str] = (),
+        categories: Iterable[int] = (),
+        timeout: float | None = None,
+    ) -> pb.ListResponse:
+        req = pb.ListRequest(
+            agent_id=agent_id,
+            page_size=page_size,
+            page_token=page_token,
+            scopes=list(scopes),
+            categories=[_cat(c) for c in categories],
+        )
+        return self._call(self._stub.List, req, idempotent=True, timeout=timeout)
+
+    def list_all(self, agent_id: str, **kw: Any) -> builtins.list[pb.Memory]:
+        """Every page of ``list``, concatenated."""
+        out: builtins.list[pb.Memory] = []
+        token = ""
+        while True:
+            page = self.list(agent_id, page_token=token, **kw)
+            out.extend(page.memories)
+            token = page.next_page_token
+            if not token:
+                return out
+
+    def stats(self, agent_id: str, *, timeout: float | None = None) -> pb.StatsResponse:
+        return self._call(
+            self._stub.Stats, pb.StatsRequest(agent_id=agent_id), idempotent=True, timeout=timeout
+        )
+
+
+class AsyncMemoryClient:
+    """asyncio client; same methods as MemoryClient, awaitable, plus ``stream``."""
+
+    def __init__(
+        self,
+        address: str = "127.0.0.1:50051",
+        *,
+        token: str | None = None,
+        timeout: float = 10.0,
+        retries: int = 3,
+        credentials: grpc.ChannelCredentials | None = None,
+    ):
+        self._channel = (
+            grpc.aio.secure_channel(address, credentials, options=_channel_args())
+            if credentials
+            else grpc.aio.insecure_channel(address, options=_channel_args())
+        )
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._metadata = _metadata(token)
+        self.timeout = timeout
+        self.retries = retries
+
+    async def __aenter__(self) -> AsyncMemoryClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def _call(
+        self, method: Any, request: Any, *, idempotent: bool, timeout: float | None
+    ) -> Any:
+        attempts = 1 + (self.retries if idempotent else 0)
+        delay = 0.05
+        for attempt in range(attempts):
+            try:
+                return await method(
+                    request, timeout=timeout or self.timeout, metadata=self._metadata
+                )
+            except grpc.aio.AioRpcError as e:
+                if e.code() not in RETRYABLE or attempt == attempts - 1:
+                    raise MemorydError(e.code(), e.details() or "") from None
+                await asyncio.sleep(delay)
+                delay *= 4
+        raise AssertionError("unreachable")
+
+    async def store(
+        self, agent_id: str, text: str, *, timeout: float | None = None, **kw: Any
+    ) -> pb.StoreResponse:
+        req = store_request(agent_id, text, **kw)
+        return await self._call(
+            self._stub.Store, req, idempotent=bool(req.idempotency_key), timeout=timeout
+        )
+
+    async def recall(
+        self, agent_id: str, query: str, *, timeout: float | None = None, **kw: Any
+    ) -> pb.RecallResponse:
+        return await self._call(
+            self._stub.Recall,
+            recall_request(agent_id, query, **kw),
+            idempotent=True,
+            timeout=timeout,
+        )
+
+    async def forget(
+        self, agent_id: str, *, id: str = "", query: str = "", timeout: float | None = None
+    ) -> pb.ForgetResponse:
+        return await self._call(
+            self._stub.Forget,
+            forget_request(agent_id, id=id, query=query),
+            idempotent=False,
+            timeout=timeout,
+        )
+
+    async def update(
+        self, agent_id: str, id: str, *, timeout: float | None = None, **kw: Any
+    ) -> pb.UpdateResponse:
+        return await self._call(
+            self._stub.Update, update_request(agent_id, id, **kw), idempotent=False, timeout=timeout
+        )
+
+    async def get(self, agent_id: str, id: str, *, timeout: float | None = None) -> pb.Memory:
+        resp = await self._call(
+            self._stub.Get,
+            pb.GetRequest(agent_id=agent_id, id=id),
+            idempotent=True,
+            timeout=timeout,
+        )
+        return resp.memory
+
+    async def list(
+        self,
+        agent_id: str,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        scopes: Iterable[str] = (),
+        categories: Iterable[int] = (),
+        timeout: float | None = None,
+    ) -> pb.ListResponse:
+        req = pb.ListRequest(
+            agent_id=agent_id,
+            page_size=page_size,
+            page_token=page_token,
+            scopes=list(scopes),
+            categories=[_cat(c) for c in categories],
+        )
+        return await self._call(self._stub.List, req, idempotent=True, timeout=timeout)
+
+    async def stats(self, agent_id: str, *, timeout: float | None = None) -> pb.StatsResponse:
+        return await self._call(
+            self._stub.Stats, pb.StatsRequest(agent_id=agent_id), idempotent=True, timeout=timeout
+        )
+
+    def stream(
+        self,
+        requests: AsyncIterator[pb.StreamRequest] | Iterable[pb.StreamRequest],
+        *,
+        timeout: float | None = None,
+    ) -> AsyncIterator[pb.StreamResponse]:
+        """Open a Stream session: responses arrive as ops finish, matched by request_id."""
+        call = self._stub.Stream(requests, timeout=timeout, metadata=self._metadata)
+        return _stream_errors(call)
+
+
+async def _stream_errors(call: Any) -> AsyncIterator[pb.StreamResponse]:
+    try:
+        async for response in call:
+            yield response
+    except grpc.aio.AioRpcError as e:
+        raise MemorydError(e.code(), e.details() or "") from None

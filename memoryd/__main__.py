@@ -1,0 +1,7 @@
+"""``python -m memoryd`` is the ``memoryd`` command."""
+
+import sys
+
+from memoryd.cli import main
+
+sys.exit(main())

@@ -1,0 +1,151 @@
+"""The only place that turns protobuf messages into domain objects and back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from memoryd._gen.memoryd.v1 import memory_pb2 as pb
+from memoryd.core.errors import InvalidArgument
+from memoryd.core.records import Category, ForgetResult, Memory, ScoredMemory, StoreResult
+from memoryd.core.service import AgentStats, MemoryPatch, NewMemory, Page, RecallQuery
+
+
+def _ts(value: datetime | None) -> Timestamp | None:
+    if value is None:
+        return None
+    ts = Timestamp()
+    ts.FromDatetime(value)
+    return ts
+
+
+def _from_ts(msg: object, name: str) -> datetime | None:
+    if not msg.HasField(name):  # type: ignore[attr-defined]
+        return None
+    ts: Timestamp = getattr(msg, name)
+    if not 0 <= ts.nanos < 1_000_000_000:
+        raise InvalidArgument(f"{name} has invalid nanos {ts.nanos}")
+    try:
+        return ts.ToDatetime(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        raise InvalidArgument(f"{name} is out of range") from None
+
+
+def category(value: int, field: str = "category") -> Category:
+    try:
+        return Category(value)
+    except ValueError:
+        raise InvalidArgument(
+            f"{field} {value} is not a known Category (0-{max(Category)})"
+        ) from None
+
+
+def categories(values: Iterable[int]) -> frozenset[Category]:
+    found = set()
+    for v in values:
+        c = category(v, "categories")
+        if c != Category.UNSPECIFIED:
+            found.add(c)
+    return frozenset(found)
+
+
+def memory_to_pb(m: Memory) -> pb.Memory:
+    return pb.Memory(
+        id=m.id,
+        agent_id=m.agent_id,
+        scope=m.scope,
+        text=m.text,
+        summary=m.summary,
+        category=int(m.category),  # type: ignore[arg-type]
+        importance=m.importance,
+        created_at=_ts(m.created_at),
+        updated_at=_ts(m.updated_at),
+        expires_at=_ts(m.expires_at),
+        metadata=m.metadata,
+    )
+
+
+def scored_to_pb(items: Iterable[ScoredMemory]) -> list[pb.ScoredMemory]:
+    return [pb.ScoredMemory(memory=memory_to_pb(s.memory), score=s.score) for s in items]
+
+
+def store_request(req: pb.StoreRequest) -> NewMemory:
+    return NewMemory(
+        agent_id=req.agent_id,
+        text=req.text,
+        category=category(req.category),
+        importance=req.importance if req.HasField("importance") else None,
+        scope=req.scope,
+        metadata=dict(req.metadata),
+        idempotency_key=req.idempotency_key,
+        created_at=_from_ts(req, "created_at"),
+        expires_at=_from_ts(req, "expires_at"),
+    )
+
+
+def store_response(r: StoreResult) -> pb.StoreResponse:
+    return pb.StoreResponse(
+        memory=memory_to_pb(r.memory),
+        outcome=int(r.outcome),  # type: ignore[arg-type]
+        duplicate_of=r.duplicate_of,
+        duplicate_score=r.duplicate_score,
+    )
+
+
+def recall_request(req: pb.RecallRequest) -> RecallQuery:
+    return RecallQuery(
+        agent_id=req.agent_id,
+        query=req.query,
+        limit=req.limit,
+        min_score=req.min_score,
+        categories=categories(req.categories),
+        scopes=tuple(req.scopes),
+    )
+
+
+def recall_response(results: list[ScoredMemory]) -> pb.RecallResponse:
+    return pb.RecallResponse(results=scored_to_pb(results))
+
+
+def forget_response(r: ForgetResult) -> pb.ForgetResponse:
+    return pb.ForgetResponse(deleted_ids=r.deleted_ids, candidates=scored_to_pb(r.candidates))
+
+
+def update_request(req: pb.UpdateRequest) -> MemoryPatch:
+    return MemoryPatch(
+        agent_id=req.agent_id,
+        id=req.id,
+        text=req.text if req.HasField("text") else None,
+        importance=req.importance if req.HasField("importance") else None,
+        category=category(req.category),
+        metadata=dict(req.metadata),
+        replace_metadata=req.replace_metadata,
+        remove_metadata_keys=tuple(req.remove_metadata_keys),
+        expires_at=_from_ts(req, "expires_at"),
+        clear_expires_at=req.clear_expires_at,
+    )
+
+
+def list_response(page: Page) -> pb.ListResponse:
+    return pb.ListResponse(
+        memories=[memory_to_pb(m) for m in page.memories],
+        next_page_token=page.next_page_token,
+        total_size=page.total_size,
+    )
+
+
+def stats_response(s: AgentStats, uptime: float, version: str) -> pb.StatsResponse:
+    return pb.StatsResponse(
+        total=s.total,
+        by_scope=s.by_scope,
+        by_category=s.by_category,
+        expired_pending=s.expired_pending,
+        embedding_model=s.embedding_model,
+        embedding_dim=s.embedding_dim,
+        index_bytes=s.index_bytes,
+        uptime_seconds=uptime,
+        version=version,
+        store_rows=s.store_rows,
+    )

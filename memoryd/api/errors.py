@@ -1,0 +1,116 @@
+"""The one table from domain errors to gRPC status codes, and the interceptor applying it.
+
+Servicers raise ``core.errors`` exceptions and never call ``context.abort`` themselves.
+Anything unexpected becomes INTERNAL with a generic message naming a request id; the
+traceback goes to the log, never to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from memoryd.core import errors as e
+
+log = logging.getLogger("memoryd.api")
+
+STATUS: dict[type[e.MemorydError], grpc.StatusCode] = {
+    e.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
+    e.NotFound: grpc.StatusCode.NOT_FOUND,
+    e.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
+    e.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
+    e.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    e.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
+    e.Overloaded: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    e.NotReady: grpc.StatusCode.UNAVAILABLE,
+    e.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
+    e.DataCorrupt: grpc.StatusCode.DATA_LOSS,
+    e.ConfigError: grpc.StatusCode.FAILED_PRECONDITION,
+}
+
+
+def status_of(error: BaseException) -> tuple[grpc.StatusCode, str]:
+    """The status and the caller-safe message for any exception."""
+    for cls in type(error).__mro__:
+        code = STATUS.get(cls)
+        if code is not None:
+            return code, str(error)
+    incident = uuid.uuid4().hex[:12]
+    log.error("unexpected error (incident %s)", incident, exc_info=error)
+    return grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); see the daemon log"
+
+
+Behavior = Callable[..., Any]
+
+
+def _wrap_unary(behavior: Behavior) -> Behavior:
+    async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await behavior(request, context)
+        except (asyncio.CancelledError, grpc.aio.AbortError):
+            raise
+        except Exception as error:
+            code, message = status_of(error)
+            await context.abort(code, message)
+
+    return call
+
+
+def _wrap_streaming(behavior: Behavior) -> Behavior:
+    async def call(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        try:
+            async for response in behavior(request, context):
+                yield response
+        except (asyncio.CancelledError, grpc.aio.AbortError):
+            raise
+        except Exception as error:
+            code, message = status_of(error)
+            await context.abort(code, message)
+
+    return call
+
+
+def rewrap(handler: grpc.RpcMethodHandler, wrap: Callable[[Behavior, bool], Behavior]) -> Any:
+    """A copy of ``handler`` whose behaviour is ``wrap(behavior, response_streaming)``."""
+    if handler.unary_unary:
+        return grpc.unary_unary_rpc_method_handler(
+            wrap(handler.unary_unary, False),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.unary_stream:
+        return grpc.unary_stream_rpc_method_handler(
+            wrap(handler.unary_stream, True),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.stream_unary:
+        return grpc.stream_unary_rpc_method_handler(
+            wrap(handler.stream_unary, False),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    return grpc.stream_stream_rpc_method_handler(
+        wrap(handler.stream_stream, True),
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
+
+
+class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        return rewrap(
+            handler, lambda b, streaming: _wrap_streaming(b) if streaming else _wrap_unary(b)
+        )

@@ -1,0 +1,181 @@
+"""Command line: ``memoryd serve`` runs the daemon; ``memoryd ctl ...`` talks to one.
+
+``ctl`` is built on the Python client (memoryd_client); every subcommand takes
+``--json`` for scripts. The token comes from ``MEMORYD_AUTH_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+
+from memoryd.core.errors import ConfigError
+
+CATEGORIES = ["preference", "fact", "decision", "entity", "other"]
+
+
+def _category_number(name: str) -> int:
+    return CATEGORIES.index(name) + 1
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from memoryd.config import load_settings
+    from memoryd.server import serve
+
+    overrides: dict[str, Any] = {}
+    if args.listen:
+        overrides["listen"] = args.listen
+    if args.data_dir:
+        overrides["data_dir"] = args.data_dir
+    if args.log_level:
+        overrides["log_level"] = args.log_level
+    try:
+        settings = load_settings(args.config, overrides)
+    except ConfigError as e:
+        print(f"memoryd: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        asyncio.run(serve(settings))
+    except ConfigError as e:
+        print(f"memoryd: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover - SIGINT is handled inside serve
+        pass
+    return 0
+
+
+def _print(message: Any, as_json: bool, human: str) -> None:
+    if as_json:
+        print(
+            json.dumps(MessageToDict(message, preserving_proto_field_name=True), ensure_ascii=False)
+        )
+    else:
+        print(human)
+
+
+def _line(m: Any, score: float | None = None) -> str:
+    head = f"{m.id}  [{m.scope}]"
+    if score is not None:
+        head += f"  score={score:.3f}"
+    return f"{head}\n    {m.text}"
+
+
+def _ctl(args: argparse.Namespace) -> int:
+    from memoryd_client import MemoryClient, MemorydError, pb
+
+    token = os.environ.get("MEMORYD_AUTH_TOKEN") or None
+    try:
+        with MemoryClient(args.address, token=token, timeout=args.timeout) as c:
+            if args.verb == "store":
+                r = c.store(
+                    args.agent,
+                    args.text,
+                    scope=args.scope or "",
+                    category=_category_number(args.category) if args.category else 0,
+                    importance=args.importance,
+                )
+                outcome = pb.StoreOutcome.Name(r.outcome).removeprefix("STORE_OUTCOME_").lower()
+                _print(r, args.json, f"{outcome}: {r.memory.id}")
+            elif args.verb == "recall":
+                rr = c.recall(args.agent, args.query, limit=args.limit, min_score=args.min_score)
+                lines = [_line(h.memory, h.score) for h in rr.results] or ["(no memories)"]
+                _print(rr, args.json, "\n".join(lines))
+            elif args.verb == "forget":
+                fr = c.forget(args.agent, id=args.id or "", query=args.query or "")
+                if fr.deleted_ids:
+                    human = "deleted: " + ", ".join(fr.deleted_ids)
+                else:
+                    human = "\n".join(
+                        ["nothing deleted; candidates:"]
+                        + [_line(h.memory, h.score) for h in fr.candidates]
+                    )
+                _print(fr, args.json, human)
+            elif args.verb == "get":
+                m = c.get(args.agent, args.id)
+                _print(m, args.json, _line(m))
+            elif args.verb == "list":
+                lr = c.list(args.agent, page_size=args.page_size, page_token=args.page_token or "")
+                lines = [_line(m) for m in lr.memories] or ["(no memories)"]
+                if lr.next_page_token:
+                    lines.append(f"next page: --page-token {lr.next_page_token}")
+                _print(lr, args.json, "\n".join(lines))
+            elif args.verb == "stats":
+                s = c.stats(args.agent)
+                human = "\n".join(
+                    [f"memories visible to {args.agent}: {s.total}"]
+                    + [f"  {k}: {v}" for k, v in sorted(s.by_scope.items())]
+                    + [f"model: {s.embedding_model} ({s.embedding_dim}-d), version {s.version}"]
+                )
+                _print(s, args.json, human)
+    except MemorydError as e:
+        print(f"memoryd ctl: {e.code.name}: {e.message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memoryd", description="long-term memory daemon for AI agents")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run the daemon")
+    s.add_argument("--listen", help="HOST:PORT (default 127.0.0.1:50051; port 0 = any free)")
+    s.add_argument("--data-dir", type=Path, help="where the embedded store lives")
+    s.add_argument("--config", type=Path, help="TOML settings file (also MEMORYD_CONFIG)")
+    s.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    s.set_defaults(func=_serve)
+
+    c = sub.add_parser("ctl", help="talk to a running daemon")
+    c.add_argument("--address", default=os.environ.get("MEMORYD_ADDRESS", "127.0.0.1:50051"))
+    c.add_argument("--timeout", type=float, default=10.0)
+    c.add_argument("--json", action="store_true", help="print the response as JSON")
+    verbs = c.add_subparsers(dest="verb", required=True)
+    v = verbs.add_parser("store")
+    v.add_argument("agent")
+    v.add_argument("text")
+    v.add_argument("--scope")
+    v.add_argument("--category", choices=CATEGORIES)
+    v.add_argument("--importance", type=float)
+    v = verbs.add_parser("recall")
+    v.add_argument("agent")
+    v.add_argument("query")
+    v.add_argument("--limit", type=int, default=5)
+    v.add_argument("--min-score", type=float, default=0.0)
+    v = verbs.add_parser("forget")
+    v.add_argument("agent")
+    g = v.add_mutually_exclusive_group(required=True)
+    g.add_argument("--id")
+    g.add_argument("--query")
+    v = verbs.add_parser("get")
+    v.add_argument("agent")
+    v.add_argument("id")
+    v = verbs.add_parser("list")
+    v.add_argument("agent")
+    v.add_argument("--page-size", type=int, default=20)
+    v.add_argument("--page-token")
+    v = verbs.add_parser("stats")
+    v.add_argument("agent")
+    c.set_defaults(func=_ctl)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

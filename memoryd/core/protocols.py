@@ -1,0 +1,86 @@
+"""What the domain needs from the outside, stated as small protocols.
+
+``storage`` and ``inference`` implement these; ``server.py`` wires the concrete classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+
+from memoryd.core.records import Category, Memory
+
+
+class Embedder(Protocol):
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        """An L2-normalised float32 vector for a query (may be cached)."""
+        ...
+
+    async def embed_one(self, text: str) -> np.ndarray:
+        """An L2-normalised float32 vector for a document to store."""
+        ...
+
+
+class MemoryStore(Protocol):
+    """Durable memories plus the in-memory index over them.
+
+    Reads are answered from memory and see exactly the acknowledged writes. Every read
+    takes the set of scopes the caller may see and never returns a row outside it.
+    """
+
+    async def add(self, memory: Memory, vector: np.ndarray) -> None:
+        """Durably write a new memory; returns once it survives a crash."""
+        ...
+
+    async def replace(self, memory: Memory, vector: np.ndarray | None) -> None:
+        """Durably overwrite a memory (same id); ``vector`` None keeps the old one."""
+        ...
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        """Durably delete memories."""
+        ...
+
+    def get(self, memory_id: str) -> Memory | None: ...
+
+    def vector_of(self, memory_id: str) -> np.ndarray | None: ...
+
+    def find_by_hash(self, scope: str, content_hash: str) -> Memory | None: ...
+
+    def find_by_idempotency_key(self, agent_id: str, key: str) -> Memory | None: ...
+
+    def search(
+        self,
+        query: np.ndarray,
+        scopes: Iterable[str],
+        k: int,
+        *,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+    ) -> list[tuple[Memory, float]]:
+        """Exact cosine top-k over the given scopes' unexpired memories, best first."""
+        ...
+
+    def visible(
+        self, scopes: Iterable[str], *, now: datetime, categories: frozenset[Category] = frozenset()
+    ) -> list[Memory]:
+        """All unexpired memories in the scopes, newest first (ties by id)."""
+        ...
+
+    def count_expired(self, scopes: Iterable[str], *, now: datetime) -> int: ...
+
+    def expired_ids(self, *, now: datetime) -> list[str]:
+        """Every memory, in any scope, whose expiry has passed (for the sweeper)."""
+        ...
+
+    def index_bytes(self) -> int: ...
+
+    def row_count(self) -> int: ...

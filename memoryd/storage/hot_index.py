@@ -1,0 +1,209 @@
+"""The in-memory hot index: every memory, partitioned by scope, with its vector.
+
+Each scope is a partition holding a contiguous float32 matrix of its vectors plus the
+columns the filters need (category, expiry). A search scans only the partitions of the
+scopes the caller may see: the access predicate is the set of partitions, applied before
+any ranking, so another agent's rows are never scored. Deletes swap the last row into the
+hole so matrices stay dense.
+
+Not thread-safe: the daemon touches it from the event loop thread only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import datetime
+
+import numpy as np
+
+from memoryd.core.records import Category, Memory
+from memoryd.native import topk_dot
+
+_NO_EXPIRY = math.inf
+
+
+class _Partition:
+    def __init__(self, dim: int):
+        self.dim = dim
+        self.vectors = np.zeros((16, dim), dtype=np.float32)
+        self.expires = np.full(16, _NO_EXPIRY, dtype=np.float64)
+        self.category = np.zeros(16, dtype=np.int8)
+        self.ids: list[str] = []
+        self.row_of: dict[str, int] = {}
+        self.by_hash: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _grow(self) -> None:
+        cap = self.vectors.shape[0] * 2
+        for name in ("vectors", "expires", "category"):
+            old = getattr(self, name)
+            new = np.empty((cap, *old.shape[1:]), dtype=old.dtype)
+            new[: old.shape[0]] = old
+            setattr(self, name, new)
+
+    def put(self, memory: Memory, vector: np.ndarray) -> None:
+        row = self.row_of.get(memory.id)
+        if row is None:
+            row = len(self.ids)
+            if row == self.vectors.shape[0]:
+                self._grow()
+            self.ids.append(memory.id)
+            self.row_of[memory.id] = row
+        self.vectors[row] = vector
+        self.expires[row] = memory.expires_at.timestamp() if memory.expires_at else _NO_EXPIRY
+        self.category[row] = int(memory.category)
+        if memory.content_hash:
+            self.by_hash[memory.content_hash] = memory.id
+
+    def remove(self, memory: Memory) -> None:
+        row = self.row_of.pop(memory.id)
+        last = len(self.ids) - 1
+        if row != last:
+            moved = self.ids[last]
+            self.ids[row] = moved
+            self.row_of[moved] = row
+            self.vectors[row] = self.vectors[last]
+            self.expires[row] = self.expires[last]
+            self.category[row] = self.category[last]
+        self.ids.pop()
+        if self.by_hash.get(memory.content_hash) == memory.id:
+            del self.by_hash[memory.content_hash]
+
+    def mask(self, now_ts: float, categories: frozenset[Category]) -> np.ndarray:
+        n = len(self.ids)
+        keep = self.expires[:n] > now_ts
+        if categories:
+            keep &= np.isin(self.category[:n], np.array([int(c) for c in categories]))
+        return keep.astype(np.uint8)
+
+    def nbytes(self) -> int:
+        return self.vectors.nbytes + self.expires.nbytes + self.category.nbytes
+
+
+class HotIndex:
+    def __init__(self, dim: int):
+        self.dim = dim
+        self._parts: dict[str, _Partition] = {}
+        self._memories: dict[str, Memory] = {}
+        self._idempotency: dict[tuple[str, str], str] = {}
+        self._text_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._memories)
+
+    def put(self, memory: Memory, vector: np.ndarray) -> None:
+        """Insert or overwrite (same id; the scope never changes)."""
+        old = self._memories.get(memory.id)
+        if old is not None:
+            self._text_bytes -= len(old.text) + len(old.summary)
+            old_part = self._parts[old.scope]
+            if old_part.by_hash.get(old.content_hash) == old.id:
+                del old_part.by_hash[old.content_hash]
+        part = self._parts.get(memory.scope) or self._parts.setdefault(
+            memory.scope, _Partition(self.dim)
+        )
+        part.put(memory, vector)
+        self._memories[memory.id] = memory
+        self._text_bytes += len(memory.text) + len(memory.summary)
+        if memory.idempotency_key:
+            self._idempotency[(memory.agent_id, memory.idempotency_key)] = memory.id
+
+    def remove(self, memory_id: str) -> Memory | None:
+        memory = self._memories.pop(memory_id, None)
+        if memory is None:
+            return None
+        self._text_bytes -= len(memory.text) + len(memory.summary)
+        part = self._parts[memory.scope]
+        part.remove(memory)
+        if not part:
+            del self._parts[memory.scope]
+        if memory.idempotency_key:
+            self._idempotency.pop((memory.agent_id, memory.idempotency_key), None)
+        return memory
+
+    def get(self, memory_id: str) -> Memory | None:
+        return self._memories.get(memory_id)
+
+    def vector_of(self, memory_id: str) -> np.ndarray | None:
+        memory = self._memories.get(memory_id)
+        if memory is None:
+            return None
+        part = self._parts[memory.scope]
+        return part.vectors[part.row_of[memory_id]].copy()
+
+    def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
+        part = self._parts.get(scope)
+        memory_id = part.by_hash.get(content_hash) if part else None
+        return self._memories.get(memory_id) if memory_id else None
+
+    def find_by_idempotency_key(self, agent_id: str, key: str) -> Memory | None:
+        memory_id = self._idempotency.get((agent_id, key))
+        return self._memories.get(memory_id) if memory_id else None
+
+    def search(
+        self,
+        query: np.ndarray,
+        scopes: Iterable[str],
+        k: int,
+        *,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+    ) -> list[tuple[Memory, float]]:
+        if k <= 0:
+            return []
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        now_ts = now.timestamp()
+        found: list[tuple[float, str]] = []
+        for scope in sorted(set(scopes)):
+            part = self._parts.get(scope)
+            if part is None or not part:
+                continue
+            n = len(part)
+            idx, scores = topk_dot(part.vectors[:n], q, part.mask(now_ts, categories), k)
+            found.extend((float(s), part.ids[int(i)]) for i, s in zip(idx, scores, strict=True))
+        found.sort(key=lambda t: (-t[0], t[1]))
+        return [(self._memories[i], s) for s, i in found[:k]]
+
+    def visible(
+        self,
+        scopes: Iterable[str],
+        *,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+    ) -> list[Memory]:
+        out = []
+        for scope in set(scopes):
+            part = self._parts.get(scope)
+            if part is None:
+                continue
+            for memory_id in part.ids:
+                m = self._memories[memory_id]
+                if m.is_expired(now) or (categories and m.category not in categories):
+                    continue
+                out.append(m)
+        out.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+        return out
+
+    def count_expired(self, scopes: Iterable[str], *, now: datetime) -> int:
+        now_ts = now.timestamp()
+        total = 0
+        for scope in set(scopes):
+            part = self._parts.get(scope)
+            if part is not None:
+                total += int((part.expires[: len(part)] <= now_ts).sum())
+        return total
+
+    def expired_ids(self, *, now: datetime) -> list[str]:
+        now_ts = now.timestamp()
+        out: list[str] = []
+        for part in self._parts.values():
+            rows = np.nonzero(part.expires[: len(part)] <= now_ts)[0]
+            out.extend(part.ids[int(r)] for r in rows)
+        return out
+
+    def nbytes(self) -> int:
+        # Vectors and columns exactly; records approximately (text plus a fixed overhead).
+        return sum(p.nbytes() for p in self._parts.values()) + self._text_bytes + 400 * len(self)

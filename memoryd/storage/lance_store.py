@@ -1,0 +1,297 @@
+"""The durable store: one LanceDB table, written by one thread with group commit.
+
+Every write (add, replace, delete) is queued to a single writer thread. The writer takes
+everything queued (up to ``max_batch`` rows), turns each run of the same kind into one
+LanceDB operation (one ``add`` for many new rows, one ``delete`` for many ids) and only
+then resolves the callers' futures. So an acknowledged write is on disk (it survives a
+kill -9), and concurrent writers share commits instead of growing one fragment each.
+Every ``compact_every`` commits the writer compacts the table and drops old versions,
+because single-row commits otherwise grow the table to thousands of files (MEASURED.md).
+
+The table's schema carries the embedding identity (model name and dimension); opening a
+store made by another model is refused with a clear message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from memoryd.core.errors import ConfigError, DataCorrupt
+from memoryd.core.records import Category, Memory
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "1"
+META_MODEL = b"memoryd.embedding_model"
+META_DIM = b"memoryd.embedding_dim"
+META_SCHEMA = b"memoryd.schema_version"
+
+
+def make_schema(model_name: str, dim: int) -> pa.Schema:
+    ts = pa.timestamp("us", tz="UTC")
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("agent_id", pa.string(), nullable=False),
+            pa.field("scope", pa.string(), nullable=False),
+            pa.field("text", pa.string(), nullable=False),
+            pa.field("summary", pa.string(), nullable=False),
+            pa.field("category", pa.int8(), nullable=False),
+            pa.field("importance", pa.float32(), nullable=False),
+            pa.field("created_at", ts, nullable=False),
+            pa.field("updated_at", ts, nullable=False),
+            pa.field("expires_at", ts, nullable=True),
+            pa.field("metadata", pa.string(), nullable=False),  # JSON object
+            pa.field("content_hash", pa.string(), nullable=False),
+            pa.field("idempotency_key", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        ],
+        metadata={
+            META_MODEL: model_name.encode(),
+            META_DIM: str(dim).encode(),
+            META_SCHEMA: SCHEMA_VERSION.encode(),
+        },
+    )
+
+
+def to_arrow(schema: pa.Schema, rows: Sequence[tuple[Memory, np.ndarray]]) -> pa.Table:
+    cols: dict[str, list[Any]] = {name: [] for name in schema.names}
+    for m, v in rows:
+        cols["id"].append(m.id)
+        cols["agent_id"].append(m.agent_id)
+        cols["scope"].append(m.scope)
+        cols["text"].append(m.text)
+        cols["summary"].append(m.summary)
+        cols["category"].append(int(m.category))
+        cols["importance"].append(float(m.importance))
+        cols["created_at"].append(m.created_at)
+        cols["updated_at"].append(m.updated_at)
+        cols["expires_at"].append(m.expires_at)
+        cols["metadata"].append(json.dumps(m.metadata, ensure_ascii=False, sort_keys=True))
+        cols["content_hash"].append(m.content_hash)
+        cols["idempotency_key"].append(m.idempotency_key)
+        cols["vector"].append(v)
+    arrays = []
+    for f in schema:
+        if f.name == "vector":
+            flat = np.ascontiguousarray(np.stack(cols["vector"]), dtype=np.float32).reshape(-1)
+            arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat), f.type.list_size))
+        else:
+            arrays.append(pa.array(cols[f.name], type=f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def from_arrow(batch: pa.RecordBatch) -> Iterator[tuple[Memory, np.ndarray]]:
+    d = batch.to_pydict()
+    dim = batch.schema.field("vector").type.list_size
+    vectors = (
+        batch.column("vector").flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+    ).reshape(-1, dim)
+    for i in range(batch.num_rows):
+        try:
+            memory = Memory(
+                id=d["id"][i],
+                agent_id=d["agent_id"][i],
+                scope=d["scope"][i],
+                text=d["text"][i],
+                summary=d["summary"][i],
+                category=Category(d["category"][i]),
+                importance=float(d["importance"][i]),
+                created_at=d["created_at"][i],
+                updated_at=d["updated_at"][i],
+                expires_at=d["expires_at"][i],
+                metadata=json.loads(d["metadata"][i]),
+                content_hash=d["content_hash"][i],
+                idempotency_key=d["idempotency_key"][i],
+            )
+        except (ValueError, TypeError) as e:
+            raise DataCorrupt(f"stored memory {d['id'][i]!r} cannot be read: {e}") from e
+        yield memory, vectors[i]
+
+
+@dataclass(slots=True)
+class _Op:
+    kind: Literal["add", "update", "delete"]
+    rows: list[tuple[Memory, np.ndarray]] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    future: asyncio.Future[None] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.rows) + len(self.ids)
+
+
+class LanceStore:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        table: str,
+        model_name: str,
+        dim: int,
+        storage_options: dict[str, str] | None = None,
+        max_batch: int = 512,
+        compact_every: int = 200,
+    ):
+        self.uri = uri
+        self.model_name = model_name
+        self.dim = dim
+        self.max_batch = max_batch
+        self.compact_every = compact_every
+        self.schema = make_schema(model_name, dim)
+        self._db = lancedb.connect(uri, storage_options=storage_options or None)
+        self._table = self._open_or_create(table)
+        self._queue: queue.Queue[_Op | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._commits_since_compact = 0
+        self.commits = 0
+        self.rows_written = 0
+
+    def _open_or_create(self, name: str) -> Any:
+        existing = self._db.list_tables().tables
+        if name not in existing:
+            return self._db.create_table(name, schema=self.schema)
+        table = self._db.open_table(name)
+        meta = table.schema.metadata or {}
+        model = meta.get(META_MODEL, b"?").decode()
+        dim = meta.get(META_DIM, b"?").decode()
+        if model != self.model_name or dim != str(self.dim):
+            raise ConfigError(
+                f"the store at {self.uri} was made with embedding model {model!r} ({dim}-d); "
+                f"this daemon embeds with {self.model_name!r} ({self.dim}-d). Point "
+                "--data-dir (or storage.uri) at another location, or configure the model "
+                "the store was made with."
+            )
+        return table
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="memoryd-writer", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Finish every queued write, then stop the writer."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def scan(self) -> Iterator[tuple[Memory, np.ndarray]]:
+        """Every stored row (for rebuilding the in-memory index at start)."""
+        for batch in self._table.to_arrow().to_batches(max_chunksize=8192):
+            yield from from_arrow(batch)
+
+    def count_rows(self) -> int:
+        return int(self._table.count_rows())
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def add(self, rows: list[tuple[Memory, np.ndarray]]) -> None:
+        await self._submit(_Op("add", rows=rows))
+
+    async def update(self, rows: list[tuple[Memory, np.ndarray]]) -> None:
+        """Overwrite existing rows by id; rows deleted meanwhile stay deleted."""
+        await self._submit(_Op("update", rows=rows))
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        await self._submit(_Op("delete", ids=list(ids)))
+
+    def _submit(self, op: _Op) -> asyncio.Future[None]:
+        if self._thread is None:
+            raise RuntimeError("LanceStore.start() was not called")
+        op.loop = asyncio.get_running_loop()
+        op.future = op.loop.create_future()
+        self._queue.put(op)
+        return op.future
+
+    def _run(self) -> None:
+        pending: _Op | None = None
+        while True:
+            op = pending or self._queue.get()
+            pending = None
+            if op is None:
+                return
+            group = [op]
+            size = op.size
+            # Group commit: take what else is queued, same kind, up to max_batch rows.
+            while size < self.max_batch:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self._queue.put(None)  # stop after this group
+                    break
+                if nxt.kind != op.kind:
+                    pending = nxt
+                    break
+                group.append(nxt)
+                size += nxt.size
+            error: BaseException | None = None
+            try:
+                self._commit(op.kind, group)
+            except BaseException as e:
+                log.exception("write of %d op(s) failed", len(group))
+                error = e
+            for g in group:
+                assert g.loop is not None and g.future is not None
+                g.loop.call_soon_threadsafe(_resolve, g.future, error)
+            if error is None:
+                self._maybe_compact()
+
+    def _commit(self, kind: str, group: list[_Op]) -> None:
+        if kind == "delete":
+            ids = [i for g in group for i in g.ids]
+            if ids:
+                quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+                self._table.delete(f"id IN ({quoted})")
+        else:
+            rows = [r for g in group for r in g.rows]
+            data = to_arrow(self.schema, rows)
+            if kind == "add":
+                self._table.add(data)
+            else:
+                self._table.merge_insert("id").when_matched_update_all().execute(data)
+            self.rows_written += len(rows)
+        self.commits += 1
+        self._commits_since_compact += 1
+
+    def _maybe_compact(self) -> None:
+        if self._commits_since_compact < self.compact_every or not self._queue.empty():
+            return
+        self._commits_since_compact = 0
+        try:
+            self._table.optimize(cleanup_older_than=timedelta(minutes=1))
+        except Exception:  # compaction is an optimisation; never fail writes over it
+            log.exception("background compaction failed")
+
+    def compact_now(self) -> None:
+        """Compact synchronously (used at shutdown and by tests)."""
+        self._table.optimize(cleanup_older_than=timedelta(minutes=1))
+
+
+def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,104 @@
+"""``core.protocols.MemoryStore`` over LanceDB (durable) and the hot index (reads).
+
+Writes go to LanceDB first; only once the commit is on disk does the hot index change,
+so every read sees exactly the acknowledged writes. Reads never touch LanceDB.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from memoryd.core.records import Category, Memory
+from memoryd.storage.hot_index import HotIndex
+from memoryd.storage.lance_store import LanceStore
+
+log = logging.getLogger(__name__)
+
+
+class Repository:
+    def __init__(self, durable: LanceStore):
+        self.durable = durable
+        self.index = HotIndex(durable.dim)
+
+    def open(self) -> float:
+        """Load every stored memory into the hot index, start the writer; returns seconds."""
+        start = time.perf_counter()
+        for memory, vector in self.durable.scan():
+            self.index.put(memory, vector)
+        self.durable.start()
+        took = time.perf_counter() - start
+        log.info("loaded %d memories into the hot index in %.2fs", len(self.index), took)
+        return took
+
+    def close(self) -> None:
+        self.durable.close()
+
+    async def add(self, memory: Memory, vector: np.ndarray) -> None:
+        await self.durable.add([(memory, vector)])
+        self.index.put(memory, vector)
+
+    async def replace(self, memory: Memory, vector: np.ndarray | None) -> None:
+        if vector is None:
+            vector = self.index.vector_of(memory.id)
+            if vector is None:
+                raise KeyError(memory.id)
+        await self.durable.update([(memory, vector)])
+        # A delete that committed while this update waited wins: never resurrect.
+        if self.index.get(memory.id) is not None:
+            self.index.put(memory, vector)
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        await self.durable.delete(ids)
+        for memory_id in ids:
+            self.index.remove(memory_id)
+
+    def get(self, memory_id: str) -> Memory | None:
+        return self.index.get(memory_id)
+
+    def vector_of(self, memory_id: str) -> np.ndarray | None:
+        return self.index.vector_of(memory_id)
+
+    def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
+        return self.index.find_by_hash(scope, content_hash)
+
+    def find_by_idempotency_key(self, agent_id: str, key: str) -> Memory | None:
+        return self.index.find_by_idempotency_key(agent_id, key)
+
+    def search(
+        self,
+        query: np.ndarray,
+        scopes: Iterable[str],
+        k: int,
+        *,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+    ) -> list[tuple[Memory, float]]:
+        return self.index.search(query, scopes, k, now=now, categories=categories)
+
+    def visible(
+        self,
+        scopes: Iterable[str],
+        *,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+    ) -> list[Memory]:
+        return self.index.visible(scopes, now=now, categories=categories)
+
+    def count_expired(self, scopes: Iterable[str], *, now: datetime) -> int:
+        return self.index.count_expired(scopes, now=now)
+
+    def expired_ids(self, *, now: datetime) -> list[str]:
+        return self.index.expired_ids(now=now)
+
+    def index_bytes(self) -> int:
+        return self.index.nbytes()
+
+    def row_count(self) -> int:
+        return len(self.index)

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import logging
+
+import grpc
+import pytest
+
+from memoryd.api.errors import STATUS, status_of
+from memoryd.core import errors
+
+
+def test_every_error_class_has_a_status() -> None:
+    assert set(errors.ALL_ERRORS) == set(STATUS)
+    members = {
+        v for v in vars(errors).values()
+        if isinstance(v, type) and issubclass(v, errors.MemorydError) and v is not errors.MemorydError
+    }
+    assert members == set(STATUS)
+
+
+def test_domain_errors_keep_their_message() -> None:
+    assert status_of(errors.InvalidArgument("text is empty")) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "text is empty",
+    )
+    assert status_of(errors.NotReady("starting"))[0] == grpc.StatusCode.UNAVAILABLE
+
+
+def test_unexpected_errors_are_internal_without_leaking(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.ERROR):
+        code, message = status_of(KeyError("/secret/path/db.lance"))
+    assert code == grpc.StatusCode.INTERNAL
+    assert "secret" not in message and "KeyError" not in message
+    assert "incident" in message
+    assert "secret" in caplog.text  # the operator still gets the details

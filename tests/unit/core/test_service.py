@@ -1,0 +1,268 @@
+"""MemoryService over a real LanceDB store and a deterministic embedder."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from memoryd.core.errors import InvalidArgument, NotFound, PermissionDenied
+from memoryd.core.policy import AccessPolicy, AgentAccess
+from memoryd.core.records import Category, StoreOutcome
+from memoryd.core.service import MemoryPatch, MemoryService, NewMemory, RecallQuery
+
+
+async def store(service: MemoryService, agent: str, text: str, **kw: object):  # type: ignore[no-untyped-def]
+    return await service.store_memory(NewMemory(agent_id=agent, text=text, **kw))  # type: ignore[arg-type]
+
+
+async def test_store_then_recall_finds_it_with_defaults(service: MemoryService) -> None:
+    r = await store(service, "a", "The deploy runs on Fridays at five")
+    assert r.outcome == StoreOutcome.CREATED
+    m = r.memory
+    assert uuid.UUID(m.id)
+    assert m.scope == "agent:a" and m.agent_id == "a"
+    assert m.importance == pytest.approx(0.7)
+    assert m.category != Category.UNSPECIFIED
+    assert m.summary == m.text
+    hits = await service.recall(RecallQuery(agent_id="a", query="when does the deploy run"))
+    assert [h.memory.id for h in hits] == [m.id]
+
+
+@pytest.mark.parametrize(
+    ("kw", "fragment"),
+    [
+        ({"text": ""}, "text is empty"),
+        ({"text": " \n\t "}, "text is empty"),
+        ({"text": "x" * 201}, "201 chars; the limit is 200 (store.max_chars)"),
+        ({"text": "ok text", "importance": 1.5}, "importance must be between 0 and 1"),
+        ({"text": "ok text", "importance": math.nan}, "importance must be between 0 and 1"),
+        ({"text": "ok text", "importance": -0.1}, "importance must be between 0 and 1"),
+        ({"text": "ok text", "scope": "bad scope!"}, "scope 'bad scope!' is invalid"),
+        ({"text": "ok text", "metadata": {"": "v"}}, "metadata key"),
+        ({"text": "ok text", "idempotency_key": "k" * 129}, "idempotency_key is 129 chars"),
+    ],
+)
+async def test_invalid_store_is_refused_and_writes_nothing(
+    service: MemoryService, kw: dict[str, object], fragment: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=None) as info:
+        await service.store_memory(NewMemory(agent_id="a", **kw))  # type: ignore[arg-type]
+    assert fragment in str(info.value)
+    assert service.stats("a").total == 0
+
+
+@pytest.mark.parametrize("agent", ["", "has space", "x" * 65, "a/b"])
+async def test_missing_or_malformed_agent_id_is_an_error(service: MemoryService, agent: str) -> None:
+    with pytest.raises(InvalidArgument, match="agent_id"):
+        await store(service, agent, "some text")
+    with pytest.raises(InvalidArgument, match="agent_id"):
+        await service.recall(RecallQuery(agent_id=agent, query="some"))
+
+
+async def test_exact_duplicate_after_normalisation_returns_existing(service: MemoryService) -> None:
+    first = await store(service, "a", "Caf\u00e9 opens at 9\r\nevery day")
+    again = await store(service, "a", "  Cafe\u0301 opens at 9\nevery day  \n")
+    assert again.outcome == StoreOutcome.DUPLICATE
+    assert again.duplicate_of == first.memory.id
+    assert again.memory.id == first.memory.id
+    assert again.duplicate_score == 1.0
+    assert service.stats("a").total == 1
+
+
+async def test_near_duplicate_in_same_scope_is_refused_but_not_across_scopes(
+    service: MemoryService,
+) -> None:
+    first = await store(service, "a", "the user likes green tea")
+    near = await store(service, "a", "The user likes green tea!")
+    assert near.outcome == StoreOutcome.DUPLICATE and near.duplicate_of == first.memory.id
+    assert near.duplicate_score >= 0.95
+    other_agent = await store(service, "b", "the user likes green tea")
+    assert other_agent.outcome == StoreOutcome.CREATED
+
+
+async def test_idempotency_key_replays_first_result_and_rejects_other_text(
+    service: MemoryService,
+) -> None:
+    first = await store(service, "a", "buy milk", idempotency_key="k1")
+    replay = await store(service, "a", "buy milk", idempotency_key="k1")
+    assert replay.outcome == StoreOutcome.CREATED and replay.memory.id == first.memory.id
+    with pytest.raises(InvalidArgument, match="already used for a different memory"):
+        await store(service, "a", "buy bread", idempotency_key="k1")
+    # Keys are per agent.
+    theirs = await store(service, "b", "buy milk", idempotency_key="k1")
+    assert theirs.memory.id != first.memory.id
+    assert service.stats("a").total == 1
+
+
+async def test_concurrent_twins_become_one_memory(service: MemoryService, embedder) -> None:  # type: ignore[no-untyped-def]
+    results = await asyncio.gather(
+        *(store(service, "a", "the office wifi password is on the fridge") for _ in range(8)),
+        *(store(service, "a", "pay rent", idempotency_key="rent") for _ in range(5)),
+    )
+    ids = {r.memory.id for r in results[:8]}
+    assert len(ids) == 1
+    assert sum(r.outcome == StoreOutcome.CREATED for r in results[:8]) == 1
+    assert len({r.memory.id for r in results[8:]}) == 1
+    assert service.stats("a").total == 2
+
+
+async def test_agents_never_see_each_others_private_memories(service: MemoryService) -> None:
+    mine = await store(service, "alice", "alice's locker code is 4512")
+    await store(service, "bob", "bob parks on level 3")
+    hits = await service.recall(RecallQuery(agent_id="bob", query="alice's locker code is 4512"))
+    assert all(h.memory.agent_id == "bob" for h in hits)
+    with pytest.raises(NotFound):
+        service.get("bob", mine.memory.id)
+    with pytest.raises(NotFound):
+        await service.forget_id("bob", mine.memory.id)
+    with pytest.raises(NotFound):
+        await service.update(MemoryPatch(agent_id="bob", id=mine.memory.id, importance=0.1))
+    with pytest.raises(PermissionDenied, match="may not read scope"):
+        await service.recall(RecallQuery(agent_id="bob", query="x", scopes=("agent:alice",)))
+    with pytest.raises(PermissionDenied, match="may not write scope"):
+        await store(service, "bob", "sneaky", scope="agent:alice")
+    assert [m.id for m in service.list("bob").memories] != [mine.memory.id]
+    assert service.get("alice", mine.memory.id).text == "alice's locker code is 4512"
+
+
+async def test_shared_scopes_follow_the_policy(open_repository, embedder, clock) -> None:  # type: ignore[no-untyped-def]
+    policy = AccessPolicy(
+        default_read=("agent:{agent_id}", "global", "workspace:team"),
+        default_write=("agent:{agent_id}",),
+        agents={
+            "lead": AgentAccess(write=("agent:{agent_id}", "workspace:team")),
+            "locked": AgentAccess(read=(), write=()),
+        },
+    )
+    svc = MemoryService(open_repository(), embedder, policy, clock=clock)
+    shared = await store(svc, "lead", "team standup moved to 10am", scope="workspace:team")
+    hits = await svc.recall(RecallQuery(agent_id="dev", query="team standup"))
+    assert [h.memory.id for h in hits] == [shared.memory.id]
+    with pytest.raises(PermissionDenied):
+        await svc.forget_id("dev", shared.memory.id)
+    with pytest.raises(NotFound):
+        svc.get("locked", shared.memory.id)
+    assert await svc.recall(RecallQuery(agent_id="locked", query="team standup")) == []
+
+
+async def test_recall_limit_min_score_and_categories(service: MemoryService) -> None:
+    words = "apple birch cedar daisy elm fern ginkgo hazel iris juniper kale lilac".split()
+    for w in words:
+        await store(service, "a", f"{w} grows about the garden with roses", category=Category.FACT)
+    await store(service, "a", "I prefer roses in the garden", category=Category.PREFERENCE)
+    assert service.stats("a").total == 13
+    assert len(await service.recall(RecallQuery(agent_id="a", query="garden roses"))) == 5
+    assert len(await service.recall(RecallQuery(agent_id="a", query="garden", limit=20))) == 13
+    prefs = await service.recall(
+        RecallQuery(agent_id="a", query="garden", categories=frozenset({Category.PREFERENCE}))
+    )
+    assert [h.memory.category for h in prefs] == [Category.PREFERENCE]
+    strict = await service.recall(RecallQuery(agent_id="a", query="roses garden", min_score=0.99))
+    assert all(h.score >= 0.99 for h in strict)
+    scores = [h.score for h in await service.recall(RecallQuery(agent_id="a", query="roses"))]
+    assert scores == sorted(scores, reverse=True)
+    with pytest.raises(InvalidArgument, match="over the maximum 100"):
+        await service.recall(RecallQuery(agent_id="a", query="x", limit=101))
+    with pytest.raises(InvalidArgument, match="min_score"):
+        await service.recall(RecallQuery(agent_id="a", query="x", min_score=math.nan))
+
+
+async def test_forget_by_query_deletes_only_a_single_strong_match(service: MemoryService) -> None:
+    a = await store(service, "a", "dentist appointment on monday morning")
+    b = await store(service, "a", "dentist appointment on tuesday morning")
+    ambiguous = await service.forget_query("a", "dentist appointment morning")
+    assert ambiguous.deleted_ids == []
+    assert {c.memory.id for c in ambiguous.candidates} == {a.memory.id, b.memory.id}
+    assert service.stats("a").total == 2
+    exact = await service.forget_query("a", "dentist appointment on monday morning")
+    assert exact.deleted_ids == [a.memory.id]
+    with pytest.raises(NotFound):
+        service.get("a", a.memory.id)
+    nothing = await service.forget_query("a", "completely unrelated words")
+    assert nothing.deleted_ids == [] and nothing.candidates == []
+
+
+async def test_deleted_memories_never_come_back(service: MemoryService, open_repository) -> None:  # type: ignore[no-untyped-def]
+    m = (await store(service, "a", "secret to forget")).memory
+    keep = (await store(service, "a", "something to keep")).memory
+    assert (await service.forget_id("a", m.id)).deleted_ids == [m.id]
+    with pytest.raises(NotFound):
+        await service.forget_id("a", m.id)
+    hits = await service.recall(RecallQuery(agent_id="a", query="secret to forget", limit=10))
+    assert m.id not in {h.memory.id for h in hits}
+    assert [x.id for x in service.list("a").memories] == [keep.id]
+    service.store.close()  # type: ignore[attr-defined]
+    reopened = open_repository()
+    assert reopened.get(m.id) is None and reopened.get(keep.id) is not None
+
+
+async def test_update_changes_fields_and_reembeds_text(service: MemoryService, clock) -> None:  # type: ignore[no-untyped-def]
+    m = (await store(service, "a", "favourite colour is blue", metadata={"src": "chat"})).memory
+    clock.advance(minutes=5)
+    u = await service.update(
+        MemoryPatch(
+            agent_id="a", id=m.id, text="favourite colour is purple", importance=0.9,
+            category=Category.PREFERENCE, metadata={"k": "v"},
+        )
+    )
+    assert (u.text, u.importance, u.category) == ("favourite colour is purple", 0.9, Category.PREFERENCE)
+    assert u.metadata == {"src": "chat", "k": "v"}
+    assert u.updated_at > m.updated_at and u.created_at == m.created_at
+    top = await service.recall(RecallQuery(agent_id="a", query="purple", limit=1))
+    assert top[0].memory.id == m.id and top[0].score > 0.4
+    blue = await service.recall(RecallQuery(agent_id="a", query="blue", limit=1))
+    assert not blue or blue[0].score < 0.1
+    r = await service.update(
+        MemoryPatch(agent_id="a", id=m.id, replace_metadata=True, metadata={"only": "this"})
+    )
+    assert r.metadata == {"only": "this"}
+    with pytest.raises(InvalidArgument, match="changes nothing"):
+        await service.update(MemoryPatch(agent_id="a", id=m.id))
+    with pytest.raises(InvalidArgument, match="not a UUID"):
+        await service.update(MemoryPatch(agent_id="a", id="nope", importance=0.5))
+
+
+async def test_list_pages_newest_first_without_gaps(service: MemoryService, clock) -> None:  # type: ignore[no-untyped-def]
+    ids = []
+    for i in range(7):
+        clock.advance(seconds=1)
+        ids.append((await store(service, "a", f"memory number {i} {'x' * i}")).memory.id)
+    seen, token = [], ""
+    while True:
+        page = service.list("a", page_size=3, page_token=token)
+        assert page.total_size == 7
+        seen += [m.id for m in page.memories]
+        token = page.next_page_token
+        if not token:
+            break
+    assert seen == list(reversed(ids))
+    with pytest.raises(InvalidArgument, match="page_token is invalid"):
+        service.list("a", page_token="garbage!")
+
+
+async def test_expired_memories_are_hidden_counted_and_swept(service: MemoryService, clock) -> None:  # type: ignore[no-untyped-def]
+    soon = clock.now + timedelta(hours=1)
+    m = (await store(service, "a", "temporary door code 1234", expires_at=soon)).memory
+    await store(service, "a", "permanent fact about doors")
+    assert service.get("a", m.id).expires_at == soon
+    clock.advance(hours=2)
+    with pytest.raises(NotFound):
+        service.get("a", m.id)
+    hits = await service.recall(RecallQuery(agent_id="a", query="door code", limit=10))
+    assert m.id not in {h.memory.id for h in hits}
+    assert service.stats("a").expired_pending == 1
+    assert await service.sweep_expired() == 1
+    assert service.stats("a").expired_pending == 0
+    with pytest.raises(InvalidArgument, match="in the past"):
+        await store(service, "a", "already gone", expires_at=clock.now - timedelta(seconds=1))
+
+
+async def test_created_at_backfill_is_kept(service: MemoryService, clock) -> None:  # type: ignore[no-untyped-def]
+    past = clock.now - timedelta(days=400)
+    m = (await store(service, "a", "we moved to Berlin", created_at=past)).memory
+    assert m.created_at == past
+    assert service.get("a", m.id).created_at == past

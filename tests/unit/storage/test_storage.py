@@ -1,0 +1,94 @@
+"""LanceDB store (identity, group commit, round trip) and the hot index (scope partitions)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memoryd.core.errors import ConfigError
+from memoryd.core.records import Category, Memory
+from memoryd.storage.hot_index import HotIndex
+from memoryd.storage.lance_store import LanceStore
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def mem(i: int, scope: str = "agent:a", **kw: object) -> Memory:
+    base = dict(
+        id=f"00000000-0000-4000-8000-{i:012d}", agent_id="a", scope=scope, text=f"text {i}",
+        summary=f"text {i}", category=Category.FACT, importance=0.5, created_at=NOW + timedelta(seconds=i),
+        updated_at=NOW, metadata={"i": str(i)}, content_hash=f"h{i}",
+    )
+    base.update(kw)
+    return Memory(**base)  # type: ignore[arg-type]
+
+
+def unit(i: int, dim: int = 8) -> np.ndarray:
+    v = np.zeros(dim, dtype=np.float32)
+    v[i % dim] = 1.0
+    return v
+
+
+def test_store_made_by_another_model_is_refused(tmp_path: Path) -> None:
+    LanceStore(str(tmp_path), table="m", model_name="model-a", dim=8)
+    with pytest.raises(ConfigError, match="model-a.*8-d.*model-b.*16-d"):
+        LanceStore(str(tmp_path), table="m", model_name="model-b", dim=16)
+    LanceStore(str(tmp_path), table="m", model_name="model-a", dim=8)  # same identity opens
+
+
+async def test_concurrent_writes_share_commits_and_round_trip(tmp_path: Path) -> None:
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, max_batch=512)
+    store.start()
+    try:
+        rows = [mem(i, expires_at=NOW + timedelta(days=1) if i % 2 else None) for i in range(64)]
+        await asyncio.gather(*(store.add([(m, unit(i))]) for i, m in enumerate(rows)))
+        assert store.count_rows() == 64
+        assert store.commits < 64  # grouped
+        await store.delete([rows[0].id, rows[1].id])
+        changed = mem(2, text="changed", importance=0.9)
+        await store.update([(changed, unit(5))])
+        await store.update([(mem(999), unit(1))])  # absent: not inserted
+    finally:
+        store.close()
+    reopened = {m.id: (m, v) for m, v in LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()}
+    assert len(reopened) == 62
+    m2, v2 = reopened[rows[2].id]
+    assert m2.text == "changed" and m2.importance == pytest.approx(0.9)
+    assert np.allclose(v2, unit(5))
+    m3, _ = reopened[rows[3].id]
+    assert m3.expires_at == NOW + timedelta(days=1) and m3.metadata == {"i": "3"}
+    assert m3.created_at == rows[3].created_at and m3.category == Category.FACT
+
+
+def test_hot_index_searches_only_the_given_scopes_and_skips_expired() -> None:
+    idx = HotIndex(8)
+    idx.put(mem(1, "agent:a"), unit(1))
+    idx.put(mem(2, "agent:b"), unit(1))
+    idx.put(mem(3, "agent:a", expires_at=NOW), unit(1))
+    hits = idx.search(unit(1), ["agent:a"], 10, now=NOW)
+    assert [m.id for m, _ in hits] == [mem(1).id]
+    both = idx.search(unit(1), ["agent:a", "agent:b"], 10, now=NOW)
+    assert {m.scope for m, _ in both} == {"agent:a", "agent:b"}
+    assert idx.count_expired(["agent:a"], now=NOW) == 1
+    assert idx.expired_ids(now=NOW) == [mem(3).id]
+
+
+def test_hot_index_remove_keeps_other_rows_intact() -> None:
+    idx = HotIndex(8)
+    for i in range(40):
+        idx.put(mem(i), unit(i))
+    for i in range(0, 40, 3):
+        idx.remove(mem(i).id)
+    for i in range(40):
+        v = idx.vector_of(mem(i).id)
+        if i % 3 == 0:
+            assert v is None and idx.get(mem(i).id) is None
+        else:
+            assert v is not None and np.allclose(v, unit(i))
+            assert idx.find_by_hash("agent:a", f"h{i}") is not None
+    top = idx.search(unit(4), ["agent:a"], 100, now=NOW)
+    assert {m.id for m, s in top if s > 0.5} == {mem(i).id for i in range(40) if i % 8 == 4 and i % 3}
