@@ -24,6 +24,7 @@ from pydantic_settings import (
 
 from memoryd.core.errors import ConfigError
 from memoryd.core.policy import AccessPolicy, AgentAccess
+from memoryd.core.retrieval import Fusion, Rerank, RetrievalConfig
 
 
 def default_data_dir() -> Path:
@@ -86,6 +87,39 @@ class StoreSettings(_Section):
 class RecallSettings(_Section):
     default_limit: int = Field(5, ge=1, le=100)
     max_limit: int = Field(100, ge=1, le=1000)
+
+
+class RetrievalSettings(_Section):
+    """Defaults of the recall pipeline; a request may override any (RecallOptions).
+    Formulas: memoryd/native/kernels.py (fuse_and_boost), chosen by bench/locomo.py."""
+
+    fusion: Literal["rrf", "weighted", "vector", "bm25"] = "weighted"
+    vector_weight: float = Field(0.5, ge=0.0)
+    bm25_weight: float = Field(0.5, ge=0.0)
+    rrf_k: float = Field(60.0, gt=-1.0)
+    bm25_scale: float = Field(5.0, gt=0.0)
+    recency_weight: float = Field(0.0, ge=0.0)
+    recency_half_life_days: float = Field(14.0, gt=0.0)
+    importance_weight: float = Field(0.3, ge=0.0, le=1.0)
+    length_weight: float = Field(0.0, ge=0.0)
+    length_anchor_chars: float = Field(500.0, gt=0.0)
+    decay_half_life_days: float = Field(0.0, ge=0.0, description="0 disables time decay")
+    decay_floor: float = Field(0.5, ge=0.0, le=1.0)
+    reinforcement: float = Field(0.5, ge=0.0)
+    mmr_lambda: float = Field(1.0, ge=0.0, le=1.0, description="1 disables MMR")
+    rerank: Literal["none", "cross-encoder", "late-interaction"] = "none"
+    rerank_weight: float = Field(0.5, ge=0.0, le=1.0)
+    rerank_top: int = Field(20, ge=1, le=200)
+    rerank_timeout_ms: float = Field(200.0, gt=0.0)
+    pool_min: int = Field(20, ge=1, le=1000)
+    pool_factor: int = Field(2, ge=1, le=20)
+    analyzer_language: str = Field("english", description="Snowball stemmer for BM25")
+
+    def to_config(self) -> RetrievalConfig:
+        values = self.model_dump(exclude={"analyzer_language"})
+        values["fusion"] = Fusion(values["fusion"])
+        values["rerank"] = Rerank(values["rerank"])
+        return RetrievalConfig(**values)
 
 
 class ForgetSettings(_Section):
@@ -156,6 +190,7 @@ class Settings(BaseSettings):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     forget: ForgetSettings = Field(default_factory=ForgetSettings)
     listing: ListSettings = Field(default_factory=ListSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)

@@ -29,6 +29,7 @@ from memoryd.api.errors import ErrorMappingInterceptor
 from memoryd.api.servicer import MemoryServicer
 from memoryd.config import Settings
 from memoryd.core.errors import ConfigError
+from memoryd.core.retrieval import Retriever
 from memoryd.core.service import MemoryService, ServiceLimits
 from memoryd.inference.batcher import BatchingEmbedder
 from memoryd.inference.onnx_embedder import (
@@ -38,6 +39,7 @@ from memoryd.inference.onnx_embedder import (
 )
 from memoryd.native import warm_up
 from memoryd.storage.lance_store import LanceStore
+from memoryd.storage.lexical import Analyzer
 from memoryd.storage.repository import Repository
 
 log = logging.getLogger("memoryd")
@@ -133,7 +135,10 @@ class Daemon:
 
         await asyncio.to_thread(self._load)
         assert self.repository is not None and self.embedder is not None
-        self.service = MemoryService(self.repository, self.embedder, self.policy, limits_from(s))
+        retriever = Retriever(self.repository, s.retrieval.to_config())
+        self.service = MemoryService(
+            self.repository, self.embedder, self.policy, limits_from(s), retriever=retriever
+        )
         self.servicer.set_service(self.service)
         self._sweeper = asyncio.create_task(self._sweep_forever())
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
@@ -192,7 +197,14 @@ class Daemon:
             max_batch=s.storage.max_batch,
             compact_every=s.storage.compact_every_writes,
         )
-        repository = Repository(durable)
+        try:
+            analyzer = Analyzer(s.retrieval.analyzer_language)
+        except KeyError:
+            raise ConfigError(
+                f"retrieval.analyzer_language {s.retrieval.analyzer_language!r} is not a "
+                "Snowball language (e.g. english, german, czech)"
+            ) from None
+        repository = Repository(durable, analyzer)
         repository.open()
         t2 = time.perf_counter()
         kernels = warm_up()
@@ -208,15 +220,17 @@ class Daemon:
         self.embedder, self.repository = embedder, repository
 
     async def _sweep_forever(self) -> None:
+        """Remove expired memories and persist access counts, once a minute."""
         while True:
             await asyncio.sleep(SWEEP_INTERVAL_SECONDS)
-            assert self.service is not None
+            assert self.service is not None and self.repository is not None
             try:
                 removed = await self.service.sweep_expired()
                 if removed:
                     log.info("swept %d expired memories", removed)
+                await self.repository.flush_access_counts()
             except Exception:
-                log.exception("expiry sweep failed; will retry")
+                log.exception("background sweep failed; will retry")
 
     async def stop(self) -> None:
         grace = self.settings.server.shutdown_grace_seconds
@@ -228,6 +242,10 @@ class Daemon:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         if self.repository is not None:
+            try:
+                await self.repository.flush_access_counts()
+            except Exception:
+                log.exception("could not persist access counts at shutdown")
             await asyncio.to_thread(self.repository.close)
         if self.embedder is not None:
             await asyncio.to_thread(self.embedder.close)

@@ -9,7 +9,14 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from memoryd._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd.core.errors import InvalidArgument
-from memoryd.core.records import Category, ForgetResult, Memory, ScoredMemory, StoreResult
+from memoryd.core.records import (
+    Category,
+    Explain,
+    ForgetResult,
+    Memory,
+    ScoredMemory,
+    StoreResult,
+)
 from memoryd.core.service import AgentStats, MemoryPatch, NewMemory, Page, RecallQuery
 
 
@@ -64,11 +71,66 @@ def memory_to_pb(m: Memory) -> pb.Memory:
         updated_at=_ts(m.updated_at),
         expires_at=_ts(m.expires_at),
         metadata=m.metadata,
+        access_count=m.access_count,
+        last_accessed_at=_ts(m.last_accessed_at),
+    )
+
+
+def _explain_to_pb(e: Explain | None) -> pb.StageScores | None:
+    if e is None:
+        return None
+    return pb.StageScores(
+        vector=e.vector,
+        bm25=e.bm25,
+        vector_rank=e.vector_rank,
+        bm25_rank=e.bm25_rank,
+        fused=e.fused,
+        reranked=e.reranked,
+        after_recency=e.after_recency,
+        after_importance=e.after_importance,
+        after_length=e.after_length,
+        after_decay=e.after_decay,
+        final=e.final,
+        mmr_position=e.mmr_position,
+        reranker=e.reranker,
     )
 
 
 def scored_to_pb(items: Iterable[ScoredMemory]) -> list[pb.ScoredMemory]:
-    return [pb.ScoredMemory(memory=memory_to_pb(s.memory), score=s.score) for s in items]
+    return [
+        pb.ScoredMemory(
+            memory=memory_to_pb(s.memory), score=s.score, explain=_explain_to_pb(s.explain)
+        )
+        for s in items
+    ]
+
+
+_FUSION = {1: "rrf", 2: "weighted", 3: "vector", 4: "bm25"}
+_RERANK = {1: "none", 2: "cross-encoder", 3: "late-interaction"}
+_OPTIONAL_FLOATS = (
+    "vector_weight", "bm25_weight", "rrf_k", "recency_weight", "recency_half_life_days",
+    "importance_weight", "length_weight", "length_anchor_chars", "decay_half_life_days",
+    "decay_floor", "reinforcement", "mmr_lambda", "rerank_weight", "bm25_scale",
+)  # fmt: skip
+
+
+def recall_options(o: pb.RecallOptions) -> dict[str, object]:
+    """The options a request sets, as RetrievalConfig field overrides."""
+    out: dict[str, object] = {}
+    if o.fusion:
+        if o.fusion not in _FUSION:
+            raise InvalidArgument(f"options.fusion {o.fusion} is not a known FusionMode")
+        out["fusion"] = _FUSION[o.fusion]
+    if o.rerank:
+        if o.rerank not in _RERANK:
+            raise InvalidArgument(f"options.rerank {o.rerank} is not a known RerankMode")
+        out["rerank"] = _RERANK[o.rerank]
+    for name in _OPTIONAL_FLOATS:
+        if o.HasField(name):  # type: ignore[arg-type]
+            out[name] = float(getattr(o, name))
+    if o.HasField("candidate_pool"):
+        out["candidate_pool"] = int(o.candidate_pool)
+    return out
 
 
 def store_request(req: pb.StoreRequest) -> NewMemory:
@@ -102,6 +164,9 @@ def recall_request(req: pb.RecallRequest) -> RecallQuery:
         min_score=req.min_score,
         categories=categories(req.categories),
         scopes=tuple(req.scopes),
+        options=recall_options(req.options) if req.HasField("options") else {},
+        explain=req.explain,
+        as_of=_from_ts(req.options, "as_of") if req.HasField("options") else None,
     )
 
 

@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from memoryd.core.records import Category, Memory
+from memoryd.core.records import Candidates, Category, Memory
 
 
 class Embedder(Protocol):
@@ -27,6 +27,12 @@ class Embedder(Protocol):
 
     async def embed_one(self, text: str) -> np.ndarray:
         """An L2-normalised float32 vector for a document to store."""
+        ...
+
+
+class Reranker(Protocol):
+    async def score(self, query: str, memories: Sequence[Memory]) -> np.ndarray:
+        """Relevance of each memory to the query, float32 in [0, 1], higher is better."""
         ...
 
 
@@ -67,6 +73,25 @@ class MemoryStore(Protocol):
         categories: frozenset[Category] = frozenset(),
     ) -> list[tuple[Memory, float]]:
         """Exact cosine top-k over the given scopes' unexpired memories, best first."""
+        ...
+
+    def candidates(
+        self,
+        query: np.ndarray,
+        query_text: str,
+        scopes: Iterable[str],
+        pool: int,
+        *,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+        lexical: bool = True,
+        vector: bool = True,
+    ) -> Candidates:
+        """Hybrid candidates (best ``pool`` by cosine and by BM25), scored on both legs."""
+        ...
+
+    def touch(self, ids: Sequence[str], now: datetime) -> None:
+        """Count an access (a recall returned them); persisted in the background."""
         ...
 
     def visible(

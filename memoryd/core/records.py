@@ -10,6 +10,8 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
+
 
 class Category(enum.IntEnum):
     """Mirrors ``memoryd.v1.Category``; the numbers are the wire numbers."""
@@ -44,15 +46,38 @@ class Memory:
     # Not on the wire as such; used for dedupe and idempotency.
     content_hash: str = ""
     idempotency_key: str = ""
+    # Reinforcement: how often Recall returned it, and when last.
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
 
     def is_expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
+
+
+@dataclass(frozen=True, slots=True)
+class Explain:
+    """A result's score after each recall stage (RecallRequest.explain)."""
+
+    vector: float
+    bm25: float
+    vector_rank: int
+    bm25_rank: int
+    fused: float
+    reranked: float
+    after_recency: float
+    after_importance: float
+    after_length: float
+    after_decay: float
+    final: float
+    mmr_position: int
+    reranker: str
 
 
 @dataclass(slots=True, frozen=True)
 class ScoredMemory:
     memory: Memory
     score: float
+    explain: Explain | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -67,3 +92,23 @@ class StoreResult:
 class ForgetResult:
     deleted_ids: list[str]
     candidates: list[ScoredMemory]
+
+
+@dataclass(slots=True)
+class Candidates:
+    """The candidate pool of one recall: both legs' exact scores for every candidate.
+
+    ``vector_rank``/``lexical_rank`` are 0-based ranks within the pool by each score
+    (-1 where the candidate has no lexical match at all). ``vectors`` holds the
+    candidates' embeddings, row i for memory i (for MMR).
+    """
+
+    memories: list[Memory]
+    vector_scores: np.ndarray  # float32[n] cosine
+    lexical_scores: np.ndarray  # float32[n] BM25
+    vector_rank: np.ndarray  # int64[n]
+    lexical_rank: np.ndarray  # int64[n]
+    vectors: np.ndarray  # float32[n, dim]
+
+    def __len__(self) -> int:
+        return len(self.memories)

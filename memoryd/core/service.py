@@ -31,6 +31,7 @@ from memoryd.core.records import (
     StoreOutcome,
     StoreResult,
 )
+from memoryd.core.retrieval import RetrievalConfig, Retriever, options_to_overrides
 from memoryd.core.summarize import extractive_summary
 from memoryd.core.text import content_hash, normalize_text
 
@@ -77,6 +78,9 @@ class RecallQuery:
     min_score: float = 0.0
     categories: frozenset[Category] = frozenset()
     scopes: tuple[str, ...] = ()
+    options: Mapping[str, object] = field(default_factory=dict)  # RetrievalConfig overrides
+    explain: bool = False
+    as_of: datetime | None = None  # judge recency/decay as of this time (default now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +136,14 @@ class MemoryService:
         policy: AccessPolicy,
         limits: ServiceLimits | None = None,
         clock: Callable[[], datetime] = _utcnow,
+        retriever: Retriever | None = None,
     ):
         self.store = store
         self.embedder = embedder
         self.policy = policy
         self.limits = limits or ServiceLimits()
         self.clock = clock
+        self.retriever = retriever or Retriever(store, RetrievalConfig())
         # Stores between their duplicate check and their commit, so concurrent twins
         # (same key, same text, or near-same vector) resolve to one memory.
         self._pending: list[_Pending] = []
@@ -283,9 +289,24 @@ class MemoryService:
         limit = self._check_limit(q.limit)
         if math.isnan(q.min_score) or not 0.0 <= q.min_score <= 1.0:
             raise InvalidArgument(f"min_score must be between 0 and 1, got {q.min_score}")
+        config = self.retriever.config
+        if q.options:
+            config = config.with_overrides(options_to_overrides(q.options))
+        now = self.clock()
         vector = await self.embedder.embed_query(query)
-        hits = self.store.search(vector, scopes, limit, now=self.clock(), categories=q.categories)
-        return [ScoredMemory(m, s) for m, s in hits if s >= q.min_score]
+        hits = await self.retriever.recall(
+            query_text=query,
+            query_vector=vector,
+            scopes=scopes,
+            limit=limit,
+            min_score=q.min_score,
+            now=_aware(q.as_of, "as_of") or now,
+            categories=q.categories,
+            config=config,
+            explain=q.explain,
+        )
+        self.store.touch([h.memory.id for h in hits], now)
+        return hits
 
     # -- Forget ------------------------------------------------------------------------
 

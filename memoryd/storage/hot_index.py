@@ -12,13 +12,15 @@ Not thread-safe: the daemon touches it from the event loop thread only.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
 import numpy as np
 
-from memoryd.core.records import Category, Memory
-from memoryd.native import topk_dot
+from memoryd.core.records import Candidates, Category, Memory
+from memoryd.native import topk_dot, topk_scores
+from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_all, bm25_rows, idf
 
 _NO_EXPIRY = math.inf
 
@@ -32,6 +34,7 @@ class _Partition:
         self.ids: list[str] = []
         self.row_of: dict[str, int] = {}
         self.by_hash: dict[str, str] = {}
+        self.lexical = LexicalPartition()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -44,7 +47,8 @@ class _Partition:
             new[: old.shape[0]] = old
             setattr(self, name, new)
 
-    def put(self, memory: Memory, vector: np.ndarray) -> None:
+    def put(self, memory: Memory, vector: np.ndarray, terms: list[str] | None) -> None:
+        """Insert or overwrite; ``terms`` None keeps the row's indexed terms (text unchanged)."""
         row = self.row_of.get(memory.id)
         if row is None:
             row = len(self.ids)
@@ -55,11 +59,14 @@ class _Partition:
         self.vectors[row] = vector
         self.expires[row] = memory.expires_at.timestamp() if memory.expires_at else _NO_EXPIRY
         self.category[row] = int(memory.category)
+        if terms is not None:
+            self.lexical.set(row, terms)
         if memory.content_hash:
             self.by_hash[memory.content_hash] = memory.id
 
     def remove(self, memory: Memory) -> None:
         row = self.row_of.pop(memory.id)
+        self.lexical.move_last_into(row)
         last = len(self.ids) - 1
         if row != last:
             moved = self.ids[last]
@@ -84,8 +91,9 @@ class _Partition:
 
 
 class HotIndex:
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, analyzer: Analyzer | None = None):
         self.dim = dim
+        self.analyzer = analyzer or Analyzer()
         self._parts: dict[str, _Partition] = {}
         self._memories: dict[str, Memory] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
@@ -97,6 +105,8 @@ class HotIndex:
     def put(self, memory: Memory, vector: np.ndarray) -> None:
         """Insert or overwrite (same id; the scope never changes)."""
         old = self._memories.get(memory.id)
+        same_text = old is not None and old.text == memory.text
+        terms = None if same_text else self.analyzer.terms(memory.text)
         if old is not None:
             self._text_bytes -= len(old.text) + len(old.summary)
             old_part = self._parts[old.scope]
@@ -105,7 +115,7 @@ class HotIndex:
         part = self._parts.get(memory.scope) or self._parts.setdefault(
             memory.scope, _Partition(self.dim)
         )
-        part.put(memory, vector)
+        part.put(memory, vector, terms)
         self._memories[memory.id] = memory
         self._text_bytes += len(memory.text) + len(memory.summary)
         if memory.idempotency_key:
@@ -167,6 +177,78 @@ class HotIndex:
         found.sort(key=lambda t: (-t[0], t[1]))
         return [(self._memories[i], s) for s, i in found[:k]]
 
+    def candidates(
+        self,
+        query: np.ndarray,
+        query_text: str,
+        scopes: Iterable[str],
+        pool: int,
+        *,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+        lexical: bool = True,
+        vector: bool = True,
+    ) -> Candidates:
+        """Hybrid candidates: the union of the best ``pool`` by cosine and the best
+        ``pool`` by BM25 over the scopes, each re-scored exactly on both legs."""
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        now_ts = now.timestamp()
+        parts = [p for s in sorted(set(scopes)) if (p := self._parts.get(s)) is not None and p]
+        weights: dict[str, float] = {}
+        if lexical and parts:
+            n_docs = sum(len(p) for p in parts)
+            avgdl = sum(p.lexical.total_len for p in parts) / n_docs
+            for term, count in Counter(self.analyzer.terms(query_text)).items():
+                df = sum(p.lexical.df(term) for p in parts)
+                if df:
+                    weights[term] = idf(df, n_docs) * count
+        else:
+            avgdl = 0.0
+        vec_hits: list[tuple[float, int, int]] = []  # (score, part index, row)
+        lex_hits: list[tuple[float, int, int]] = []
+        masks = []
+        for pi, part in enumerate(parts):
+            n = len(part)
+            mask = part.mask(now_ts, categories)
+            masks.append(mask)
+            if vector:
+                idx, sc = topk_dot(part.vectors[:n], q, mask, pool)
+                vec_hits += [(float(s), pi, int(r)) for r, s in zip(idx, sc, strict=True)]
+            if weights:
+                scores = bm25_all(part.lexical, weights, avgdl)
+                idx, sc = topk_scores(scores, mask & (scores > 0), pool)
+                lex_hits += [(float(s), pi, int(r)) for r, s in zip(idx, sc, strict=True)]
+        chosen: dict[tuple[int, int], None] = {}
+        for hits in (vec_hits, lex_hits):
+            hits.sort(key=lambda h: (-h[0], h[1], h[2]))
+            for _, pi, row in hits[:pool]:
+                chosen[(pi, row)] = None
+        keys = list(chosen)
+        n = len(keys)
+        vectors = np.empty((n, self.dim), dtype=np.float32)
+        lex = np.zeros(n, dtype=np.float32)
+        memories = []
+        for i, (pi, row) in enumerate(keys):
+            part = parts[pi]
+            vectors[i] = part.vectors[row]
+            memories.append(self._memories[part.ids[row]])
+        if weights:
+            by_part: dict[int, list[int]] = {}
+            for i, (pi, _) in enumerate(keys):
+                by_part.setdefault(pi, []).append(i)
+            for pi, positions in by_part.items():
+                rows = [keys[i][1] for i in positions]
+                lex[positions] = bm25_rows(parts[pi].lexical, rows, weights, avgdl)
+        vec = vectors @ q if n else np.zeros(0, dtype=np.float32)
+        return Candidates(
+            memories=memories,
+            vector_scores=vec.astype(np.float32),
+            lexical_scores=lex,
+            vector_rank=_ranks(vec, np.full(n, vector, dtype=bool)),
+            lexical_rank=_ranks(lex, lex > 0),
+            vectors=vectors,
+        )
+
     def visible(
         self,
         scopes: Iterable[str],
@@ -207,3 +289,12 @@ class HotIndex:
     def nbytes(self) -> int:
         # Vectors and columns exactly; records approximately (text plus a fixed overhead).
         return sum(p.nbytes() for p in self._parts.values()) + self._text_bytes + 400 * len(self)
+
+
+def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """0-based rank by score desc (ties by position) where present, else -1."""
+    order = np.lexsort((np.arange(len(scores)), -scores))
+    out = np.full(len(scores), -1, dtype=np.int64)
+    kept = order[present[order]]
+    out[kept] = np.arange(len(kept))
+    return out

@@ -56,6 +56,8 @@ def make_schema(model_name: str, dim: int) -> pa.Schema:
             pa.field("metadata", pa.string(), nullable=False),  # JSON object
             pa.field("content_hash", pa.string(), nullable=False),
             pa.field("idempotency_key", pa.string(), nullable=False),
+            pa.field("access_count", pa.int32(), nullable=False),
+            pa.field("last_accessed_at", ts, nullable=True),
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
         ],
         metadata={
@@ -82,6 +84,8 @@ def to_arrow(schema: pa.Schema, rows: Sequence[tuple[Memory, np.ndarray]]) -> pa
         cols["metadata"].append(json.dumps(m.metadata, ensure_ascii=False, sort_keys=True))
         cols["content_hash"].append(m.content_hash)
         cols["idempotency_key"].append(m.idempotency_key)
+        cols["access_count"].append(m.access_count)
+        cols["last_accessed_at"].append(m.last_accessed_at)
         cols["vector"].append(v)
     arrays = []
     for f in schema:
@@ -115,6 +119,8 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[tuple[Memory, np.ndarray]]:
                 metadata=json.loads(d["metadata"][i]),
                 content_hash=d["content_hash"][i],
                 idempotency_key=d["idempotency_key"][i],
+                access_count=int(d["access_count"][i]),
+                last_accessed_at=d["last_accessed_at"][i],
             )
         except (ValueError, TypeError) as e:
             raise DataCorrupt(f"stored memory {d['id'][i]!r} cannot be read: {e}") from e

@@ -13,17 +13,19 @@ from datetime import datetime
 
 import numpy as np
 
-from memoryd.core.records import Category, Memory
+from memoryd.core.records import Candidates, Category, Memory
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import LanceStore
+from memoryd.storage.lexical import Analyzer
 
 log = logging.getLogger(__name__)
 
 
 class Repository:
-    def __init__(self, durable: LanceStore):
+    def __init__(self, durable: LanceStore, analyzer: Analyzer | None = None):
         self.durable = durable
-        self.index = HotIndex(durable.dim)
+        self.index = HotIndex(durable.dim, analyzer)
+        self._touched: set[str] = set()
 
     def open(self) -> float:
         """Load every stored memory into the hot index, start the writer; returns seconds."""
@@ -81,6 +83,44 @@ class Repository:
         categories: frozenset[Category] = frozenset(),
     ) -> list[tuple[Memory, float]]:
         return self.index.search(query, scopes, k, now=now, categories=categories)
+
+    def candidates(
+        self,
+        query: np.ndarray,
+        query_text: str,
+        scopes: Iterable[str],
+        pool: int,
+        *,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+        lexical: bool = True,
+        vector: bool = True,
+    ) -> Candidates:
+        return self.index.candidates(
+            query, query_text, scopes, pool, now=now, categories=categories,
+            lexical=lexical, vector=vector,
+        )  # fmt: skip
+
+    def touch(self, ids: Sequence[str], now: datetime) -> None:
+        for memory_id in ids:
+            memory = self.index.get(memory_id)
+            if memory is not None:
+                memory.access_count += 1
+                memory.last_accessed_at = now
+                self._touched.add(memory_id)
+
+    async def flush_access_counts(self) -> int:
+        """Persist the access counts changed since the last flush (one batched write)."""
+        ids, self._touched = self._touched, set()
+        rows = []
+        for memory_id in ids:
+            memory = self.index.get(memory_id)
+            vector = self.index.vector_of(memory_id)
+            if memory is not None and vector is not None:
+                rows.append((memory, vector))
+        if rows:
+            await self.durable.update(rows)
+        return len(rows)
 
     def visible(
         self,

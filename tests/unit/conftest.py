@@ -72,7 +72,9 @@ def open_repository(tmp_path: Path) -> Callable[[], Repository]:
     opened: list[Repository] = []
 
     def _open() -> Repository:
-        store = LanceStore(str(tmp_path / "db"), table="memories", model_name="word-hash-test", dim=DIM)
+        store = LanceStore(
+            str(tmp_path / "db"), table="memories", model_name="word-hash-test", dim=DIM
+        )
         repo = Repository(store)
         repo.open()
         opened.append(repo)

@@ -20,10 +20,16 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_file_then_env_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tmp_path / "memoryd.toml"
-    cfg.write_text('listen = "127.0.0.1:6000"\n[store]\nmax_chars = 500\nduplicate_threshold = 0.9\n')
+    cfg.write_text(
+        'listen = "127.0.0.1:6000"\n[store]\nmax_chars = 500\nduplicate_threshold = 0.9\n'
+    )
     monkeypatch.setenv("MEMORYD_STORE__MAX_CHARS", "700")
     s = load_settings(cfg)
-    assert (s.listen, s.store.max_chars, s.store.duplicate_threshold) == ("127.0.0.1:6000", 700, 0.9)
+    assert (s.listen, s.store.max_chars, s.store.duplicate_threshold) == (
+        "127.0.0.1:6000",
+        700,
+        0.9,
+    )
     s = load_settings(cfg, {"listen": "0.0.0.0:7000", "data_dir": tmp_path})
     assert s.listen == "0.0.0.0:7000" and s.data_dir == tmp_path and s.store.max_chars == 700
 

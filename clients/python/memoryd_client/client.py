@@ -84,6 +84,8 @@ def recall_request(
     min_score: float = 0.0,
     categories: Iterable[int] = (),
     scopes: Iterable[str] = (),
+    options: pb.RecallOptions | None = None,
+    explain: bool = False,
 ) -> pb.RecallRequest:
     return pb.RecallRequest(
         agent_id=agent_id,
@@ -92,6 +94,8 @@ def recall_request(
         min_score=min_score,
         categories=[_cat(c) for c in categories],
         scopes=list(scopes),
+        options=options,
+        explain=explain,
     )
 
 

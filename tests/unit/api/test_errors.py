@@ -12,15 +12,19 @@ from memoryd.core import errors
 def test_every_error_class_has_a_status() -> None:
     assert set(errors.ALL_ERRORS) == set(STATUS)
     members = {
-        v for v in vars(errors).values()
-        if isinstance(v, type) and issubclass(v, errors.MemorydError) and v is not errors.MemorydError
+        v
+        for v in vars(errors).values()
+        if isinstance(v, type)
+        and issubclass(v, errors.MemorydError)
+        and v is not errors.MemorydError
     }
     assert members == set(STATUS)
 
 
 def test_domain_errors_keep_their_message() -> None:
     assert status_of(errors.InvalidArgument("text is empty")) == (
-        grpc.StatusCode.INVALID_ARGUMENT, "text is empty",
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "text is empty",
     )
     assert status_of(errors.NotReady("starting"))[0] == grpc.StatusCode.UNAVAILABLE
 

@@ -38,7 +38,9 @@ def test_malformed_scopes_are_invalid(scope: str) -> None:
         validate_scope(scope)
 
 
-@pytest.mark.parametrize("scope", ["global", "agent:main", "workspace:team-1", "project:x.y", "user:u_1"])
+@pytest.mark.parametrize(
+    "scope", ["global", "agent:main", "workspace:team-1", "project:x.y", "user:u_1"]
+)
 def test_wellformed_scopes_pass(scope: str) -> None:
     assert validate_scope(scope) == scope
 

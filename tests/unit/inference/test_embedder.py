@@ -61,7 +61,7 @@ def test_text_longer_than_the_token_limit_is_truncated_not_refused(model: OnnxEm
 
 
 def test_model_dir_must_hold_model_and_tokenizer(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="model.onnx"):
+    with pytest.raises(ConfigError, match=r"model\.onnx"):
         model_files_from_dir(tmp_path)
 
 

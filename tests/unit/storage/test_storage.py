@@ -19,9 +19,17 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 def mem(i: int, scope: str = "agent:a", **kw: object) -> Memory:
     base = dict(
-        id=f"00000000-0000-4000-8000-{i:012d}", agent_id="a", scope=scope, text=f"text {i}",
-        summary=f"text {i}", category=Category.FACT, importance=0.5, created_at=NOW + timedelta(seconds=i),
-        updated_at=NOW, metadata={"i": str(i)}, content_hash=f"h{i}",
+        id=f"00000000-0000-4000-8000-{i:012d}",
+        agent_id="a",
+        scope=scope,
+        text=f"text {i}",
+        summary=f"text {i}",
+        category=Category.FACT,
+        importance=0.5,
+        created_at=NOW + timedelta(seconds=i),
+        updated_at=NOW,
+        metadata={"i": str(i)},
+        content_hash=f"h{i}",
     )
     base.update(kw)
     return Memory(**base)  # type: ignore[arg-type]
@@ -35,7 +43,7 @@ def unit(i: int, dim: int = 8) -> np.ndarray:
 
 def test_store_made_by_another_model_is_refused(tmp_path: Path) -> None:
     LanceStore(str(tmp_path), table="m", model_name="model-a", dim=8)
-    with pytest.raises(ConfigError, match="model-a.*8-d.*model-b.*16-d"):
+    with pytest.raises(ConfigError, match=r"model-a.*8-d.*model-b.*16-d"):
         LanceStore(str(tmp_path), table="m", model_name="model-b", dim=16)
     LanceStore(str(tmp_path), table="m", model_name="model-a", dim=8)  # same identity opens
 
@@ -54,7 +62,9 @@ async def test_concurrent_writes_share_commits_and_round_trip(tmp_path: Path) ->
         await store.update([(mem(999), unit(1))])  # absent: not inserted
     finally:
         store.close()
-    reopened = {m.id: (m, v) for m, v in LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()}
+    reopened = {
+        m.id: (m, v) for m, v in LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+    }
     assert len(reopened) == 62
     m2, v2 = reopened[rows[2].id]
     assert m2.text == "changed" and m2.importance == pytest.approx(0.9)
@@ -91,4 +101,6 @@ def test_hot_index_remove_keeps_other_rows_intact() -> None:
             assert v is not None and np.allclose(v, unit(i))
             assert idx.find_by_hash("agent:a", f"h{i}") is not None
     top = idx.search(unit(4), ["agent:a"], 100, now=NOW)
-    assert {m.id for m, s in top if s > 0.5} == {mem(i).id for i in range(40) if i % 8 == 4 and i % 3}
+    assert {m.id for m, s in top if s > 0.5} == {
+        mem(i).id for i in range(40) if i % 8 == 4 and i % 3
+    }

@@ -69,6 +69,62 @@ STORE_OUTCOME_DUPLICATE: StoreOutcome.ValueType  # 2
 """an equal or near-equal memory exists in the scope; nothing written"""
 Global___StoreOutcome: _TypeAlias = StoreOutcome  # noqa: Y015
 
+class _FusionMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _FusionModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FusionMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    FUSION_MODE_UNSPECIFIED: _FusionMode.ValueType  # 0
+    """the daemon's setting"""
+    FUSION_MODE_RRF: _FusionMode.ValueType  # 1
+    """reciprocal rank fusion of the vector and BM25 legs"""
+    FUSION_MODE_WEIGHTED: _FusionMode.ValueType  # 2
+    """vector_weight * cosine + bm25_weight * squashed BM25"""
+    FUSION_MODE_VECTOR_ONLY: _FusionMode.ValueType  # 3
+    """cosine only (what vector-only memory plugins do)"""
+    FUSION_MODE_BM25_ONLY: _FusionMode.ValueType  # 4
+    """BM25 only"""
+
+class FusionMode(_FusionMode, metaclass=_FusionModeEnumTypeWrapper): ...
+
+FUSION_MODE_UNSPECIFIED: FusionMode.ValueType  # 0
+"""the daemon's setting"""
+FUSION_MODE_RRF: FusionMode.ValueType  # 1
+"""reciprocal rank fusion of the vector and BM25 legs"""
+FUSION_MODE_WEIGHTED: FusionMode.ValueType  # 2
+"""vector_weight * cosine + bm25_weight * squashed BM25"""
+FUSION_MODE_VECTOR_ONLY: FusionMode.ValueType  # 3
+"""cosine only (what vector-only memory plugins do)"""
+FUSION_MODE_BM25_ONLY: FusionMode.ValueType  # 4
+"""BM25 only"""
+Global___FusionMode: _TypeAlias = FusionMode  # noqa: Y015
+
+class _RerankMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _RerankModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RerankMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    RERANK_MODE_UNSPECIFIED: _RerankMode.ValueType  # 0
+    """the daemon's setting"""
+    RERANK_MODE_NONE: _RerankMode.ValueType  # 1
+    RERANK_MODE_CROSS_ENCODER: _RerankMode.ValueType  # 2
+    """a configured ONNX cross-encoder"""
+    RERANK_MODE_LATE_INTERACTION: _RerankMode.ValueType  # 3
+    """MaxSim over the built-in embedder's token vectors"""
+
+class RerankMode(_RerankMode, metaclass=_RerankModeEnumTypeWrapper): ...
+
+RERANK_MODE_UNSPECIFIED: RerankMode.ValueType  # 0
+"""the daemon's setting"""
+RERANK_MODE_NONE: RerankMode.ValueType  # 1
+RERANK_MODE_CROSS_ENCODER: RerankMode.ValueType  # 2
+"""a configured ONNX cross-encoder"""
+RERANK_MODE_LATE_INTERACTION: RerankMode.ValueType  # 3
+"""MaxSim over the built-in embedder's token vectors"""
+Global___RerankMode: _TypeAlias = RerankMode  # noqa: Y015
+
 @_typing.final
 class Memory(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
@@ -104,6 +160,8 @@ class Memory(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _builtins.int
     EXPIRES_AT_FIELD_NUMBER: _builtins.int
     METADATA_FIELD_NUMBER: _builtins.int
+    ACCESS_COUNT_FIELD_NUMBER: _builtins.int
+    LAST_ACCESSED_AT_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """UUID (RFC 4122 text form), assigned by the daemon"""
     agent_id: _builtins.str
@@ -115,6 +173,8 @@ class Memory(_message.Message):
     category: Global___Category.ValueType
     importance: _builtins.float
     """0..1"""
+    access_count: _builtins.int
+    """times returned by Recall"""
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
@@ -125,6 +185,8 @@ class Memory(_message.Message):
 
     @_builtins.property
     def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def last_accessed_at(self) -> _timestamp_pb2.Timestamp: ...
     def __init__(
         self,
         *,
@@ -139,10 +201,12 @@ class Memory(_message.Message):
         updated_at: _timestamp_pb2.Timestamp | None = ...,
         expires_at: _timestamp_pb2.Timestamp | None = ...,
         metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        access_count: _builtins.int = ...,
+        last_accessed_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "expires_at", b"expires_at", "updated_at", b"updated_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "expires_at", b"expires_at", "last_accessed_at", b"last_accessed_at", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "category", b"category", "created_at", b"created_at", "expires_at", b"expires_at", "id", b"id", "importance", b"importance", "metadata", b"metadata", "scope", b"scope", "summary", b"summary", "text", b"text", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["access_count", b"access_count", "agent_id", b"agent_id", "category", b"category", "created_at", b"created_at", "expires_at", b"expires_at", "id", b"id", "importance", b"importance", "last_accessed_at", b"last_accessed_at", "metadata", b"metadata", "scope", b"scope", "summary", b"summary", "text", b"text", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -269,12 +333,16 @@ class RecallRequest(_message.Message):
     MIN_SCORE_FIELD_NUMBER: _builtins.int
     CATEGORIES_FIELD_NUMBER: _builtins.int
     SCOPES_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    EXPLAIN_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     query: _builtins.str
     limit: _builtins.int
     """default 5, at most 100"""
     min_score: _builtins.float
-    """results scoring below are dropped"""
+    """results whose final score is below are dropped"""
+    explain: _builtins.bool
+    """fill ScoredMemory.explain with each stage's score"""
     @_builtins.property
     def categories(self) -> _containers.RepeatedScalarFieldContainer[Global___Category.ValueType]:
         """empty = all"""
@@ -282,6 +350,10 @@ class RecallRequest(_message.Message):
     @_builtins.property
     def scopes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """empty = every scope the agent may read"""
+
+    @_builtins.property
+    def options(self) -> Global___RecallOptions:
+        """per-request overrides of the retrieval settings"""
 
     def __init__(
         self,
@@ -292,14 +364,218 @@ class RecallRequest(_message.Message):
         min_score: _builtins.float = ...,
         categories: _abc.Iterable[Global___Category.ValueType] | None = ...,
         scopes: _abc.Iterable[_builtins.str] | None = ...,
+        options: Global___RecallOptions | None = ...,
+        explain: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "categories", b"categories", "limit", b"limit", "min_score", b"min_score", "query", b"query", "scopes", b"scopes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "categories", b"categories", "explain", b"explain", "limit", b"limit", "min_score", b"min_score", "options", b"options", "query", b"query", "scopes", b"scopes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RecallRequest: _TypeAlias = RecallRequest  # noqa: Y015
+
+@_typing.final
+class RecallOptions(_message.Message):
+    """Every field is optional: unset = the daemon's setting (see the README's [retrieval])."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FUSION_FIELD_NUMBER: _builtins.int
+    VECTOR_WEIGHT_FIELD_NUMBER: _builtins.int
+    BM25_WEIGHT_FIELD_NUMBER: _builtins.int
+    RRF_K_FIELD_NUMBER: _builtins.int
+    RECENCY_WEIGHT_FIELD_NUMBER: _builtins.int
+    RECENCY_HALF_LIFE_DAYS_FIELD_NUMBER: _builtins.int
+    IMPORTANCE_WEIGHT_FIELD_NUMBER: _builtins.int
+    LENGTH_WEIGHT_FIELD_NUMBER: _builtins.int
+    LENGTH_ANCHOR_CHARS_FIELD_NUMBER: _builtins.int
+    DECAY_HALF_LIFE_DAYS_FIELD_NUMBER: _builtins.int
+    DECAY_FLOOR_FIELD_NUMBER: _builtins.int
+    REINFORCEMENT_FIELD_NUMBER: _builtins.int
+    MMR_LAMBDA_FIELD_NUMBER: _builtins.int
+    RERANK_FIELD_NUMBER: _builtins.int
+    RERANK_WEIGHT_FIELD_NUMBER: _builtins.int
+    CANDIDATE_POOL_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
+    BM25_SCALE_FIELD_NUMBER: _builtins.int
+    fusion: Global___FusionMode.ValueType
+    vector_weight: _builtins.float
+    bm25_weight: _builtins.float
+    rrf_k: _builtins.float
+    recency_weight: _builtins.float
+    recency_half_life_days: _builtins.float
+    importance_weight: _builtins.float
+    length_weight: _builtins.float
+    length_anchor_chars: _builtins.float
+    decay_half_life_days: _builtins.float
+    decay_floor: _builtins.float
+    reinforcement: _builtins.float
+    mmr_lambda: _builtins.float
+    """1 = no diversity re-ranking"""
+    rerank: Global___RerankMode.ValueType
+    rerank_weight: _builtins.float
+    """share of the reranker in the blended score"""
+    candidate_pool: _builtins.int
+    """per leg; default max(20, 2 x limit)"""
+    bm25_scale: _builtins.float
+    """weighted fusion: BM25 b counts as tanh(b / (2 x scale))"""
+    @_builtins.property
+    def as_of(self) -> _timestamp_pb2.Timestamp:
+        """judge recency and decay as of this time"""
+
+    def __init__(
+        self,
+        *,
+        fusion: Global___FusionMode.ValueType = ...,
+        vector_weight: _builtins.float | None = ...,
+        bm25_weight: _builtins.float | None = ...,
+        rrf_k: _builtins.float | None = ...,
+        recency_weight: _builtins.float | None = ...,
+        recency_half_life_days: _builtins.float | None = ...,
+        importance_weight: _builtins.float | None = ...,
+        length_weight: _builtins.float | None = ...,
+        length_anchor_chars: _builtins.float | None = ...,
+        decay_half_life_days: _builtins.float | None = ...,
+        decay_floor: _builtins.float | None = ...,
+        reinforcement: _builtins.float | None = ...,
+        mmr_lambda: _builtins.float | None = ...,
+        rerank: Global___RerankMode.ValueType = ...,
+        rerank_weight: _builtins.float | None = ...,
+        candidate_pool: _builtins.int | None = ...,
+        as_of: _timestamp_pb2.Timestamp | None = ...,
+        bm25_scale: _builtins.float | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_bm25_scale", b"_bm25_scale", "_bm25_weight", b"_bm25_weight", "_candidate_pool", b"_candidate_pool", "_decay_floor", b"_decay_floor", "_decay_half_life_days", b"_decay_half_life_days", "_importance_weight", b"_importance_weight", "_length_anchor_chars", b"_length_anchor_chars", "_length_weight", b"_length_weight", "_mmr_lambda", b"_mmr_lambda", "_recency_half_life_days", b"_recency_half_life_days", "_recency_weight", b"_recency_weight", "_reinforcement", b"_reinforcement", "_rerank_weight", b"_rerank_weight", "_rrf_k", b"_rrf_k", "_vector_weight", b"_vector_weight", "as_of", b"as_of", "bm25_scale", b"bm25_scale", "bm25_weight", b"bm25_weight", "candidate_pool", b"candidate_pool", "decay_floor", b"decay_floor", "decay_half_life_days", b"decay_half_life_days", "importance_weight", b"importance_weight", "length_anchor_chars", b"length_anchor_chars", "length_weight", b"length_weight", "mmr_lambda", b"mmr_lambda", "recency_half_life_days", b"recency_half_life_days", "recency_weight", b"recency_weight", "reinforcement", b"reinforcement", "rerank_weight", b"rerank_weight", "rrf_k", b"rrf_k", "vector_weight", b"vector_weight"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bm25_scale", b"_bm25_scale", "_bm25_weight", b"_bm25_weight", "_candidate_pool", b"_candidate_pool", "_decay_floor", b"_decay_floor", "_decay_half_life_days", b"_decay_half_life_days", "_importance_weight", b"_importance_weight", "_length_anchor_chars", b"_length_anchor_chars", "_length_weight", b"_length_weight", "_mmr_lambda", b"_mmr_lambda", "_recency_half_life_days", b"_recency_half_life_days", "_recency_weight", b"_recency_weight", "_reinforcement", b"_reinforcement", "_rerank_weight", b"_rerank_weight", "_rrf_k", b"_rrf_k", "_vector_weight", b"_vector_weight", "as_of", b"as_of", "bm25_scale", b"bm25_scale", "bm25_weight", b"bm25_weight", "candidate_pool", b"candidate_pool", "decay_floor", b"decay_floor", "decay_half_life_days", b"decay_half_life_days", "fusion", b"fusion", "importance_weight", b"importance_weight", "length_anchor_chars", b"length_anchor_chars", "length_weight", b"length_weight", "mmr_lambda", b"mmr_lambda", "recency_half_life_days", b"recency_half_life_days", "recency_weight", b"recency_weight", "reinforcement", b"reinforcement", "rerank", b"rerank", "rerank_weight", b"rerank_weight", "rrf_k", b"rrf_k", "vector_weight", b"vector_weight"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__bm25_scale: _TypeAlias = _typing.Literal["bm25_scale"]  # noqa: Y015
+    _WhichOneofArgType__bm25_scale: _TypeAlias = _typing.Literal["_bm25_scale", b"_bm25_scale"]  # noqa: Y015
+    _WhichOneofReturnType__bm25_weight: _TypeAlias = _typing.Literal["bm25_weight"]  # noqa: Y015
+    _WhichOneofArgType__bm25_weight: _TypeAlias = _typing.Literal["_bm25_weight", b"_bm25_weight"]  # noqa: Y015
+    _WhichOneofReturnType__candidate_pool: _TypeAlias = _typing.Literal["candidate_pool"]  # noqa: Y015
+    _WhichOneofArgType__candidate_pool: _TypeAlias = _typing.Literal["_candidate_pool", b"_candidate_pool"]  # noqa: Y015
+    _WhichOneofReturnType__decay_floor: _TypeAlias = _typing.Literal["decay_floor"]  # noqa: Y015
+    _WhichOneofArgType__decay_floor: _TypeAlias = _typing.Literal["_decay_floor", b"_decay_floor"]  # noqa: Y015
+    _WhichOneofReturnType__decay_half_life_days: _TypeAlias = _typing.Literal["decay_half_life_days"]  # noqa: Y015
+    _WhichOneofArgType__decay_half_life_days: _TypeAlias = _typing.Literal["_decay_half_life_days", b"_decay_half_life_days"]  # noqa: Y015
+    _WhichOneofReturnType__importance_weight: _TypeAlias = _typing.Literal["importance_weight"]  # noqa: Y015
+    _WhichOneofArgType__importance_weight: _TypeAlias = _typing.Literal["_importance_weight", b"_importance_weight"]  # noqa: Y015
+    _WhichOneofReturnType__length_anchor_chars: _TypeAlias = _typing.Literal["length_anchor_chars"]  # noqa: Y015
+    _WhichOneofArgType__length_anchor_chars: _TypeAlias = _typing.Literal["_length_anchor_chars", b"_length_anchor_chars"]  # noqa: Y015
+    _WhichOneofReturnType__length_weight: _TypeAlias = _typing.Literal["length_weight"]  # noqa: Y015
+    _WhichOneofArgType__length_weight: _TypeAlias = _typing.Literal["_length_weight", b"_length_weight"]  # noqa: Y015
+    _WhichOneofReturnType__mmr_lambda: _TypeAlias = _typing.Literal["mmr_lambda"]  # noqa: Y015
+    _WhichOneofArgType__mmr_lambda: _TypeAlias = _typing.Literal["_mmr_lambda", b"_mmr_lambda"]  # noqa: Y015
+    _WhichOneofReturnType__recency_half_life_days: _TypeAlias = _typing.Literal["recency_half_life_days"]  # noqa: Y015
+    _WhichOneofArgType__recency_half_life_days: _TypeAlias = _typing.Literal["_recency_half_life_days", b"_recency_half_life_days"]  # noqa: Y015
+    _WhichOneofReturnType__recency_weight: _TypeAlias = _typing.Literal["recency_weight"]  # noqa: Y015
+    _WhichOneofArgType__recency_weight: _TypeAlias = _typing.Literal["_recency_weight", b"_recency_weight"]  # noqa: Y015
+    _WhichOneofReturnType__reinforcement: _TypeAlias = _typing.Literal["reinforcement"]  # noqa: Y015
+    _WhichOneofArgType__reinforcement: _TypeAlias = _typing.Literal["_reinforcement", b"_reinforcement"]  # noqa: Y015
+    _WhichOneofReturnType__rerank_weight: _TypeAlias = _typing.Literal["rerank_weight"]  # noqa: Y015
+    _WhichOneofArgType__rerank_weight: _TypeAlias = _typing.Literal["_rerank_weight", b"_rerank_weight"]  # noqa: Y015
+    _WhichOneofReturnType__rrf_k: _TypeAlias = _typing.Literal["rrf_k"]  # noqa: Y015
+    _WhichOneofArgType__rrf_k: _TypeAlias = _typing.Literal["_rrf_k", b"_rrf_k"]  # noqa: Y015
+    _WhichOneofReturnType__vector_weight: _TypeAlias = _typing.Literal["vector_weight"]  # noqa: Y015
+    _WhichOneofArgType__vector_weight: _TypeAlias = _typing.Literal["_vector_weight", b"_vector_weight"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__bm25_scale) -> _WhichOneofReturnType__bm25_scale | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__bm25_weight) -> _WhichOneofReturnType__bm25_weight | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__candidate_pool) -> _WhichOneofReturnType__candidate_pool | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__decay_floor) -> _WhichOneofReturnType__decay_floor | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__decay_half_life_days) -> _WhichOneofReturnType__decay_half_life_days | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__importance_weight) -> _WhichOneofReturnType__importance_weight | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__length_anchor_chars) -> _WhichOneofReturnType__length_anchor_chars | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__length_weight) -> _WhichOneofReturnType__length_weight | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__mmr_lambda) -> _WhichOneofReturnType__mmr_lambda | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__recency_half_life_days) -> _WhichOneofReturnType__recency_half_life_days | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__recency_weight) -> _WhichOneofReturnType__recency_weight | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__reinforcement) -> _WhichOneofReturnType__reinforcement | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rerank_weight) -> _WhichOneofReturnType__rerank_weight | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rrf_k) -> _WhichOneofReturnType__rrf_k | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__vector_weight) -> _WhichOneofReturnType__vector_weight | None: ...
+
+Global___RecallOptions: _TypeAlias = RecallOptions  # noqa: Y015
+
+@_typing.final
+class StageScores(_message.Message):
+    """The score of one result after each stage of the pipeline (RecallRequest.explain)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VECTOR_FIELD_NUMBER: _builtins.int
+    BM25_FIELD_NUMBER: _builtins.int
+    VECTOR_RANK_FIELD_NUMBER: _builtins.int
+    BM25_RANK_FIELD_NUMBER: _builtins.int
+    FUSED_FIELD_NUMBER: _builtins.int
+    RERANKED_FIELD_NUMBER: _builtins.int
+    AFTER_RECENCY_FIELD_NUMBER: _builtins.int
+    AFTER_IMPORTANCE_FIELD_NUMBER: _builtins.int
+    AFTER_LENGTH_FIELD_NUMBER: _builtins.int
+    AFTER_DECAY_FIELD_NUMBER: _builtins.int
+    FINAL_FIELD_NUMBER: _builtins.int
+    MMR_POSITION_FIELD_NUMBER: _builtins.int
+    RERANKER_FIELD_NUMBER: _builtins.int
+    vector: _builtins.float
+    """cosine similarity"""
+    bm25: _builtins.float
+    """raw BM25"""
+    vector_rank: _builtins.int
+    """0-based within the candidates, -1 = not in that leg"""
+    bm25_rank: _builtins.int
+    fused: _builtins.float
+    reranked: _builtins.float
+    """after blending the reranker (= fused when none ran)"""
+    after_recency: _builtins.float
+    after_importance: _builtins.float
+    after_length: _builtins.float
+    after_decay: _builtins.float
+    final: _builtins.float
+    """= ScoredMemory.score"""
+    mmr_position: _builtins.int
+    """position chosen by MMR (-1 when MMR is off)"""
+    reranker: _builtins.str
+    """which reranker ran ("" = none; "fallback:<why>" if it failed)"""
+    def __init__(
+        self,
+        *,
+        vector: _builtins.float = ...,
+        bm25: _builtins.float = ...,
+        vector_rank: _builtins.int = ...,
+        bm25_rank: _builtins.int = ...,
+        fused: _builtins.float = ...,
+        reranked: _builtins.float = ...,
+        after_recency: _builtins.float = ...,
+        after_importance: _builtins.float = ...,
+        after_length: _builtins.float = ...,
+        after_decay: _builtins.float = ...,
+        final: _builtins.float = ...,
+        mmr_position: _builtins.int = ...,
+        reranker: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_decay", b"after_decay", "after_importance", b"after_importance", "after_length", b"after_length", "after_recency", b"after_recency", "bm25", b"bm25", "bm25_rank", b"bm25_rank", "final", b"final", "fused", b"fused", "mmr_position", b"mmr_position", "reranked", b"reranked", "reranker", b"reranker", "vector", b"vector", "vector_rank", b"vector_rank"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StageScores: _TypeAlias = StageScores  # noqa: Y015
 
 @_typing.final
 class ScoredMemory(_message.Message):
@@ -307,19 +583,25 @@ class ScoredMemory(_message.Message):
 
     MEMORY_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
+    EXPLAIN_FIELD_NUMBER: _builtins.int
     score: _builtins.float
     """higher is better"""
     @_builtins.property
     def memory(self) -> Global___Memory: ...
+    @_builtins.property
+    def explain(self) -> Global___StageScores:
+        """only when RecallRequest.explain"""
+
     def __init__(
         self,
         *,
         memory: Global___Memory | None = ...,
         score: _builtins.float = ...,
+        explain: Global___StageScores | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["explain", b"explain", "memory", b"memory"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory", "score", b"score"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["explain", b"explain", "memory", b"memory", "score", b"score"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,236 @@
+/**
+ * MemorydClient: a small typed wrapper over the generated MemoryService.
+ *
+ * Requests are plain objects shaped like the proto messages (camelCase fields, e.g.
+ * `{ agentId: "main", text: "..." }`), so new proto fields are usable without changing
+ * this file. Every call has a deadline, may be aborted with an AbortSignal, and fails
+ * only with MemorydError. Idempotent calls are retried on UNAVAILABLE (see retry.ts).
+ */
+
+import type * as http2 from "node:http2";
+
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { CallOptions as ConnectCallOptions, Client, Interceptor } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+
+import { MemorydError } from "./errors.js";
+import type {
+  ForgetResponse,
+  ListResponse,
+  Memory,
+  RecallResponse,
+  StatsResponse,
+  StoreResponse,
+  UpdateResponse,
+} from "./gen/memoryd/v1/memory_pb.js";
+import {
+  ForgetRequestSchema,
+  GetRequestSchema,
+  ListRequestSchema,
+  MemoryService,
+  RecallRequestSchema,
+  StatsRequestSchema,
+  StoreRequestSchema,
+  UpdateRequestSchema,
+} from "./gen/memoryd/v1/memory_pb.js";
+import type { Attempt, RetryOptions } from "./retry.js";
+import { callWithRetries, DEFAULT_RETRY } from "./retry.js";
+import { MemorydSession } from "./session.js";
+
+export const DEFAULT_ADDRESS = "http://127.0.0.1:50051";
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+export interface MemorydClientOptions {
+  /**
+   * The daemon: "http://host:port", "https://host:port", or "host:port" (scheme chosen
+   * by `tls`). Default "http://127.0.0.1:50051".
+   */
+  address?: string;
+  /** Use TLS (https) for an address given without a scheme. Default false. */
+  tls?: boolean;
+  /** Sent on every call as `authorization: Bearer <token>` (the daemon's MEMORYD_AUTH_TOKEN). */
+  token?: string;
+  /** Default deadline of each call in ms, retries included. Default 10 000; Infinity for none. */
+  timeoutMs?: number;
+  /** Retries of idempotent calls on UNAVAILABLE; `false` disables them. */
+  retry?: Partial<RetryOptions> | false;
+  /** Options for node's http2.connect, e.g. `{ ca }` to trust a private CA. */
+  nodeOptions?: http2.SecureClientSessionOptions;
+  /** Extra connect-es interceptors, run on every call. */
+  interceptors?: Interceptor[];
+}
+
+export interface CallOptions {
+  /** Deadline of this call in ms, retries included; overrides the client's timeoutMs. */
+  timeoutMs?: number;
+  /** Aborting it cancels the call; it then fails with CANCELLED. */
+  signal?: AbortSignal;
+  /** Extra request metadata. */
+  headers?: Record<string, string>;
+}
+
+export interface StreamOptions {
+  /** Deadline of the whole session in ms. Default none: a session is long-lived. */
+  timeoutMs?: number;
+  /** Aborting it ends the session; pending ops fail with CANCELLED. */
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+}
+
+export type StoreInit = MessageInitShape<typeof StoreRequestSchema>;
+export type RecallInit = MessageInitShape<typeof RecallRequestSchema>;
+export type UpdateInit = MessageInitShape<typeof UpdateRequestSchema>;
+export type GetInit = MessageInitShape<typeof GetRequestSchema>;
+export type ListInit = MessageInitShape<typeof ListRequestSchema>;
+export type StatsInit = MessageInitShape<typeof StatsRequestSchema>;
+/** The proto's oneof form, or the shorthand `{ agentId, id }` / `{ agentId, query }`. */
+export type ForgetInit =
+  | MessageInitShape<typeof ForgetRequestSchema>
+  | { agentId: string; id: string; query?: never }
+  | { agentId: string; query: string; id?: never };
+
+export class MemorydClient {
+  readonly baseUrl: string;
+  private readonly rpc: Client<typeof MemoryService>;
+  private readonly sessions: Http2SessionManager;
+  private readonly timeoutMs: number;
+  private readonly retry: RetryOptions;
+
+  constructor(options: MemorydClientOptions = {}) {
+    this.baseUrl = baseUrlOf(options.address ?? DEFAULT_ADDRESS, options.tls);
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.retry =
+      options.retry === false
+        ? { ...DEFAULT_RETRY, maxAttempts: 1 }
+        : { ...DEFAULT_RETRY, ...options.retry };
+    const interceptors = [...(options.interceptors ?? [])];
+    if (options.token) interceptors.unshift(bearer(options.token));
+    // Our own session manager, so close() can end the HTTP/2 connection.
+    this.sessions = new Http2SessionManager(this.baseUrl, {}, options.nodeOptions);
+    const transport = createGrpcTransport({
+      baseUrl: this.baseUrl,
+      sessionManager: this.sessions,
+      interceptors,
+    });
+    this.rpc = createClient(MemoryService, transport);
+  }
+
+  /** Writes a memory. Retried on UNAVAILABLE only when it carries an idempotencyKey. */
+  store(request: StoreInit, options?: CallOptions): Promise<StoreResponse> {
+    const idempotent = Boolean(request.idempotencyKey);
+    return this.call((o) => this.rpc.store(request, o), idempotent, options);
+  }
+
+  /** The memories most relevant to `query`, best first. */
+  recall(request: RecallInit, options?: CallOptions): Promise<RecallResponse> {
+    return this.call((o) => this.rpc.recall(request, o), true, options);
+  }
+
+  /** Deletes by id, or by a query that singles out one memory (else: candidates). */
+  async forget(request: ForgetInit, options?: CallOptions): Promise<ForgetResponse> {
+    const init = forgetInit(request);
+    return this.call((o) => this.rpc.forget(init, o), false, options);
+  }
+
+  update(request: UpdateInit, options?: CallOptions): Promise<UpdateResponse> {
+    return this.call((o) => this.rpc.update(request, o), false, options);
+  }
+
+  /** One memory by id; NOT_FOUND if it does not exist or the agent may not read it. */
+  async get(request: GetInit, options?: CallOptions): Promise<Memory> {
+    const response = await this.call((o) => this.rpc.get(request, o), true, options);
+    if (!response.memory) throw new MemorydError("INTERNAL", "the daemon sent no memory");
+    return response.memory;
+  }
+
+  /** One page of the agent's memories, newest first. */
+  list(request: ListInit, options?: CallOptions): Promise<ListResponse> {
+    return this.call((o) => this.rpc.list(request, o), true, options);
+  }
+
+  /** Every memory matching `request`, page by page (each page has its own deadline). */
+  async *listAll(request: ListInit, options?: CallOptions): AsyncGenerator<Memory, void, undefined> {
+    let pageToken = request.pageToken ?? "";
+    do {
+      const page = await this.list({ ...request, pageToken }, options);
+      yield* page.memories;
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+  }
+
+  stats(request: StatsInit, options?: CallOptions): Promise<StatsResponse> {
+    return this.call((o) => this.rpc.stats(request, o), true, options);
+  }
+
+  /**
+   * Opens a Stream session: `await session.store({...})`, `await session.send(op)`,
+   * then `await session.close()`. Sessions are never retried.
+   */
+  stream(options: StreamOptions = {}): MemorydSession {
+    return new MemorydSession((requests, signal) => {
+      const callOptions: ConnectCallOptions = { signal };
+      if (options.timeoutMs !== undefined) callOptions.timeoutMs = options.timeoutMs;
+      if (options.headers) callOptions.headers = options.headers;
+      return this.rpc.stream(requests, callOptions);
+    }, options.signal);
+  }
+
+  /** Closes the HTTP/2 connection; calls in flight fail. A later call reconnects. */
+  close(): void {
+    this.sessions.abort();
+  }
+
+  private call<T>(
+    invoke: (options: ConnectCallOptions) => Promise<T>,
+    idempotent: boolean,
+    options: CallOptions = {},
+  ): Promise<T> {
+    return callWithRetries(
+      ({ timeoutMs, signal }: Attempt) => {
+        const o: ConnectCallOptions = {};
+        if (timeoutMs !== undefined) o.timeoutMs = Math.max(1, Math.ceil(timeoutMs));
+        if (signal) o.signal = signal;
+        if (options.headers) o.headers = options.headers;
+        return invoke(o);
+      },
+      {
+        timeoutMs: options.timeoutMs ?? this.timeoutMs,
+        signal: options.signal,
+        idempotent,
+        retry: this.retry,
+      },
+    );
+  }
+}
+
+/** "host:port" gets a scheme from `tls`; an explicit scheme must agree with it. */
+export function baseUrlOf(address: string, tls?: boolean): string {
+  const match = /^(https?):\/\//i.exec(address);
+  if (!match) return `${tls ? "https" : "http"}://${address}`;
+  const secure = match[1]!.toLowerCase() === "https";
+  if (tls !== undefined && tls !== secure) {
+    throw new TypeError(`address ${address} contradicts tls: ${tls}`);
+  }
+  return address;
+}
+
+function bearer(token: string): Interceptor {
+  return (next) => (request) => {
+    request.header.set("authorization", `Bearer ${token}`);
+    return next(request);
+  };
+}
+
+function forgetInit(request: ForgetInit): MessageInitShape<typeof ForgetRequestSchema> {
+  if (!("id" in request) && !("query" in request)) {
+    return request as MessageInitShape<typeof ForgetRequestSchema>;
+  }
+  const { agentId, id, query } = request as { agentId: string; id?: string; query?: string };
+  if (Boolean(id) === Boolean(query)) {
+    throw new MemorydError("INVALID_ARGUMENT", "forget needs exactly one of id or query");
+  }
+  return id
+    ? { agentId, target: { case: "id", value: id } }
+    : { agentId, target: { case: "query", value: query! } };
+}

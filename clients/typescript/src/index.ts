@@ -1,0 +1,27 @@
+/**
+ * @memoryd/client: the TypeScript client of memoryd for Node.
+ *
+ * The generated messages and enums of memoryd.v1 are re-exported here; every generated
+ * module is also reachable as `@memoryd/client/gen/memoryd/v1/<file>_pb.js`.
+ */
+
+export type {
+  CallOptions,
+  ForgetInit,
+  GetInit,
+  ListInit,
+  MemorydClientOptions,
+  RecallInit,
+  StatsInit,
+  StoreInit,
+  StreamOptions,
+  UpdateInit,
+} from "./client.js";
+export { DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS, MemorydClient } from "./client.js";
+export type { MemorydErrorCode } from "./errors.js";
+export { codeName, MemorydError } from "./errors.js";
+export type { RetryOptions } from "./retry.js";
+export { DEFAULT_RETRY } from "./retry.js";
+export type { StreamOp } from "./session.js";
+export { MemorydSession } from "./session.js";
+export * from "./gen/memoryd/v1/memory_pb.js";

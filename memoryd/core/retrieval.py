@@ -1,0 +1,312 @@
+"""The recall pipeline: hybrid candidates, fusion, rerank, boosts, hard minimum, MMR.
+
+    candidates   union of the best ``pool`` by cosine and the best ``pool`` by BM25 over
+                 the caller's scopes (pool = max(pool_min, pool_factor x limit)), every
+                 candidate scored exactly on both legs (storage)
+    fusion       RRF or weighted score fusion (vector-only / BM25-only for comparison)
+    rerank       optional: cross-encoder or late-interaction score blended into the fused
+                 score; a reranker that fails or times out leaves fused order, never errors
+    boosts       recency bonus, importance, length normalisation, time decay whose
+                 half-life grows with access count (formulas in memoryd.native.kernels)
+    minimum      the caller's ``min_score`` on the final score, the score it sees
+    diversity    MMR with lambda over the survivors, so near-duplicates do not fill the list
+
+Fusion, boosts and the minimum run as one native kernel over the candidate arrays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from enum import StrEnum
+
+import numpy as np
+
+from memoryd.core.errors import InvalidArgument
+from memoryd.core.protocols import MemoryStore, Reranker
+from memoryd.core.records import Candidates, Category, Explain, ScoredMemory
+from memoryd.native import (
+    FUSION_PRESCORED,
+    FUSION_RRF,
+    FUSION_WEIGHTED,
+    N_STAGES,
+    S_DECAY,
+    S_FUSED,
+    S_IMPORTANCE,
+    S_LENGTH,
+    S_RECENCY,
+    fuse_and_boost,
+    make_params,
+    mmr_select,
+)
+
+log = logging.getLogger(__name__)
+
+SECONDS_PER_DAY = 86_400.0
+
+
+class Fusion(StrEnum):
+    RRF = "rrf"
+    WEIGHTED = "weighted"
+    VECTOR_ONLY = "vector"
+    BM25_ONLY = "bm25"
+
+
+class Rerank(StrEnum):
+    NONE = "none"
+    CROSS_ENCODER = "cross-encoder"
+    LATE_INTERACTION = "late-interaction"
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    """Every knob of the pipeline; ``config.RetrievalSettings`` fills it, a request may
+    override any field (``RecallOptions``)."""
+
+    fusion: Fusion = Fusion.WEIGHTED
+    vector_weight: float = 0.5
+    bm25_weight: float = 0.5
+    rrf_k: float = 60.0
+    bm25_scale: float = 5.0
+    recency_weight: float = 0.0
+    recency_half_life_days: float = 14.0
+    importance_weight: float = 0.3
+    length_weight: float = 0.0
+    length_anchor_chars: float = 500.0
+    decay_half_life_days: float = 0.0
+    decay_floor: float = 0.5
+    reinforcement: float = 0.5
+    mmr_lambda: float = 1.0
+    rerank: Rerank = Rerank.NONE
+    rerank_weight: float = 0.5
+    rerank_top: int = 20
+    rerank_timeout_ms: float = 200.0
+    pool_min: int = 20
+    pool_factor: int = 2
+    candidate_pool: int = 0  # 0 = max(pool_min, pool_factor x limit)
+
+    def with_overrides(self, overrides: Mapping[str, object]) -> RetrievalConfig:
+        known = {f.name for f in fields(self)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise InvalidArgument(f"unknown retrieval option(s): {', '.join(sorted(unknown))}")
+        cfg = replace(self, **overrides)  # type: ignore[arg-type]
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InvalidArgument(f"retrieval option {f.name} must be a finite number")
+        if not 0.0 <= self.mmr_lambda <= 1.0:
+            raise InvalidArgument(f"mmr_lambda must be in [0, 1], got {self.mmr_lambda}")
+        if not 0.0 <= self.rerank_weight <= 1.0:
+            raise InvalidArgument(f"rerank_weight must be in [0, 1], got {self.rerank_weight}")
+        if self.candidate_pool > 1000:
+            raise InvalidArgument(f"candidate_pool {self.candidate_pool} is over the maximum 1000")
+        try:
+            self.fusion_params()
+            self.boost_params(0.0)
+        except ValueError as e:
+            raise InvalidArgument(f"retrieval option {e}") from None
+
+    def fusion_params(self) -> np.ndarray:
+        """Kernel settings for stage 1 alone: fusion, every boost off."""
+        w_vec, w_bm25 = self.vector_weight, self.bm25_weight
+        mode = FUSION_RRF if self.fusion == Fusion.RRF else FUSION_WEIGHTED
+        if self.fusion == Fusion.VECTOR_ONLY:
+            w_vec, w_bm25 = 1.0, 0.0
+        elif self.fusion == Fusion.BM25_ONLY:
+            w_vec, w_bm25 = 0.0, 1.0
+        return make_params(
+            mode=mode,
+            rrf_k=self.rrf_k,
+            w_vec=w_vec,
+            w_bm25=w_bm25,
+            bm25_scale=self.bm25_scale,
+            recency_weight=0.0,
+            importance_weight=0.0,
+            length_weight=0.0,
+            decay_half_life_days=0.0,
+        )
+
+    def boost_params(self, min_score: float) -> np.ndarray:
+        """Kernel settings for the boosts and the minimum over an already fused score."""
+        return make_params(
+            mode=FUSION_PRESCORED,
+            recency_weight=self.recency_weight,
+            recency_half_life_days=self.recency_half_life_days,
+            importance_weight=self.importance_weight,
+            length_weight=self.length_weight,
+            length_anchor=self.length_anchor_chars,
+            decay_half_life_days=self.decay_half_life_days,
+            decay_floor=self.decay_floor,
+            reinforcement=self.reinforcement,
+            min_score=min_score,
+        )
+
+
+class Retriever:
+    def __init__(
+        self,
+        store: MemoryStore,
+        config: RetrievalConfig,
+        rerankers: Mapping[Rerank, Reranker] | None = None,
+    ):
+        config.validate()
+        self.store = store
+        self.config = config
+        self.rerankers = dict(rerankers or {})
+
+    async def recall(
+        self,
+        *,
+        query_text: str,
+        query_vector: np.ndarray,
+        scopes: frozenset[str],
+        limit: int,
+        min_score: float,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+        config: RetrievalConfig | None = None,
+        explain: bool = False,
+    ) -> list[ScoredMemory]:
+        cfg = config or self.config
+        pool = cfg.candidate_pool or max(cfg.pool_min, cfg.pool_factor * limit)
+        cands = self.store.candidates(
+            query_vector,
+            query_text,
+            scopes,
+            pool,
+            now=now,
+            categories=categories,
+            lexical=cfg.fusion != Fusion.VECTOR_ONLY,
+            vector=cfg.fusion != Fusion.BM25_ONLY,
+        )
+        n = len(cands)
+        if n == 0:
+            return []
+        fused = self._fuse(cfg, cands)
+        blended, reranker_name = await self._rerank(cfg, query_text, cands, fused)
+        age_days = np.array(
+            [(now - m.created_at).total_seconds() / SECONDS_PER_DAY for m in cands.memories],
+            dtype=np.float32,
+        )
+        importance = np.array([m.importance for m in cands.memories], dtype=np.float32)
+        access = np.array([m.access_count for m in cands.memories], dtype=np.int64)
+        text_len = np.array([len(m.text) for m in cands.memories], dtype=np.int64)
+        stages = np.zeros((n, N_STAGES), dtype=np.float32)
+        keep = np.zeros(n, dtype=np.uint8)
+        final, _ = fuse_and_boost(
+            blended, np.zeros(n, np.int64), np.zeros(n, np.float32), np.full(n, -1, np.int64),
+            age_days, importance, access, text_len, cfg.boost_params(min_score), stages, keep,
+        )  # fmt: skip
+
+        survivors = np.flatnonzero(keep)
+        if survivors.size == 0:
+            return []
+        order = survivors[np.lexsort((survivors, -final[survivors]))]
+        mmr_pos = np.full(n, -1, dtype=np.int64)
+        if cfg.mmr_lambda < 1.0 and order.size > 1:
+            picked = mmr_select(
+                np.ascontiguousarray(cands.vectors[order]),
+                np.ascontiguousarray(final[order]),
+                limit,
+                cfg.mmr_lambda,
+            )
+            chosen = order[picked]
+            mmr_pos[chosen] = np.arange(chosen.size)
+        else:
+            chosen = order[:limit]
+        hits = []
+        for i in chosen:
+            ex = None
+            if explain:
+                ex = Explain(
+                    vector=float(cands.vector_scores[i]),
+                    bm25=float(cands.lexical_scores[i]),
+                    vector_rank=int(cands.vector_rank[i]),
+                    bm25_rank=int(cands.lexical_rank[i]),
+                    fused=float(fused[i]),
+                    reranked=float(blended[i]),
+                    after_recency=float(stages[i, S_RECENCY]),
+                    after_importance=float(stages[i, S_IMPORTANCE]),
+                    after_length=float(stages[i, S_LENGTH]),
+                    after_decay=float(stages[i, S_DECAY]),
+                    final=float(final[i]),
+                    mmr_position=int(mmr_pos[i]),
+                    reranker=reranker_name,
+                )
+            hits.append(ScoredMemory(cands.memories[i], float(final[i]), ex))
+        return hits
+
+    @staticmethod
+    def _fuse(cfg: RetrievalConfig, cands: Candidates) -> np.ndarray:
+        n = len(cands)
+        stages = np.zeros((n, N_STAGES), dtype=np.float32)
+        zeros_f, zeros_i = np.zeros(n, np.float32), np.zeros(n, np.int64)
+        fuse_and_boost(
+            cands.vector_scores, cands.vector_rank, cands.lexical_scores, cands.lexical_rank,
+            zeros_f, zeros_f, zeros_i, zeros_i, cfg.fusion_params(), stages,
+            np.zeros(n, np.uint8),
+        )  # fmt: skip
+        return np.ascontiguousarray(stages[:, S_FUSED])
+
+    async def _rerank(
+        self, cfg: RetrievalConfig, query: str, cands: Candidates, fused: np.ndarray
+    ) -> tuple[np.ndarray, str]:
+        """The fused scores with the reranker blended in, and which reranker ran.
+
+        Only the best ``rerank_top`` by fused score are reranked (the model is the costly
+        part); the others keep their fused score, capped just below the lowest reranked
+        one so they never jump ahead. Any failure returns the fused scores unchanged.
+        """
+        if cfg.rerank == Rerank.NONE or cfg.rerank_weight == 0.0:
+            return fused, ""
+        reranker = self.rerankers.get(cfg.rerank)
+        if reranker is None:
+            return fused, f"fallback:{cfg.rerank.value} is not configured"
+        n = len(cands)
+        top = np.lexsort((np.arange(n), -fused))[: cfg.rerank_top]
+        try:
+            scores = await asyncio.wait_for(
+                reranker.score(query, [cands.memories[i] for i in top]),
+                timeout=cfg.rerank_timeout_ms / 1000.0,
+            )
+        except TimeoutError:
+            log.warning("reranker %s timed out; using fused order", cfg.rerank.value)
+            return fused, "fallback:timeout"
+        except Exception:
+            log.exception("reranker %s failed; using fused order", cfg.rerank.value)
+            return fused, "fallback:error"
+        scores = np.asarray(scores, dtype=np.float32)
+        if scores.shape != (len(top),) or not np.isfinite(scores).all():
+            log.warning("reranker %s returned unusable scores; using fused order", cfg.rerank)
+            return fused, "fallback:bad-scores"
+        w = cfg.rerank_weight
+        blended = fused.copy()
+        blended[top] = (1.0 - w) * fused[top] + w * np.clip(scores, 0.0, 1.0)
+        rest = np.setdiff1d(np.arange(n), top)
+        if rest.size:
+            floor = np.float32(blended[top].min())
+            blended[rest] = np.minimum(blended[rest], np.nextafter(floor, np.float32(-np.inf)))
+        return np.ascontiguousarray(blended, dtype=np.float32), cfg.rerank.value
+
+
+def options_to_overrides(options: Mapping[str, object]) -> dict[str, object]:
+    """Drop unset values; map enum strings to the config's enums."""
+    out: dict[str, object] = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key == "fusion":
+            value = Fusion(str(value))
+        elif key == "rerank":
+            value = Rerank(str(value))
+        out[key] = value
+    return out

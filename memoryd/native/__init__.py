@@ -1,0 +1,48 @@
+"""Hot-path numerical kernels (numba) with a plain-numpy twin of each in ``reference``.
+
+Imports numpy and numba only. Call ``warm_up()`` once at daemon start, before reporting
+SERVING, so that no request pays for JIT compilation. Formulas and conventions are
+documented in ``kernels``.
+"""
+
+from memoryd.native.kernels import (
+    FUSION_PRESCORED,
+    FUSION_RRF,
+    FUSION_WEIGHTED,
+    N_STAGES,
+    S_DECAY,
+    S_FINAL,
+    S_FUSED,
+    S_IMPORTANCE,
+    S_LENGTH,
+    S_RECENCY,
+    STAGE_NAMES,
+    fuse_and_boost,
+    make_params,
+    maxsim,
+    mmr_select,
+    topk_dot,
+    topk_scores,
+)
+from memoryd.native.warmup import warm_up
+
+__all__ = [
+    "FUSION_PRESCORED",
+    "FUSION_RRF",
+    "FUSION_WEIGHTED",
+    "N_STAGES",
+    "STAGE_NAMES",
+    "S_DECAY",
+    "S_FINAL",
+    "S_FUSED",
+    "S_IMPORTANCE",
+    "S_LENGTH",
+    "S_RECENCY",
+    "fuse_and_boost",
+    "make_params",
+    "maxsim",
+    "mmr_select",
+    "topk_dot",
+    "topk_scores",
+    "warm_up",
+]
