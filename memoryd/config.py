@@ -22,7 +22,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from memoryd.core.capture import CaptureConfig
+from memoryd.core.context import DEFAULT_FORCE_PHRASES, ContextConfig
 from memoryd.core.errors import ConfigError
+from memoryd.core.hooks import HookSettings
 from memoryd.core.policy import AccessPolicy, AgentAccess
 from memoryd.core.retrieval import Fusion, Rerank, RetrievalConfig
 
@@ -82,6 +85,9 @@ class StoreSettings(_Section):
     max_metadata_key_chars: int = Field(128, ge=1)
     max_metadata_value_chars: int = Field(2048, ge=1)
     max_idempotency_key_chars: int = Field(128, ge=1)
+    reject_injection: bool = Field(
+        True, description="refuse texts that look like prompt injection (Store and Capture)"
+    )
 
 
 class RecallSettings(_Section):
@@ -114,12 +120,66 @@ class RetrievalSettings(_Section):
     pool_min: int = Field(20, ge=1, le=1000)
     pool_factor: int = Field(2, ge=1, le=20)
     analyzer_language: str = Field("english", description="Snowball stemmer for BM25")
+    token_vectors: bool = Field(
+        False,
+        description="store each memory's token vectors for late-interaction reranking "
+        "(about 15x the memory of its vector); on whenever rerank = late-interaction",
+    )
+    cross_encoder_dir: Path | None = Field(
+        None, description="model.onnx + tokenizer.json of a cross-encoder; enables that rerank"
+    )
 
     def to_config(self) -> RetrievalConfig:
-        values = self.model_dump(exclude={"analyzer_language"})
+        values = self.model_dump(
+            exclude={"analyzer_language", "token_vectors", "cross_encoder_dir"}
+        )
         values["fusion"] = Fusion(values["fusion"])
         values["rerank"] = Rerank(values["rerank"])
         return RetrievalConfig(**values)
+
+
+class HooksSettings(_Section):
+    """BuildContext (before-prompt) and Capture (after-turn) rules; see memoryd/core/context.py
+    and memoryd/core/capture.py for the rule tables."""
+
+    time_budget_ms: float = Field(800.0, gt=0.0, description="BuildContext never takes longer")
+    max_results: int = Field(3, ge=1, le=50)
+    overfetch: int = Field(10, ge=1, le=100)
+    min_score: float = Field(0.3, ge=0.0, le=1.0)
+    max_chars_per_memory: int = Field(500, ge=20)
+    min_prompt_chars: int = Field(10, ge=0)
+    min_prompt_chars_cjk: int = Field(3, ge=0)
+    extra_force_phrases: list[str] = Field(default_factory=list)
+    capture_min_chars: int = Field(10, ge=1)
+    capture_min_chars_cjk: int = Field(4, ge=1)
+    capture_max_chars: int = Field(500, ge=1)
+    capture_max_per_turn: int = Field(3, ge=0)
+    capture_recent_window: int = Field(60, ge=0)
+    custom_triggers: list[str] = Field(default_factory=list)
+    require_trigger: bool = True
+    skip_questions: bool = True
+
+    def to_settings(self) -> HookSettings:
+        context = ContextConfig(
+            min_prompt_chars=self.min_prompt_chars,
+            min_prompt_chars_cjk=self.min_prompt_chars_cjk,
+            force_phrases=DEFAULT_FORCE_PHRASES + tuple(self.extra_force_phrases),
+            max_results=self.max_results,
+            overfetch=self.overfetch,
+            min_score=self.min_score,
+            max_chars_per_memory=self.max_chars_per_memory,
+        )
+        capture = CaptureConfig(
+            min_chars=self.capture_min_chars,
+            min_chars_cjk=self.capture_min_chars_cjk,
+            max_chars=self.capture_max_chars,
+            max_per_turn=self.capture_max_per_turn,
+            recent_window=self.capture_recent_window,
+            custom_triggers=tuple(self.custom_triggers),
+            require_trigger=self.require_trigger,
+            skip_questions=self.skip_questions,
+        )
+        return HookSettings(context=context, capture=capture, time_budget_ms=self.time_budget_ms)
 
 
 class ForgetSettings(_Section):
@@ -191,6 +251,7 @@ class Settings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
     forget: ForgetSettings = Field(default_factory=ForgetSettings)
     listing: ListSettings = Field(default_factory=ListSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)

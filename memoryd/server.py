@@ -23,15 +23,18 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from memoryd._gen.memoryd.v1 import memory_pb2, memory_pb2_grpc
+from memoryd._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, memory_pb2, memory_pb2_grpc
 from memoryd.api.auth import TokenAuthInterceptor
 from memoryd.api.errors import ErrorMappingInterceptor
-from memoryd.api.servicer import MemoryServicer
+from memoryd.api.servicer import HookServicer, MemoryServicer
 from memoryd.config import Settings
 from memoryd.core.errors import ConfigError
-from memoryd.core.retrieval import Retriever
+from memoryd.core.hooks import HookService
+from memoryd.core.protocols import Reranker
+from memoryd.core.retrieval import LateInteractionReranker, Rerank, Retriever
 from memoryd.core.service import MemoryService, ServiceLimits
 from memoryd.inference.batcher import BatchingEmbedder
+from memoryd.inference.cross_encoder import CrossEncoderReranker
 from memoryd.inference.onnx_embedder import (
     OnnxEmbedder,
     builtin_model_files,
@@ -45,6 +48,7 @@ from memoryd.storage.repository import Repository
 log = logging.getLogger("memoryd")
 
 SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+HOOK_SERVICE_NAME = hooks_pb2.DESCRIPTOR.services_by_name["HookService"].full_name
 SWEEP_INTERVAL_SECONDS = 60.0
 
 
@@ -66,6 +70,8 @@ def limits_from(settings: Settings) -> ServiceLimits:
         forget_max_candidates=s.forget.max_candidates,
         list_default_page_size=s.listing.default_page_size,
         list_max_page_size=s.listing.max_page_size,
+        reject_injection=s.store.reject_injection,
+        token_vectors=s.retrieval.token_vectors or s.retrieval.rerank == "late-interaction",
     )
 
 
@@ -97,7 +103,9 @@ class Daemon:
         self.server: grpc.aio.Server | None = None
         self.health = health.aio.HealthServicer()
         self.servicer = MemoryServicer(max_in_flight=settings.server.stream_max_in_flight)
+        self.hook_servicer = HookServicer()
         self.embedder: BatchingEmbedder | None = None
+        self.cross_encoder: CrossEncoderReranker | None = None
         self.repository: Repository | None = None
         self.service: MemoryService | None = None
         self._lock_file: IO[str] | None = None
@@ -117,10 +125,12 @@ class Daemon:
             options=[("grpc.so_reuseport", 0)],
         )
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, server)
+        hooks_pb2_grpc.add_HookServiceServicer_to_server(self.hook_servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (
                 SERVICE_NAME,
+                HOOK_SERVICE_NAME,
                 health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
                 reflection.SERVICE_NAME,
             ),
@@ -128,21 +138,29 @@ class Daemon:
         )
         self.port = self._bind(server)
         await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+        for name in (SERVICE_NAME, HOOK_SERVICE_NAME):
+            await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         await server.start()
         self.server = server
         log.info("listening on %s (port %d); loading", s.listen, self.port)
 
         await asyncio.to_thread(self._load)
         assert self.repository is not None and self.embedder is not None
-        retriever = Retriever(self.repository, s.retrieval.to_config())
+        rerankers: dict[Rerank, Reranker] = {
+            Rerank.LATE_INTERACTION: LateInteractionReranker(self.repository, self.embedder)
+        }
+        if self.cross_encoder is not None:
+            rerankers[Rerank.CROSS_ENCODER] = self.cross_encoder
+        retriever = Retriever(self.repository, s.retrieval.to_config(), rerankers)
         self.service = MemoryService(
             self.repository, self.embedder, self.policy, limits_from(s), retriever=retriever
         )
         self.servicer.set_service(self.service)
+        self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))
         self._sweeper = asyncio.create_task(self._sweep_forever())
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        for name in (SERVICE_NAME, HOOK_SERVICE_NAME):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self.startup_seconds = time.perf_counter() - started
         log.info("SERVING after %.2fs", self.startup_seconds)
         return self.port
@@ -207,6 +225,12 @@ class Daemon:
         repository = Repository(durable, analyzer)
         repository.open()
         t2 = time.perf_counter()
+        if s.retrieval.cross_encoder_dir is not None:
+            self.cross_encoder = CrossEncoderReranker(
+                s.retrieval.cross_encoder_dir, max_tokens=s.embedder.max_tokens
+            )
+        elif s.retrieval.rerank == "cross-encoder":
+            raise ConfigError("retrieval.rerank = cross-encoder needs retrieval.cross_encoder_dir")
         kernels = warm_up()
         log.info(
             "embedder %s (%d-d) %.2fs, store %d memories %.2fs, kernels %.2fs",
@@ -249,6 +273,8 @@ class Daemon:
             await asyncio.to_thread(self.repository.close)
         if self.embedder is not None:
             await asyncio.to_thread(self.embedder.close)
+        if self.cross_encoder is not None:
+            self.cross_encoder.close()
         if self._lock_file is not None:
             self._lock_file.close()
         log.info("stopped")

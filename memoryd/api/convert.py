@@ -7,8 +7,10 @@ from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from memoryd._gen.memoryd.v1 import hooks_pb2 as hooks_pb
 from memoryd._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd.core.errors import InvalidArgument
+from memoryd.core.hooks import CaptureResult, ContextResult
 from memoryd.core.records import (
     Category,
     Explain,
@@ -213,4 +215,26 @@ def stats_response(s: AgentStats, uptime: float, version: str) -> pb.StatsRespon
         uptime_seconds=uptime,
         version=version,
         store_rows=s.store_rows,
+    )
+
+
+def context_response(r: ContextResult) -> hooks_pb.BuildContextResponse:
+    return hooks_pb.BuildContextResponse(
+        context=r.context, results=scored_to_pb(r.results), skipped_reason=r.skipped_reason
+    )
+
+
+def capture_response(r: CaptureResult) -> hooks_pb.CaptureResponse:
+    return hooks_pb.CaptureResponse(
+        captured=[memory_to_pb(m) for m in r.captured],
+        decisions=[
+            hooks_pb.CaptureDecision(
+                index=d.index,
+                captured=d.captured,
+                reason=d.reason,
+                detail=d.detail,
+                memory_id=d.memory_id,
+            )
+            for d in r.decisions
+        ],
     )

@@ -13,11 +13,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from memoryd import __version__
+from memoryd._gen.memoryd.v1 import hooks_pb2 as hooks_pb
+from memoryd._gen.memoryd.v1 import hooks_pb2_grpc as hooks_grpc
 from memoryd._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
 from memoryd.api import convert
 from memoryd.api.errors import status_of
 from memoryd.core.errors import InvalidArgument, NotReady
+from memoryd.core.hooks import HookService
 from memoryd.core.service import MemoryService
 
 
@@ -142,3 +145,44 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def _update(self, request: pb.UpdateRequest) -> pb.UpdateResponse:
         memory = await self.service.update(convert.update_request(request))
         return pb.UpdateResponse(memory=convert.memory_to_pb(memory))
+
+
+class HookServicer(hooks_grpc.HookServiceServicer):
+    """``memoryd.v1.HookService``: the gateway's before-prompt and after-turn hooks."""
+
+    def __init__(self) -> None:
+        self._hooks: HookService | None = None
+
+    def set_service(self, hooks: HookService) -> None:
+        self._hooks = hooks
+
+    @property
+    def hooks(self) -> HookService:
+        if self._hooks is None:
+            raise NotReady("memoryd is starting (loading models and the index); retry shortly")
+        return self._hooks
+
+    async def BuildContext(
+        self, request: hooks_pb.BuildContextRequest, context: Any
+    ) -> hooks_pb.BuildContextResponse:
+        result = await self.hooks.build_context(
+            request.agent_id,
+            request.session_id,
+            request.prompt,
+            max_results=request.max_results,
+            min_score=request.min_score,
+            time_budget_ms=request.time_budget_ms,
+            scopes=tuple(request.scopes),
+        )
+        return convert.context_response(result)
+
+    async def Capture(
+        self, request: hooks_pb.CaptureRequest, context: Any
+    ) -> hooks_pb.CaptureResponse:
+        result = await self.hooks.capture(
+            request.agent_id,
+            request.session_id,
+            [(m.role, m.text) for m in request.messages],
+            scope=request.scope,
+        )
+        return convert.capture_response(result)

@@ -29,6 +29,14 @@ class Embedder(Protocol):
         """An L2-normalised float32 vector for a document to store."""
         ...
 
+    async def embed_query_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """The query vector and its L2-normalised token vectors [t, dim] (cached)."""
+        ...
+
+    async def embed_one_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """A document's vector and token vectors, from one model pass."""
+        ...
+
 
 class Reranker(Protocol):
     async def score(self, query: str, memories: Sequence[Memory]) -> np.ndarray:
@@ -43,12 +51,21 @@ class MemoryStore(Protocol):
     takes the set of scopes the caller may see and never returns a row outside it.
     """
 
-    async def add(self, memory: Memory, vector: np.ndarray) -> None:
+    async def add(
+        self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None
+    ) -> None:
         """Durably write a new memory; returns once it survives a crash."""
         ...
 
-    async def replace(self, memory: Memory, vector: np.ndarray | None) -> None:
-        """Durably overwrite a memory (same id); ``vector`` None keeps the old one."""
+    async def replace(
+        self, memory: Memory, vector: np.ndarray | None, tokens: np.ndarray | None = None
+    ) -> None:
+        """Durably overwrite a memory (same id); ``vector`` None keeps the old vector and
+        token vectors."""
+        ...
+
+    def tokens_of(self, memory_id: str) -> np.ndarray | None:
+        """The memory's stored token vectors (float16 [t, dim]), if any."""
         ...
 
     async def delete(self, ids: Sequence[str]) -> None:

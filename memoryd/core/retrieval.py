@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from enum import StrEnum
@@ -27,8 +27,8 @@ from enum import StrEnum
 import numpy as np
 
 from memoryd.core.errors import InvalidArgument
-from memoryd.core.protocols import MemoryStore, Reranker
-from memoryd.core.records import Candidates, Category, Explain, ScoredMemory
+from memoryd.core.protocols import Embedder, MemoryStore, Reranker
+from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
 from memoryd.native import (
     FUSION_PRESCORED,
     FUSION_RRF,
@@ -41,6 +41,7 @@ from memoryd.native import (
     S_RECENCY,
     fuse_and_boost,
     make_params,
+    maxsim,
     mmr_select,
 )
 
@@ -310,3 +311,33 @@ def options_to_overrides(options: Mapping[str, object]) -> dict[str, object]:
             value = Rerank(str(value))
         out[key] = value
     return out
+
+
+class LateInteractionReranker:
+    """MaxSim between the query's token vectors and each memory's stored token vectors
+    (both from the built-in embedder: the query's come from the embedder's cache, filled
+    by the recall's own model pass, the memories' were stored at write time).
+
+    score = mean over query tokens of the best cosine with any of the memory's tokens,
+    clipped to [0, 1]. A memory stored without token vectors (``retrieval.token_vectors``
+    was off when it was written) cannot be scored: the whole rerank then falls back.
+    """
+
+    def __init__(self, store: MemoryStore, embedder: Embedder):
+        self.store = store
+        self.embedder = embedder
+
+    async def score(self, query: str, memories: Sequence[Memory]) -> np.ndarray:
+        _, q_tokens = await self.embedder.embed_query_with_tokens(query)
+        docs = [self.store.tokens_of(m.id) for m in memories]
+        if any(d is None for d in docs):
+            raise LookupError("some memories have no token vectors (retrieval.token_vectors)")
+        offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([d.shape[0] for d in docs if d is not None])
+        flat = (
+            np.concatenate([d for d in docs if d is not None]).astype(np.float32)
+            if docs
+            else np.zeros((0, q_tokens.shape[1]), dtype=np.float32)
+        )
+        scores = maxsim(np.ascontiguousarray(q_tokens, dtype=np.float32), flat, offsets)
+        return np.clip(scores, 0.0, 1.0)

@@ -21,6 +21,7 @@ import numpy as np
 
 from memoryd.core.categorize import detect_category
 from memoryd.core.errors import InvalidArgument, NotFound
+from memoryd.core.injection import detect_injection
 from memoryd.core.policy import Access, AccessPolicy, agent_scope, validate_scope
 from memoryd.core.protocols import Embedder, MemoryStore
 from memoryd.core.records import (
@@ -31,7 +32,7 @@ from memoryd.core.records import (
     StoreOutcome,
     StoreResult,
 )
-from memoryd.core.retrieval import RetrievalConfig, Retriever, options_to_overrides
+from memoryd.core.retrieval import Rerank, RetrievalConfig, Retriever, options_to_overrides
 from memoryd.core.summarize import extractive_summary
 from memoryd.core.text import content_hash, normalize_text
 
@@ -55,6 +56,8 @@ class ServiceLimits:
     forget_max_candidates: int = 10
     list_default_page_size: int = 50
     list_max_page_size: int = 500
+    reject_injection: bool = True
+    token_vectors: bool = False  # store token vectors at write time (late interaction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,12 @@ class _Pending:
     done: asyncio.Future[StoreResult]
 
 
+@dataclass(slots=True)
+class _IdLock:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -148,6 +157,7 @@ class MemoryService:
         # (same key, same text, or near-same vector) resolve to one memory.
         self._pending: list[_Pending] = []
         self._pending_keys: dict[tuple[str, str], asyncio.Future[StoreResult]] = {}
+        self._update_locks: dict[str, _IdLock] = {}
 
     # -- Store -------------------------------------------------------------------------
 
@@ -155,6 +165,11 @@ class MemoryService:
         lim = self.limits
         access = self.policy.access(new.agent_id)
         text = self._check_text(new.text, "text")
+        if lim.reject_injection and (why := detect_injection(text)) is not None:
+            raise InvalidArgument(
+                f"text was not stored: it {why} and looks like a prompt injection "
+                "(store.reject_injection)"
+            )
         importance = self._check_importance(
             lim.default_importance if new.importance is None else new.importance
         )
@@ -233,7 +248,7 @@ class MemoryService:
         exact = self.store.find_by_hash(scope, digest)
         if exact is not None:
             return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
-        vector = await self.embedder.embed_one(text)
+        vector, tokens = await self._embed_document(text)
         now = self.clock()
         # Re-check after the await: the world may have changed while the model ran.
         exact = self.store.find_by_hash(scope, digest)
@@ -269,7 +284,7 @@ class MemoryService:
         pending = _Pending(scope, digest, vector, asyncio.get_running_loop().create_future())
         self._pending.append(pending)
         try:
-            await self.store.add(memory, vector)
+            await self.store.add(memory, vector, tokens)
         except BaseException as e:
             pending.done.set_exception(e)
             pending.done.exception()
@@ -293,7 +308,12 @@ class MemoryService:
         if q.options:
             config = config.with_overrides(options_to_overrides(q.options))
         now = self.clock()
-        vector = await self.embedder.embed_query(query)
+        if config.rerank == Rerank.LATE_INTERACTION:
+            # One model pass gives the token vectors too; the reranker reads them from
+            # the embedder's cache.
+            vector, _ = await self.embedder.embed_query_with_tokens(query)
+        else:
+            vector = await self.embedder.embed_query(query)
         hits = await self.retriever.recall(
             query_text=query,
             query_vector=vector,
@@ -333,6 +353,19 @@ class MemoryService:
     # -- Update, Get, List -----------------------------------------------------------
 
     async def update(self, patch: MemoryPatch) -> Memory:
+        # Updates of one memory run one at a time, so a merge of metadata never works
+        # from a state another update is about to replace.
+        entry = self._update_locks.setdefault(patch.id, _IdLock())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                return await self._update(patch)
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._update_locks[patch.id]
+
+    async def _update(self, patch: MemoryPatch) -> Memory:
         access = self.policy.access(patch.agent_id)
         memory = self._visible(access, patch.id)
         access.check_write(memory.scope)
@@ -370,12 +403,13 @@ class MemoryService:
             raise InvalidArgument(
                 "the update changes nothing: set text, importance, category, metadata or expiry"
             )
+        tokens = None
         if "text" in changes:
-            vector = await self.embedder.embed_one(str(changes["text"]))
+            vector, tokens = await self._embed_document(str(changes["text"]))
             # The memory may have been deleted while the model ran.
             memory = self._visible(access, patch.id)
         updated = replace(memory, updated_at=now, **changes)  # type: ignore[arg-type]
-        await self.store.replace(updated, vector)
+        await self.store.replace(updated, vector, tokens)
         if self.store.get(updated.id) is None:
             raise NotFound(f"memory {updated.id} was deleted while it was being updated")
         return updated
@@ -437,6 +471,11 @@ class MemoryService:
         )
 
     # -- helpers ---------------------------------------------------------------------
+
+    async def _embed_document(self, text: str) -> tuple[np.ndarray, np.ndarray | None]:
+        if self.limits.token_vectors:
+            return await self.embedder.embed_one_with_tokens(text)
+        return await self.embedder.embed_one(text), None
 
     def _visible(self, access: Access, memory_id: str) -> Memory:
         _check_uuid(memory_id)
@@ -529,5 +568,5 @@ def _decode_token(token: str) -> tuple[datetime, str]:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         micros, memory_id = json.loads(raw)
         return _EPOCH + int(micros) * _MICROSECOND, str(memory_id)
-    except (ValueError, TypeError, json.JSONDecodeError):
+    except (ValueError, TypeError, OverflowError, json.JSONDecodeError):
         raise InvalidArgument("page_token is invalid; pass next_page_token as returned") from None

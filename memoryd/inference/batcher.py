@@ -25,21 +25,25 @@ from memoryd.inference.onnx_embedder import OnnxEmbedder
 log = logging.getLogger(__name__)
 
 
+Embedding = tuple[np.ndarray, np.ndarray | None]  # pooled vector, token vectors (or None)
+
+
 @dataclass(slots=True)
 class _Job:
     text: str
-    future: asyncio.Future[np.ndarray]
+    tokens: bool
+    future: asyncio.Future[Embedding]
     loop: asyncio.AbstractEventLoop
 
 
 class _LRU:
     def __init__(self, capacity: int):
         self.capacity = capacity
-        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._data: OrderedDict[tuple[str, bool], Embedding] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: str) -> np.ndarray | None:
+    def get(self, key: tuple[str, bool]) -> Embedding | None:
         value = self._data.get(key)
         if value is None:
             self.misses += 1
@@ -48,7 +52,7 @@ class _LRU:
         self.hits += 1
         return value
 
-    def put(self, key: str, value: np.ndarray) -> None:
+    def put(self, key: tuple[str, bool], value: Embedding) -> None:
         if self.capacity <= 0:
             return
         self._data[key] = value
@@ -75,7 +79,7 @@ class BatchingEmbedder:
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._max_queue = max_queue
         self._cache = _LRU(cache_size)
-        self._inflight: dict[str, asyncio.Future[np.ndarray]] = {}
+        self._inflight: dict[tuple[str, bool], asyncio.Future[Embedding]] = {}
         self._threads: list[threading.Thread] = []
         self._model_name = ""
         self.dim = 0
@@ -109,37 +113,46 @@ class BatchingEmbedder:
 
     async def embed_query(self, text: str) -> np.ndarray:
         """One query vector; cached."""
-        cached = self._cache.get(text)
-        if cached is not None:
-            return cached
-        # shield: a cancelled caller must not cancel a computation others share.
-        vector = await asyncio.shield(self._submit(text))
-        self._cache.put(text, vector)
-        return vector
+        return (await self._cached(text, tokens=False))[0]
 
-    async def embed_documents(self, texts: list[str]) -> np.ndarray:
-        """[len(texts), dim]; documents are not cached (each is usually seen once)."""
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        rows = await asyncio.gather(*(asyncio.shield(self._submit(t)) for t in texts))
-        return np.stack(rows)
+    async def embed_query_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """A query vector and its token vectors (late interaction); cached."""
+        vector, tokens = await self._cached(text, tokens=True)
+        assert tokens is not None
+        return vector, tokens
 
     async def embed_one(self, text: str) -> np.ndarray:
-        return await asyncio.shield(self._submit(text))
+        """A document vector (documents are not cached: each is usually seen once)."""
+        return (await asyncio.shield(self._submit(text, tokens=False)))[0]
 
-    def _submit(self, text: str) -> asyncio.Future[np.ndarray]:
+    async def embed_one_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        vector, tokens = await asyncio.shield(self._submit(text, tokens=True))
+        assert tokens is not None
+        return vector, tokens
+
+    async def _cached(self, text: str, *, tokens: bool) -> Embedding:
+        hit = self._cache.get((text, tokens))
+        if hit is not None:
+            return hit
+        # shield: a cancelled caller must not cancel a computation others share.
+        value = await asyncio.shield(self._submit(text, tokens=tokens))
+        self._cache.put((text, tokens), value)
+        return value
+
+    def _submit(self, text: str, *, tokens: bool) -> asyncio.Future[Embedding]:
         if not self._threads:
             raise NotReady("the embedder is not loaded yet")
-        pending = self._inflight.get(text)
+        key = (text, tokens)
+        pending = self._inflight.get(key)
         if pending is not None:
             return pending
         if self._queue.qsize() >= self._max_queue:
             raise Overloaded("embedding queue is full; retry later")
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[np.ndarray] = loop.create_future()
-        self._inflight[text] = future
-        future.add_done_callback(lambda _f: self._inflight.pop(text, None))
-        self._queue.put(_Job(text, future, loop))
+        future: asyncio.Future[Embedding] = loop.create_future()
+        self._inflight[key] = future
+        future.add_done_callback(lambda _f: self._inflight.pop(key, None))
+        self._queue.put(_Job(text, tokens, future, loop))
         return future
 
     def _run(self, model: OnnxEmbedder) -> None:
@@ -158,7 +171,10 @@ class BatchingEmbedder:
                     break
                 jobs.append(nxt)
             try:
-                vectors = model.embed([j.text for j in jobs])
+                want_tokens = any(j.tokens for j in jobs)
+                vectors, token_vectors = model.embed_full(
+                    [j.text for j in jobs], tokens=want_tokens
+                )
             except Exception as e:  # the model failed: fail these requests, keep serving
                 log.exception("embedding batch of %d failed", len(jobs))
                 for j in jobs:
@@ -166,15 +182,16 @@ class BatchingEmbedder:
                 continue
             self.batches += 1
             self.batched_texts += len(jobs)
-            for j, v in zip(jobs, vectors, strict=True):
-                j.loop.call_soon_threadsafe(_set_result, j.future, v)
+            for i, j in enumerate(jobs):
+                result = (vectors[i], token_vectors[i] if j.tokens else None)
+                j.loop.call_soon_threadsafe(_set_result, j.future, result)
 
 
-def _set_result(future: asyncio.Future[np.ndarray], value: np.ndarray) -> None:
+def _set_result(future: asyncio.Future[Embedding], value: Embedding) -> None:
     if not future.done():
         future.set_result(value)
 
 
-def _set_exception(future: asyncio.Future[np.ndarray], error: BaseException) -> None:
+def _set_exception(future: asyncio.Future[Embedding], error: BaseException) -> None:
     if not future.done():
         future.set_exception(error)

@@ -92,8 +92,15 @@ class OnnxEmbedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """[len(texts), dim] float32, rows L2-normalised (a zero row stays zero)."""
+        return self.embed_full(texts, tokens=False)[0]
+
+    def embed_full(
+        self, texts: list[str], *, tokens: bool = True
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Pooled vectors, and (if ``tokens``) each text's L2-normalised token vectors
+        (special tokens and padding left out) for late-interaction scoring."""
         if not texts:
-            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32), []
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
@@ -106,4 +113,12 @@ class OnnxEmbedder:
         counts = np.maximum(weights.sum(axis=1), 1e-9)
         pooled = summed / counts
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return np.ascontiguousarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
+        vectors = np.ascontiguousarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
+        token_vectors: list[np.ndarray] = []
+        if tokens:
+            for i, e in enumerate(encodings):
+                keep = np.asarray(e.attention_mask, bool) & ~np.asarray(e.special_tokens_mask, bool)
+                t = states[i][keep[: states.shape[1]]].astype(np.float32)
+                t /= np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
+                token_vectors.append(np.ascontiguousarray(t))
+        return vectors, token_vectors

@@ -97,13 +97,18 @@ class HotIndex:
         self._parts: dict[str, _Partition] = {}
         self._memories: dict[str, Memory] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
+        self._tokens: dict[str, np.ndarray] = {}  # float16 token vectors (late interaction)
         self._text_bytes = 0
 
     def __len__(self) -> int:
         return len(self._memories)
 
-    def put(self, memory: Memory, vector: np.ndarray) -> None:
+    def put(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None) -> None:
         """Insert or overwrite (same id; the scope never changes)."""
+        if tokens is None:
+            self._tokens.pop(memory.id, None)
+        else:
+            self._tokens[memory.id] = tokens
         old = self._memories.get(memory.id)
         same_text = old is not None and old.text == memory.text
         terms = None if same_text else self.analyzer.terms(memory.text)
@@ -125,6 +130,7 @@ class HotIndex:
         memory = self._memories.pop(memory_id, None)
         if memory is None:
             return None
+        self._tokens.pop(memory_id, None)
         self._text_bytes -= len(memory.text) + len(memory.summary)
         part = self._parts[memory.scope]
         part.remove(memory)
@@ -143,6 +149,9 @@ class HotIndex:
             return None
         part = self._parts[memory.scope]
         return part.vectors[part.row_of[memory_id]].copy()
+
+    def tokens_of(self, memory_id: str) -> np.ndarray | None:
+        return self._tokens.get(memory_id)
 
     def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
         part = self._parts.get(scope)
@@ -288,7 +297,9 @@ class HotIndex:
 
     def nbytes(self) -> int:
         # Vectors and columns exactly; records approximately (text plus a fixed overhead).
-        return sum(p.nbytes() for p in self._parts.values()) + self._text_bytes + 400 * len(self)
+        tokens = sum(t.nbytes for t in self._tokens.values())
+        parts = sum(p.nbytes() for p in self._parts.values())
+        return parts + tokens + self._text_bytes + 400 * len(self)
 
 
 def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:

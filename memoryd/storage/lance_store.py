@@ -39,6 +39,11 @@ META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
 
 
+# A stored memory: the record, its vector, and its token vectors (float16, late
+# interaction) when they were computed.
+Row = tuple[Memory, np.ndarray, np.ndarray | None]
+
+
 def make_schema(model_name: str, dim: int) -> pa.Schema:
     ts = pa.timestamp("us", tz="UTC")
     return pa.schema(
@@ -59,6 +64,7 @@ def make_schema(model_name: str, dim: int) -> pa.Schema:
             pa.field("access_count", pa.int32(), nullable=False),
             pa.field("last_accessed_at", ts, nullable=True),
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            pa.field("token_vectors", pa.binary(), nullable=True),  # float16 [t, dim]
         ],
         metadata={
             META_MODEL: model_name.encode(),
@@ -68,9 +74,12 @@ def make_schema(model_name: str, dim: int) -> pa.Schema:
     )
 
 
-def to_arrow(schema: pa.Schema, rows: Sequence[tuple[Memory, np.ndarray]]) -> pa.Table:
+def to_arrow(schema: pa.Schema, rows: Sequence[Row]) -> pa.Table:
     cols: dict[str, list[Any]] = {name: [] for name in schema.names}
-    for m, v in rows:
+    for m, v, tok in rows:
+        cols["token_vectors"].append(
+            None if tok is None else np.ascontiguousarray(tok, dtype=np.float16).tobytes()
+        )
         cols["id"].append(m.id)
         cols["agent_id"].append(m.agent_id)
         cols["scope"].append(m.scope)
@@ -97,12 +106,13 @@ def to_arrow(schema: pa.Schema, rows: Sequence[tuple[Memory, np.ndarray]]) -> pa
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def from_arrow(batch: pa.RecordBatch) -> Iterator[tuple[Memory, np.ndarray]]:
+def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
     d = batch.to_pydict()
     dim = batch.schema.field("vector").type.list_size
     vectors = (
         batch.column("vector").flatten().to_numpy(zero_copy_only=False).astype(np.float32)
     ).reshape(-1, dim)
+    tokens = d["token_vectors"]
     for i in range(batch.num_rows):
         try:
             memory = Memory(
@@ -124,13 +134,15 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[tuple[Memory, np.ndarray]]:
             )
         except (ValueError, TypeError) as e:
             raise DataCorrupt(f"stored memory {d['id'][i]!r} cannot be read: {e}") from e
-        yield memory, vectors[i]
+        raw = tokens[i]
+        tok = None if raw is None else np.frombuffer(raw, dtype=np.float16).reshape(-1, dim)
+        yield memory, vectors[i], tok
 
 
 @dataclass(slots=True)
 class _Op:
     kind: Literal["add", "update", "delete"]
-    rows: list[tuple[Memory, np.ndarray]] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     future: asyncio.Future[None] | None = None
     loop: asyncio.AbstractEventLoop | None = None
@@ -196,7 +208,7 @@ class LanceStore:
             self._thread.join()
             self._thread = None
 
-    def scan(self) -> Iterator[tuple[Memory, np.ndarray]]:
+    def scan(self) -> Iterator[Row]:
         """Every stored row (for rebuilding the in-memory index at start)."""
         for batch in self._table.to_arrow().to_batches(max_chunksize=8192):
             yield from from_arrow(batch)
@@ -206,10 +218,10 @@ class LanceStore:
 
     # -- writes ------------------------------------------------------------------------
 
-    async def add(self, rows: list[tuple[Memory, np.ndarray]]) -> None:
+    async def add(self, rows: list[Row]) -> None:
         await self._submit(_Op("add", rows=rows))
 
-    async def update(self, rows: list[tuple[Memory, np.ndarray]]) -> None:
+    async def update(self, rows: list[Row]) -> None:
         """Overwrite existing rows by id; rows deleted meanwhile stay deleted."""
         await self._submit(_Op("update", rows=rows))
 
@@ -267,6 +279,10 @@ class LanceStore:
                 self._table.delete(f"id IN ({quoted})")
         else:
             rows = [r for g in group for r in g.rows]
+            if kind == "update":
+                # One id updated twice in a group: the later state wins (merge_insert
+                # refuses two source rows for one target).
+                rows = list({r[0].id: r for r in rows}.values())
             data = to_arrow(self.schema, rows)
             if kind == "add":
                 self._table.add(data)

@@ -30,8 +30,8 @@ class Repository:
     def open(self) -> float:
         """Load every stored memory into the hot index, start the writer; returns seconds."""
         start = time.perf_counter()
-        for memory, vector in self.durable.scan():
-            self.index.put(memory, vector)
+        for memory, vector, tokens in self.durable.scan():
+            self.index.put(memory, vector, tokens)
         self.durable.start()
         took = time.perf_counter() - start
         log.info("loaded %d memories into the hot index in %.2fs", len(self.index), took)
@@ -40,19 +40,26 @@ class Repository:
     def close(self) -> None:
         self.durable.close()
 
-    async def add(self, memory: Memory, vector: np.ndarray) -> None:
-        await self.durable.add([(memory, vector)])
-        self.index.put(memory, vector)
+    async def add(
+        self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None
+    ) -> None:
+        tokens = _half(tokens)
+        await self.durable.add([(memory, vector, tokens)])
+        self.index.put(memory, vector, tokens)
 
-    async def replace(self, memory: Memory, vector: np.ndarray | None) -> None:
-        if vector is None:
+    async def replace(
+        self, memory: Memory, vector: np.ndarray | None, tokens: np.ndarray | None = None
+    ) -> None:
+        if vector is None:  # text unchanged: keep the vector and token vectors
             vector = self.index.vector_of(memory.id)
             if vector is None:
                 raise KeyError(memory.id)
-        await self.durable.update([(memory, vector)])
+            tokens = self.index.tokens_of(memory.id)
+        tokens = _half(tokens)
+        await self.durable.update([(memory, vector, tokens)])
         # A delete that committed while this update waited wins: never resurrect.
         if self.index.get(memory.id) is not None:
-            self.index.put(memory, vector)
+            self.index.put(memory, vector, tokens)
 
     async def delete(self, ids: Sequence[str]) -> None:
         if not ids:
@@ -66,6 +73,9 @@ class Repository:
 
     def vector_of(self, memory_id: str) -> np.ndarray | None:
         return self.index.vector_of(memory_id)
+
+    def tokens_of(self, memory_id: str) -> np.ndarray | None:
+        return self.index.tokens_of(memory_id)
 
     def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
         return self.index.find_by_hash(scope, content_hash)
@@ -117,7 +127,7 @@ class Repository:
             memory = self.index.get(memory_id)
             vector = self.index.vector_of(memory_id)
             if memory is not None and vector is not None:
-                rows.append((memory, vector))
+                rows.append((memory, vector, self.index.tokens_of(memory_id)))
         if rows:
             await self.durable.update(rows)
         return len(rows)
@@ -142,3 +152,7 @@ class Repository:
 
     def row_count(self) -> int:
         return len(self.index)
+
+
+def _half(tokens: np.ndarray | None) -> np.ndarray | None:
+    return None if tokens is None else np.ascontiguousarray(tokens, dtype=np.float16)

@@ -21,8 +21,8 @@ function files(dir) {
     .sort();
 }
 
-const out = mkdtempSync(join(tmpdir(), "memoryd-ts-gen-"));
-try {
+/** Regenerates into `out` and compares; returns the process exit code. */
+function check(out) {
   // buf finds the local protoc-gen-es plugin on PATH.
   const env = { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ""}` };
   const buf = spawnSync(join(bin, "buf"), ["generate", "../../protos", "--output", out], {
@@ -32,7 +32,7 @@ try {
   });
   if (buf.status !== 0) {
     console.error(`check:gen: buf generate failed (${buf.error?.message ?? `exit ${buf.status}`})`);
-    process.exit(2);
+    return 2;
   }
 
   const committed = join(root, "src", "gen");
@@ -50,9 +50,15 @@ try {
   if (want.length === 0) problems.push("buf generated nothing: is ../../protos empty?");
   if (problems.length > 0) {
     console.error(["src/gen is out of date with ../../protos:", ...problems, "run: npm run gen"].join("\n  "));
-    process.exit(1);
+    return 1;
   }
   console.log(`check:gen: src/gen is up to date (${want.length} file(s))`);
+  return 0;
+}
+
+const out = mkdtempSync(join(tmpdir(), "memoryd-ts-gen-"));
+try {
+  process.exitCode = check(out);
 } finally {
   rmSync(out, { recursive: true, force: true });
 }

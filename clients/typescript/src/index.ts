@@ -1,8 +1,9 @@
 /**
  * @memoryd/client: the TypeScript client of memoryd for Node.
  *
- * The generated messages and enums of memoryd.v1 are re-exported here; every generated
- * module is also reachable as `@memoryd/client/gen/memoryd/v1/<file>_pb.js`.
+ * The generated messages, enums and services of memoryd.v1 are re-exported here (names
+ * are unique within a proto package); every generated module is also reachable as
+ * `@memoryd/client/gen/memoryd/v1/<file>_pb`.
  */
 
 export type {
@@ -24,4 +25,5 @@ export type { RetryOptions } from "./retry.js";
 export { DEFAULT_RETRY } from "./retry.js";
 export type { StreamOp } from "./session.js";
 export { MemorydSession } from "./session.js";
+export * from "./gen/memoryd/v1/hooks_pb.js";
 export * from "./gen/memoryd/v1/memory_pb.js";

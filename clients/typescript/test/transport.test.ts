@@ -16,6 +16,7 @@ async function unavailableServer(): Promise<{ address: string; calls: Map<string
   const calls = new Map<string, number>();
   const server = http2.createServer();
   server.on("stream", (stream, headers) => {
+    stream.on("error", () => {});
     const method = String(headers[":path"]).split("/").pop()!;
     calls.set(method, (calls.get(method) ?? 0) + 1);
     stream.respond(
@@ -37,6 +38,8 @@ async function silentServer(): Promise<{ address: string; calls: Map<string, num
 function listen(server: http2.Http2Server, calls: Map<string, number>) {
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s) => {
+    // client.close() ends the connection with GOAWAY(CANCEL), an "error" on this side.
+    s.on("error", () => {});
     sessions.add(s);
     s.on("close", () => sessions.delete(s));
   });

@@ -289,3 +289,15 @@ async def test_created_at_backfill_is_kept(service: MemoryService, clock) -> Non
     m = (await store(service, "a", "we moved to Berlin", created_at=past)).memory
     assert m.created_at == past
     assert service.get("a", m.id).created_at == past
+
+
+async def test_concurrent_updates_of_one_memory_all_apply(service: MemoryService) -> None:
+    m = (await store(service, "a", "shared memory under concurrent edits")).memory
+    await asyncio.gather(
+        *(
+            service.update(MemoryPatch(agent_id="a", id=m.id, metadata={f"k{i}": "v"}))
+            for i in range(20)
+        )
+    )
+    assert service.get("a", m.id).metadata == {f"k{i}": "v" for i in range(20)}
+    assert service._update_locks == {}

@@ -53,23 +53,29 @@ async def test_concurrent_writes_share_commits_and_round_trip(tmp_path: Path) ->
     store.start()
     try:
         rows = [mem(i, expires_at=NOW + timedelta(days=1) if i % 2 else None) for i in range(64)]
-        await asyncio.gather(*(store.add([(m, unit(i))]) for i, m in enumerate(rows)))
+        tok = np.arange(24, dtype=np.float16).reshape(3, 8)
+        await asyncio.gather(
+            *(store.add([(m, unit(i), tok if i == 3 else None)]) for i, m in enumerate(rows))
+        )
         assert store.count_rows() == 64
         assert store.commits < 64  # grouped
         await store.delete([rows[0].id, rows[1].id])
         changed = mem(2, text="changed", importance=0.9)
-        await store.update([(changed, unit(5))])
-        await store.update([(mem(999), unit(1))])  # absent: not inserted
+        await store.update([(changed, unit(5), None)])
+        await store.update([(mem(999), unit(1), None)])  # absent: not inserted
     finally:
         store.close()
     reopened = {
-        m.id: (m, v) for m, v in LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+        m.id: (m, v, t)
+        for m, v, t in LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
     }
     assert len(reopened) == 62
-    m2, v2 = reopened[rows[2].id]
+    m2, v2, t2 = reopened[rows[2].id]
+    assert t2 is None
     assert m2.text == "changed" and m2.importance == pytest.approx(0.9)
     assert np.allclose(v2, unit(5))
-    m3, _ = reopened[rows[3].id]
+    m3, _, t3 = reopened[rows[3].id]
+    assert t3 is not None and np.array_equal(t3, tok)
     assert m3.expires_at == NOW + timedelta(days=1) and m3.metadata == {"i": "3"}
     assert m3.created_at == rows[3].created_at and m3.category == Category.FACT
 

@@ -1,0 +1,449 @@
+"""What every benchmark script shares: the daemon under test, bulk loading through the
+Stream RPC, process readings (/proc), percentiles and markdown output.
+
+A script either starts its own daemon (``python -m memoryd serve`` on a free loopback
+port and a temporary data directory, removed afterwards) or, with ``--address``, talks to
+one that is already running (then ``--pid`` lets it read that daemon's memory and CPU).
+The daemon inherits this process's environment, so ``MEMORYD_*`` settings apply to it;
+the report names any that are set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import math
+import os
+import re
+import selectors
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import numpy as np
+from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb
+
+START_TIMEOUT = 300.0  # a cold numba cache alone can take ~30 s on a busy machine
+STOP_TIMEOUT = 60.0
+SERVING_RE = re.compile(r"SERVING after ([0-9.]+)s")
+LOADED_RE = re.compile(
+    r"embedder .* ([0-9.]+)s, store (\d+) memories ([0-9.]+)s, kernels ([0-9.]+)s"
+)
+
+
+def log(message: str) -> None:
+    """Progress for the person watching; the results go to stdout."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# -- the daemon ------------------------------------------------------------------------
+
+
+@dataclass
+class Daemon:
+    """A ``memoryd serve`` subprocess on a free loopback port."""
+
+    data_dir: Path
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    address: str = ""
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def start(self) -> Daemon:
+        env = {**os.environ, **self.env}
+        cmd = [sys.executable, "-m", "memoryd", "serve", "--listen", "127.0.0.1:0"]
+        cmd += ["--data-dir", str(self.data_dir)]
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with self.log_path.open("ab") as err:
+            self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env)
+        line = self._first_line()
+        prefix = "memoryd serving on "
+        if not line.startswith(prefix):
+            self.stop()
+            raise RuntimeError(f"unexpected first line {line!r}\n{self.log_tail()}")
+        self.address = line[len(prefix) :]
+        return self
+
+    def _first_line(self) -> str:
+        assert self.process is not None and self.process.stdout is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        line = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.process.stdout, selectors.EVENT_READ)
+            while not line.endswith(b"\n"):
+                if time.monotonic() > deadline:
+                    self.stop(kill=True)
+                    raise RuntimeError(f"memoryd did not serve in {START_TIMEOUT}s")
+                if not sel.select(timeout=1.0):
+                    continue
+                chunk = os.read(self.process.stdout.fileno(), 4096)
+                if not chunk:
+                    code = self.stop()
+                    raise RuntimeError(f"memoryd exited {code} at start\n{self.log_tail()}")
+                line += chunk
+        return line.decode().strip()
+
+    def log_text(self) -> str:
+        """The log of the current run only (a restart appends to the same file)."""
+        with self.log_path.open("rb") as f:
+            f.seek(self._log_offset)
+            return f.read().decode("utf-8", errors="replace")
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def startup(self) -> dict[str, float]:
+        """Figures of the last start, read from the log: serving, embedder, store, kernels."""
+        text = self.log_text()
+        out: dict[str, float] = {}
+        if m := SERVING_RE.search(text):
+            out["serving_s"] = float(m.group(1))
+        if m := LOADED_RE.search(text):
+            out["embedder_s"] = float(m.group(1))
+            out["store_rows"] = float(m.group(2))
+            out["store_s"] = float(m.group(3))
+            out["kernels_s"] = float(m.group(4))
+        return out
+
+    def stop(self, *, kill: bool = False) -> int | None:
+        """SIGTERM (or SIGKILL) and wait; returns the exit code."""
+        p = self.process
+        if p is None:
+            return None
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            code = p.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            code = p.wait()
+            log(f"memoryd ignored SIGTERM for {STOP_TIMEOUT}s; killed")
+        if p.stdout is not None:
+            p.stdout.close()
+        self.process = None
+        return code
+
+
+@dataclass
+class Target:
+    """The daemon a script talks to; ``daemon`` is None when it was given by --address."""
+
+    address: str
+    pid: int | None
+    daemon: Daemon | None
+
+
+def add_common_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("daemon and output")
+    g.add_argument(
+        "--address", help="HOST:PORT of a running memoryd (default: start one on a temp dir)"
+    )
+    g.add_argument("--pid", type=int, help="with --address: its pid, to read RSS and CPU")
+    g.add_argument(
+        "--data-dir", type=Path, help="data dir of the started daemon (default: a temp dir)"
+    )
+    g.add_argument(
+        "--keep-data", action="store_true", help="do not delete the temp data dir at the end"
+    )
+    g.add_argument("--seed", type=int, default=0, help="seed of the synthetic texts")
+    g.add_argument("--out", type=Path, help="also append the markdown report to this file")
+
+
+@contextlib.contextmanager
+def target_from_args(args: argparse.Namespace) -> Iterator[Target]:
+    if args.address:
+        yield Target(args.address, args.pid, None)
+        return
+    base = Path(tempfile.mkdtemp(prefix="memoryd-bench-"))
+    data_dir = args.data_dir or base / "data"
+    daemon = Daemon(data_dir, base / "stderr.log")
+    try:
+        log(f"starting memoryd (data {data_dir}, log {daemon.log_path})")
+        daemon.start()
+        log(f"memoryd pid {daemon.pid} serving on {daemon.address}: {daemon.startup()}")
+        yield Target(daemon.address, daemon.pid, daemon)
+    finally:
+        code = daemon.stop()
+        if code not in (0, None):
+            log(f"memoryd exited {code}; log tail:\n{daemon.log_tail()}")
+        if args.keep_data:
+            log(f"kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+# -- /proc readings -------------------------------------------------------------------
+
+
+def proc_status(pid: int | None) -> dict[str, int]:
+    """VmRSS and VmHWM (peak RSS) in bytes; empty if unknown."""
+    if pid is None:
+        return {}
+    out = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) * 1024
+    except OSError:
+        return {}
+    return out
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds the process has used so far."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def mib(n: float | None) -> str:
+    return "n/a" if n is None else f"{n / 2**20:.1f}"
+
+
+# -- statistics and output --------------------------------------------------------------
+
+
+def summary_ms(seconds: Sequence[float]) -> dict[str, float]:
+    """n, p50, p95, p99, mean, max of durations given in seconds, in milliseconds."""
+    if not seconds:
+        nan = float("nan")
+        return {"n": 0, "p50": nan, "p95": nan, "p99": nan, "mean": nan, "max": nan}
+    a = np.asarray(seconds, dtype=np.float64) * 1000.0
+    p50, p95, p99 = np.percentile(a, [50, 95, 99])
+    return {
+        "n": len(a),
+        "p50": float(p50),
+        "p95": float(p95),
+        "p99": float(p99),
+        "mean": float(a.mean()),
+        "max": float(a.max()),
+    }
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    def cell(v: object) -> str:
+        if isinstance(v, float):
+            return "n/a" if math.isnan(v) else f"{v:.2f}"
+        return str(v)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def revision() -> str:
+    """The commit of the working tree, with "+changes" when it has uncommitted edits."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if dirty else "")
+
+
+def report(args: argparse.Namespace, title: str, sections: Sequence[str]) -> None:
+    """Print the markdown report; with --out, append it to that file too."""
+    settings = " ".join(
+        f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("MEMORYD_")
+    )
+    head = [
+        f"### {title}",
+        "",
+        f"`python {shlex.join(sys.argv)}`",
+        "",
+        f"{dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}, commit {revision()}, "
+        f"{os.cpu_count()} cores, "
+        f"load average at the end {load_average()}" + (f", {settings}" if settings else ""),
+    ]
+    text = "\n".join(head) + "\n\n" + "\n\n".join(sections) + "\n"
+    print(text)
+    if args.out:
+        with args.out.open("a", encoding="utf-8") as f:
+            f.write(text + "\n")
+
+
+def stats(address: str, agent_id: str) -> pb.StatsResponse:
+    with MemoryClient(address, timeout=120.0) as c:
+        return c.stats(agent_id)
+
+
+# -- the Stream RPC -----------------------------------------------------------------
+
+
+class StreamSession:
+    """One open Stream RPC shared by any number of coroutines.
+
+    ``await session.call(store=...)`` sends one op with a fresh request id and returns its
+    response; calls from several coroutines are in flight together on the one stream
+    (pipelining). Responses are matched by request_id, in whatever order they arrive.
+    """
+
+    def __init__(self, client: AsyncMemoryClient):
+        self._requests: asyncio.Queue[pb.StreamRequest | None] = asyncio.Queue()
+        self._waiting: dict[str, asyncio.Future[pb.StreamResponse]] = {}
+        self._next_id = 0
+        self.broken: MemorydError | None = None  # set once the stream has ended
+        self._responses = client.stream(self._outgoing())
+        self._reader = asyncio.create_task(self._read())
+
+    async def _outgoing(self) -> AsyncIterator[pb.StreamRequest]:
+        while (request := await self._requests.get()) is not None:
+            yield request
+
+    async def _read(self) -> None:
+        error = MemorydError(grpc.StatusCode.UNAVAILABLE, "the daemon ended the stream")
+        try:
+            async for response in self._responses:
+                future = self._waiting.pop(response.request_id, None)
+                if future is not None and not future.done():
+                    future.set_result(response)
+        except MemorydError as e:
+            error = e
+        self.broken = error
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(error)
+        self._waiting.clear()
+
+    async def call(self, **op: object) -> pb.StreamResponse:
+        """Send one op and await its response; MemorydError once the stream has ended."""
+        if self.broken is not None:
+            raise self.broken
+        self._next_id += 1
+        request_id = str(self._next_id)
+        future: asyncio.Future[pb.StreamResponse] = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = future
+        self._requests.put_nowait(pb.StreamRequest(request_id=request_id, **op))  # type: ignore[arg-type]
+        return await future
+
+    async def close(self) -> None:
+        self._requests.put_nowait(None)
+        with contextlib.suppress(Exception):
+            await self._reader
+
+
+@dataclass
+class Acked:
+    agent_id: str
+    id: str
+    text: str
+
+
+@dataclass
+class BulkResult:
+    """``acked``: one entry per text stored, with the id the daemon answered (for a
+    duplicate, the id of the memory it already had)."""
+
+    acked: list[Acked] = field(default_factory=list)
+    created: int = 0
+    duplicates: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        done = self.created + self.duplicates + sum(self.errors.values())
+        return done / self.seconds if self.seconds else 0.0
+
+    def summary(self) -> str:
+        errors = dict(self.errors) or "none"
+        return (
+            f"{self.created} created, {self.duplicates} duplicates, errors {errors}, "
+            f"{self.seconds:.1f}s, {self.rate:.0f} stores/s"
+        )
+
+
+async def bulk_store(
+    address: str,
+    items: Sequence[tuple[str, str]],
+    *,
+    clients: int = 8,
+    pipeline: int = 32,
+    label: str = "stored",
+) -> BulkResult:
+    """Store every (agent_id, text) through ``clients`` Streams, ``pipeline`` ops in flight
+    on each. Returns what was acknowledged; failures are counted by status code name."""
+    result = BulkResult()
+    todo = iter(items)
+    done = 0
+    started = time.perf_counter()
+    last_note = started
+
+    async def worker(session: StreamSession) -> None:
+        nonlocal done, last_note
+        for agent_id, text in todo:
+            try:
+                r = await session.call(store=pb.StoreRequest(agent_id=agent_id, text=text))
+            except MemorydError as e:
+                result.errors[e.code.name] += 1
+                continue
+            if r.WhichOneof("result") == "error":
+                result.errors[r.error.code_name] += 1
+                continue
+            result.acked.append(Acked(agent_id, r.store.memory.id, text))
+            if r.store.outcome == pb.STORE_OUTCOME_CREATED:
+                result.created += 1
+            else:
+                result.duplicates += 1
+            done += 1
+            now = time.perf_counter()
+            if now - last_note > 10:
+                last_note = now
+                log(f"{label} {done}/{len(items)} ({done / (now - started):.0f}/s)")
+
+    conns = [AsyncMemoryClient(address, retries=0) for _ in range(clients)]
+    sessions = [StreamSession(c) for c in conns]
+    try:
+        await asyncio.gather(*(worker(s) for s in sessions for _ in range(pipeline)))
+    finally:
+        for s in sessions:
+            await s.close()
+        for c in conns:
+            await c.close()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def rows_in_store(address: str) -> int:
+    """Rows in the durable store, all agents (Stats.store_rows)."""
+    return int(stats(address, "bench").store_rows)
+
+
+def agents_round_robin(agents: Sequence[str], texts: Sequence[str]) -> list[tuple[str, str]]:
+    return [(agents[i % len(agents)], t) for i, t in enumerate(texts)]

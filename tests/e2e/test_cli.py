@@ -1,0 +1,149 @@
+"""The command line: ``memoryd ctl`` against a running daemon, and ``memoryd serve``
+refusing to start on a locked data dir or with invalid settings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def running(make_daemon):
+    return make_daemon().start()
+
+
+@pytest.fixture(scope="module")
+def ctl(memoryd_cli, running):
+    """``ctl(*args, as_json=False)``: ``memoryd ctl --address <running daemon> ...``."""
+
+    def run(*args: str, as_json: bool = False) -> subprocess.CompletedProcess[str]:
+        flags = ["--json"] if as_json else []
+        return memoryd_cli("ctl", "--address", running.address, *flags, *args)
+
+    return run
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, (result.returncode, result.stdout, result.stderr)
+    return result.stdout
+
+
+def test_ctl_human_output_round_trip(ctl):
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    text = "The user prefers tabs over spaces."
+    out = ok(ctl("store", agent, text, "--category", "preference", "--importance", "0.9"))
+    assert out.startswith("created: ")
+    memory_id = out.split()[-1]
+    assert str(uuid.UUID(memory_id)) == memory_id
+
+    assert ok(ctl("store", agent, f"  {text}\n")).strip() == f"duplicate: {memory_id}"
+    got = ok(ctl("get", agent, memory_id))
+    as_json = json.loads(ok(ctl("get", agent, memory_id, as_json=True)))
+    assert as_json["importance"] == pytest.approx(0.9)
+    assert as_json["category"] == "CATEGORY_PREFERENCE"
+    assert memory_id in got and f"[agent:{agent}]" in got and text in got
+    recalled = ok(ctl("recall", agent, "tabs or spaces?"))
+    assert memory_id in recalled and "score=" in recalled and text in recalled
+    listed = ok(ctl("list", agent))
+    assert memory_id in listed and text in listed
+    stats = ok(ctl("stats", agent))
+    assert f"memories visible to {agent}: 1" in stats
+    assert f"agent:{agent}: 1" in stats
+
+    kept = ok(ctl("forget", agent, "--query", "The user's shoe size"))
+    assert "nothing deleted" in kept
+    assert ok(ctl("forget", agent, "--id", memory_id)).strip() == f"deleted: {memory_id}"
+    assert "(no memories)" in ok(ctl("list", agent))
+    assert "(no memories)" in ok(ctl("recall", agent, "tabs"))
+    gone = ctl("get", agent, memory_id)
+    assert gone.returncode == 1
+    assert "NOT_FOUND" in gone.stderr and memory_id in gone.stderr
+
+
+def test_ctl_json_output_round_trip(ctl):
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    stored = json.loads(ok(ctl("store", agent, "Bob's birthday is in March.", as_json=True)))
+    assert stored["outcome"] == "STORE_OUTCOME_CREATED"
+    memory = stored["memory"]
+    assert memory["agent_id"] == agent and memory["text"] == "Bob's birthday is in March."
+    mid = memory["id"]
+    second = json.loads(
+        ok(ctl("store", agent, "The staging cluster lives in eu-west-1.", as_json=True))
+    )
+
+    assert json.loads(ok(ctl("get", agent, mid, as_json=True)))["id"] == mid
+    recalled = json.loads(ok(ctl("recall", agent, "When is Bob's birthday?", as_json=True)))
+    assert recalled["results"][0]["memory"]["id"] == mid
+    assert 0 < recalled["results"][0]["score"] <= 1
+
+    page = json.loads(ok(ctl("list", agent, "--page-size", "1", as_json=True)))
+    assert len(page["memories"]) == 1 and int(page["total_size"]) == 2
+    assert page["memories"][0]["id"] == second["memory"]["id"]  # newest first
+    rest = json.loads(ok(ctl("list", agent, "--page-token", page["next_page_token"], as_json=True)))
+    assert [m["id"] for m in rest["memories"]] == [mid]
+
+    stats = json.loads(ok(ctl("stats", agent, as_json=True)))
+    assert int(stats["total"]) == 2
+    assert stats["embedding_model"] and stats["embedding_dim"] > 0
+
+    forgot = json.loads(ok(ctl("forget", agent, "--id", mid, as_json=True)))
+    assert forgot["deleted_ids"] == [mid]
+    assert int(json.loads(ok(ctl("stats", agent, as_json=True)))["total"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "mentions"),
+    [
+        (["get", "AGENT", "not-a-uuid"], ["INVALID_ARGUMENT", "not-a-uuid"]),
+        (["store", "AGENT", "   "], ["INVALID_ARGUMENT", "text"]),
+        (["store", "AGENT", "x", "--importance", "3"], ["INVALID_ARGUMENT", "importance"]),
+        (["recall", "AGENT", "x", "--limit", "101"], ["INVALID_ARGUMENT", "100"]),
+    ],
+)
+def test_ctl_reports_errors_on_stderr_with_exit_1(ctl, args, mentions):
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    result = ctl(*[agent if a == "AGENT" else a for a in args])
+    assert result.returncode == 1
+    assert result.stdout == ""
+    for fragment in mentions:
+        assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"memories visible to {agent}: 0" in ok(ctl("stats", agent))
+
+
+def test_serve_refuses_a_data_dir_locked_by_a_running_daemon(memoryd_cli, ctl, running):
+    result = memoryd_cli("serve", "--listen", "127.0.0.1:0", "--data-dir", str(running.data_dir))
+    assert result.returncode != 0
+    assert str(running.data_dir) in result.stderr
+    assert "in use" in result.stderr
+    assert "serving on" not in result.stdout
+    # The daemon holding the lock is unharmed.
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    assert ok(ctl("store", agent, "Still here.")).startswith("created: ")
+
+
+def test_serve_refuses_invalid_settings_naming_the_field(memoryd_cli, tmp_path):
+    result = memoryd_cli(
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        str(tmp_path / "data"),
+        env={"MEMORYD_STORE__MAX_CHARS": "0"},
+    )
+    assert result.returncode != 0
+    assert "store.max_chars" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "serving on" not in result.stdout
+
+
+def test_ctl_against_no_daemon_fails_cleanly(memoryd_cli):
+    result = memoryd_cli("ctl", "--address", "127.0.0.1:1", "--timeout", "2", "stats", "nobody")
+    assert result.returncode == 1
+    assert "UNAVAILABLE" in result.stderr
+    assert "Traceback" not in result.stderr

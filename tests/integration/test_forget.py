@@ -1,0 +1,124 @@
+"""Forget by id and by query, and that a forgotten memory never comes back."""
+
+from __future__ import annotations
+
+import uuid
+
+import grpc
+import pytest
+from memoryd_client import pb
+
+pytestmark = pytest.mark.integration
+
+NOT_FOUND = grpc.StatusCode.NOT_FOUND
+INVALID = grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_forget_by_id_deletes_it_from_every_read(client, new_agent, seed, facts, rejects, content):
+    agent = new_agent()
+    memories = seed(agent, facts[:4])
+    gone, kept = memories[1], [m for i, m in enumerate(memories) if i != 1]
+
+    r = client.forget(agent, id=gone.id)
+    assert list(r.deleted_ids) == [gone.id]
+    assert not r.candidates
+
+    rejects(NOT_FOUND, client.get, agent, gone.id, mentions=[gone.id])
+    listed = client.list(agent)
+    assert [m.id for m in listed.memories if m.id == gone.id] == []
+    assert listed.total_size == 3
+    hits = client.recall(agent, gone.text, limit=10).results
+    assert gone.id not in {h.memory.id for h in hits}
+    assert client.stats(agent).total == 3
+    for m in kept:
+        assert content(client.get(agent, m.id)) == content(m)
+    # Gone for good: a second forget and an update find nothing either.
+    rejects(NOT_FOUND, client.forget, agent, id=gone.id, mentions=[gone.id])
+    rejects(NOT_FOUND, client.update, agent, gone.id, importance=0.1)
+
+
+def test_forgotten_text_can_be_stored_again_as_a_new_memory(client, new_agent):
+    agent = new_agent()
+    first = client.store(agent, "The user's laptop is a ThinkPad X1 Carbon.")
+    client.forget(agent, id=first.memory.id)
+    again = client.store(agent, "The user's laptop is a ThinkPad X1 Carbon.")
+    assert again.outcome == pb.STORE_OUTCOME_CREATED
+    assert again.memory.id != first.memory.id
+
+
+def test_forget_by_id_of_an_absent_memory_is_not_found(client, new_agent, rejects, snapshot):
+    agent = new_agent()
+    client.store(agent, "The user speaks Portuguese and Japanese.")
+    before = snapshot(agent)
+    missing = str(uuid.uuid4())
+    rejects(NOT_FOUND, client.forget, agent, id=missing, mentions=[missing, "not found"])
+    assert snapshot(agent) == before
+
+
+def test_forget_by_malformed_id_is_refused(client, new_agent, rejects, snapshot):
+    agent = new_agent()
+    client.store(agent, "The user speaks Portuguese and Japanese.")
+    before = snapshot(agent)
+    rejects(INVALID, client.forget, agent, id="not-a-uuid", mentions=["not-a-uuid", "UUID"])
+    assert snapshot(agent) == before
+
+
+def test_forget_without_a_target_is_refused(client, stub, new_agent, raw_rejects):
+    raw_rejects(
+        INVALID,
+        stub.Forget,
+        pb.ForgetRequest(agent_id=new_agent()),
+        mentions=["id", "query"],
+    )
+
+
+def test_forget_by_query_deletes_the_single_strong_match(client, new_agent, seed):
+    agent = new_agent()
+    green, blue, other = seed(
+        agent,
+        [
+            "The user's favourite colour is green.",
+            "The user's favourite colour is blue.",
+            "Our API rate limit is 600 requests per minute per key.",
+        ],
+    )
+    # blue also matches (a candidate, under the strong score) but only green is strong.
+    r = client.forget(agent, query="The user's favourite colour is green.")
+    assert list(r.deleted_ids) == [green.id]
+    assert not r.candidates
+    remaining = {m.id for m in client.list(agent).memories}
+    assert remaining == {blue.id, other.id}
+
+
+def test_forget_by_ambiguous_query_returns_candidates_and_deletes_nothing(
+    client, new_agent, seed, snapshot
+):
+    agent = new_agent()
+    green, blue, _ = seed(
+        agent,
+        [
+            "The user's favourite colour is green.",
+            "The user's favourite colour is blue.",
+            "Our API rate limit is 600 requests per minute per key.",
+        ],
+    )
+    before = snapshot(agent)
+    r = client.forget(agent, query="the user's favourite colour")
+    assert not r.deleted_ids
+    assert {c.memory.id for c in r.candidates} == {green.id, blue.id}
+    assert all(0.7 <= c.score < 0.9 for c in r.candidates)
+    assert snapshot(agent) == before
+
+
+def test_forget_by_query_without_matches_deletes_nothing(client, new_agent, seed, facts, snapshot):
+    agent = new_agent()
+    seed(agent, facts[:5])
+    before = snapshot(agent)
+    r = client.forget(agent, query="the rules of competitive underwater hockey")
+    assert not r.deleted_ids
+    assert not r.candidates
+    assert snapshot(agent) == before
+
+
+def test_forget_by_empty_query_is_refused(client, new_agent, rejects):
+    rejects(INVALID, client.forget, new_agent(), query="   ", mentions=["query", "empty"])
