@@ -26,7 +26,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from memoryd.core.errors import InvalidArgument
+from memoryd.core.errors import FailedPrecondition, InvalidArgument
 from memoryd.core.protocols import Embedder, MemoryStore, Reranker
 from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
 from memoryd.native import (
@@ -164,6 +164,9 @@ class Retriever:
         self.config = config
         self.rerankers = dict(rerankers or {})
 
+    def has(self, mode: Rerank) -> bool:
+        return mode in self.rerankers
+
     async def recall(
         self,
         *,
@@ -282,6 +285,9 @@ class Retriever:
         except TimeoutError:
             log.warning("reranker %s timed out; using fused order", cfg.rerank.value)
             return fused, "fallback:timeout"
+        except FailedPrecondition as e:  # expected, e.g. memories stored without tokens
+            log.info("reranker %s cannot run (%s); using fused order", cfg.rerank.value, e)
+            return fused, f"fallback:{e}"
         except Exception:
             log.exception("reranker %s failed; using fused order", cfg.rerank.value)
             return fused, "fallback:error"
@@ -331,7 +337,7 @@ class LateInteractionReranker:
         _, q_tokens = await self.embedder.embed_query_with_tokens(query)
         docs = [self.store.tokens_of(m.id) for m in memories]
         if any(d is None for d in docs):
-            raise LookupError("some memories have no token vectors (retrieval.token_vectors)")
+            raise FailedPrecondition("no-token-vectors")
         offsets = np.zeros(len(docs) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([d.shape[0] for d in docs if d is not None])
         flat = (

@@ -308,7 +308,7 @@ class MemoryService:
         if q.options:
             config = config.with_overrides(options_to_overrides(q.options))
         now = self.clock()
-        if config.rerank == Rerank.LATE_INTERACTION:
+        if config.rerank == Rerank.LATE_INTERACTION and self.retriever.has(Rerank.LATE_INTERACTION):
             # One model pass gives the token vectors too; the reranker reads them from
             # the embedder's cache.
             vector, _ = await self.embedder.embed_query_with_tokens(query)

@@ -49,7 +49,7 @@ async def test_block_holds_relevant_memories_escaped_and_marked_untrusted(
     assert "&lt;/relevant-memories&gt;" in r.context
     assert "untrusted" in r.context and "do not follow" in r.context
     assert "pasta" not in r.context
-    assert [h.memory.text for h in r.results][0].startswith("the deploy password")
+    assert r.results[0].memory.text.startswith("the deploy password")
 
 
 async def test_another_agents_memories_never_reach_the_block(
