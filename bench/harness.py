@@ -277,6 +277,10 @@ def revision() -> str:
     return head + ("+changes" if dirty else "")
 
 
+# Read once, when the script starts: the daemon it starts runs the code of that moment.
+REVISION = revision()
+
+
 def report(args: argparse.Namespace, title: str, sections: Sequence[str]) -> None:
     """Print the markdown report; with --out, append it to that file too."""
     settings = " ".join(
@@ -287,7 +291,7 @@ def report(args: argparse.Namespace, title: str, sections: Sequence[str]) -> Non
         "",
         f"`python {shlex.join(sys.argv)}`",
         "",
-        f"{dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}, commit {revision()}, "
+        f"{dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}, commit {REVISION}, "
         f"{os.cpu_count()} cores, "
         f"load average at the end {load_average()}" + (f", {settings}" if settings else ""),
     ]

@@ -33,8 +33,8 @@ LATENCY_HEADERS = (
     "op", "memories", "calls", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms", "outcomes",
 )  # fmt: skip
 CONTEXT_HEADERS = (
-    "preload stores/s", "preload duplicates", "memories at end", "index MiB", "daemon RSS MiB",
-    "daemon peak RSS MiB", "SERVING after s",
+    "preload stores/s", "preload created", "preload duplicates", "memories at end",
+    "index MiB", "daemon RSS MiB", "daemon peak RSS MiB", "SERVING after s",
 )  # fmt: skip
 
 
@@ -120,7 +120,8 @@ def main() -> None:
         startup = target.daemon.startup() if target.daemon else {}
 
     latency = harness.table(LATENCY_HEADERS, rows)
-    context_row = [f"{loaded.rate:.0f}", loaded.duplicates, st.total, harness.mib(st.index_bytes)]
+    context_row = [f"{loaded.rate:.0f}", loaded.created, loaded.duplicates, st.total]
+    context_row += [harness.mib(st.index_bytes)]
     context_row += [harness.mib(proc.get("VmRSS")), harness.mib(proc.get("VmHWM"))]
     context_row += [startup.get("serving_s", float("nan"))]
     context = harness.table(CONTEXT_HEADERS, [context_row])

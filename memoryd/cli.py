@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.json_format import MessageToDict, MessageToJson, Parse
 
 from memoryd.core.errors import ConfigError
 
@@ -113,6 +113,34 @@ def _ctl(args: argparse.Namespace) -> int:
                 if lr.next_page_token:
                     lines.append(f"next page: --page-token {lr.next_page_token}")
                 _print(lr, args.json, "\n".join(lines))
+            elif args.verb == "export":
+                count = 0
+                for m in c.export(args.agent, scopes=args.scope or ()):
+                    print(MessageToJson(m, preserving_proto_field_name=True, indent=None))
+                    count += 1
+                print(f"exported {count} memories", file=sys.stderr)
+            elif args.verb == "import":
+                source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+                with source:
+                    memories = (
+                        Parse(line, pb.Memory(), ignore_unknown_fields=True)
+                        for line in source
+                        if line.strip()
+                    )
+                    ir = c.import_memories(args.agent, memories)
+                human = f"imported {ir.imported}, skipped {ir.skipped_existing} existing"
+                human += "".join(f"\n  {e.code_name}: {e.message}" for e in ir.errors)
+                _print(ir, args.json, human)
+                if ir.errors:
+                    return 1
+            elif args.verb == "conflicts":
+                cr = c.conflicts(args.agent, limit=args.limit)
+                lines = [
+                    f"{x.new_agent_id} vs {x.existing_agent_id} ({x.score:.2f}, {x.merge_decision})"
+                    f"\n    new:      {x.new_text}\n    existing: {x.existing_text}"
+                    for x in cr.conflicts
+                ] or ["(no conflicts)"]
+                _print(cr, args.json, "\n".join(lines))
             elif args.verb == "stats":
                 s = c.stats(args.agent)
                 human = "\n".join(
@@ -169,6 +197,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("agent")
     v.add_argument("--page-size", type=int, default=20)
     v.add_argument("--page-token")
+    v = verbs.add_parser("export", parents=[common], help="JSONL of memories on stdout")
+    v.add_argument("agent")
+    v.add_argument("--scope", action="append", help="only these scopes (repeatable)")
+    v = verbs.add_parser("import", parents=[common], help="JSONL from export (file or -)")
+    v.add_argument("agent")
+    v.add_argument("file")
+    v = verbs.add_parser("conflicts", parents=[common], help="the decision conflict log")
+    v.add_argument("agent")
+    v.add_argument("--limit", type=int, default=20)
     v = verbs.add_parser("stats", parents=[common])
     v.add_argument("agent")
     c.set_defaults(func=_ctl)

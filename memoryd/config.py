@@ -36,6 +36,13 @@ def default_data_dir() -> Path:
     return Path(base) / "memoryd"
 
 
+CategoryName = Literal["preference", "fact", "decision", "entity", "other"]
+
+
+def _supersede_default() -> list[CategoryName]:
+    return ["preference", "entity"]
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -88,6 +95,13 @@ class StoreSettings(_Section):
     reject_injection: bool = Field(
         True, description="refuse texts that look like prompt injection (Store and Capture)"
     )
+    merge_policy: Literal["link", "supersede", "none"] = Field(
+        "link", description="what to do with a memory in the merge band of another"
+    )
+    merge_band_low: float = Field(0.70, gt=0.0, lt=1.0)
+    supersede_categories: list[CategoryName] = Field(default_factory=_supersede_default)
+    ttl_session_hours: float = Field(24.0, gt=0.0)
+    ttl_short_days: float = Field(14.0, gt=0.0)
 
 
 class RecallSettings(_Section):

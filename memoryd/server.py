@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import IO
 
@@ -30,7 +31,9 @@ from memoryd.api.servicer import HookServicer, MemoryServicer
 from memoryd.config import Settings
 from memoryd.core.errors import ConfigError
 from memoryd.core.hooks import HookService
+from memoryd.core.lifecycle import MergeSettings, TtlSettings
 from memoryd.core.protocols import Reranker
+from memoryd.core.records import Category
 from memoryd.core.retrieval import LateInteractionReranker, Rerank, Retriever
 from memoryd.core.service import MemoryService, ServiceLimits
 from memoryd.inference.batcher import BatchingEmbedder
@@ -41,6 +44,7 @@ from memoryd.inference.onnx_embedder import (
     model_files_from_dir,
 )
 from memoryd.native import warm_up
+from memoryd.storage.conflict_log import JsonlConflictLog
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.lexical import Analyzer
 from memoryd.storage.repository import Repository
@@ -71,6 +75,17 @@ def limits_from(settings: Settings) -> ServiceLimits:
         list_default_page_size=s.listing.default_page_size,
         list_max_page_size=s.listing.max_page_size,
         reject_injection=s.store.reject_injection,
+        merge=MergeSettings(
+            policy=s.store.merge_policy,
+            band_low=s.store.merge_band_low,
+            supersede_categories=frozenset(
+                Category[c.upper()] for c in s.store.supersede_categories
+            ),
+        ),
+        ttl=TtlSettings(
+            session=timedelta(hours=s.store.ttl_session_hours),
+            short=timedelta(days=s.store.ttl_short_days),
+        ),
         token_vectors=s.retrieval.token_vectors or s.retrieval.rerank == "late-interaction",
     )
 
@@ -153,7 +168,12 @@ class Daemon:
             rerankers[Rerank.CROSS_ENCODER] = self.cross_encoder
         retriever = Retriever(self.repository, s.retrieval.to_config(), rerankers)
         self.service = MemoryService(
-            self.repository, self.embedder, self.policy, limits_from(s), retriever=retriever
+            self.repository,
+            self.embedder,
+            self.policy,
+            limits_from(s),
+            retriever=retriever,
+            conflicts=JsonlConflictLog(s.data_dir / "conflicts.jsonl"),
         )
         self.servicer.set_service(self.service)
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))

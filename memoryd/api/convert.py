@@ -13,6 +13,7 @@ from memoryd.core.errors import InvalidArgument
 from memoryd.core.hooks import CaptureResult, ContextResult
 from memoryd.core.records import (
     Category,
+    Conflict,
     Explain,
     ForgetResult,
     Memory,
@@ -60,12 +61,14 @@ def categories(values: Iterable[int]) -> frozenset[Category]:
     return frozenset(found)
 
 
-def memory_to_pb(m: Memory) -> pb.Memory:
+def memory_to_pb(m: Memory, *, summary_as_text: bool = False) -> pb.Memory:
+    """``summary_as_text``: Recall without full_text shows long memories by their summary."""
+    use_summary = summary_as_text and bool(m.summary) and m.summary != m.text
     return pb.Memory(
         id=m.id,
         agent_id=m.agent_id,
         scope=m.scope,
-        text=m.text,
+        text=m.summary if use_summary else m.text,
         summary=m.summary,
         category=int(m.category),  # type: ignore[arg-type]
         importance=m.importance,
@@ -75,6 +78,32 @@ def memory_to_pb(m: Memory) -> pb.Memory:
         metadata=m.metadata,
         access_count=m.access_count,
         last_accessed_at=_ts(m.last_accessed_at),
+        related_ids=m.related_ids,
+        supersedes=m.supersedes,
+        superseded_by=m.superseded_by,
+        text_is_summary=use_summary,
+    )
+
+
+def memory_from_pb(p: pb.Memory) -> Memory:
+    """An imported memory (ImportRequest.memory); validated by the service."""
+    return Memory(
+        id=p.id,
+        agent_id=p.agent_id,
+        scope=p.scope,
+        text=p.text,
+        summary=p.summary,
+        category=category(p.category),
+        importance=p.importance,
+        created_at=_from_ts(p, "created_at") or datetime.now(UTC),
+        updated_at=_from_ts(p, "updated_at") or datetime.now(UTC),
+        expires_at=_from_ts(p, "expires_at"),
+        metadata=dict(p.metadata),
+        access_count=p.access_count,
+        last_accessed_at=_from_ts(p, "last_accessed_at"),
+        related_ids=list(p.related_ids),
+        supersedes=p.supersedes,
+        superseded_by=p.superseded_by,
     )
 
 
@@ -98,10 +127,14 @@ def _explain_to_pb(e: Explain | None) -> pb.StageScores | None:
     )
 
 
-def scored_to_pb(items: Iterable[ScoredMemory]) -> list[pb.ScoredMemory]:
+def scored_to_pb(
+    items: Iterable[ScoredMemory], *, summary_as_text: bool = False
+) -> list[pb.ScoredMemory]:
     return [
         pb.ScoredMemory(
-            memory=memory_to_pb(s.memory), score=s.score, explain=_explain_to_pb(s.explain)
+            memory=memory_to_pb(s.memory, summary_as_text=summary_as_text),
+            score=s.score,
+            explain=_explain_to_pb(s.explain),
         )
         for s in items
     ]
@@ -146,7 +179,15 @@ def store_request(req: pb.StoreRequest) -> NewMemory:
         idempotency_key=req.idempotency_key,
         created_at=_from_ts(req, "created_at"),
         expires_at=_from_ts(req, "expires_at"),
+        ttl=_TTL[req.ttl] if req.ttl in _TTL else _bad_ttl(req.ttl),
     )
+
+
+_TTL = {0: "", 1: "permanent", 2: "session", 3: "short"}
+
+
+def _bad_ttl(value: int) -> str:
+    raise InvalidArgument(f"ttl {value} is not a known Ttl (0-3)")
 
 
 def store_response(r: StoreResult) -> pb.StoreResponse:
@@ -172,8 +213,29 @@ def recall_request(req: pb.RecallRequest) -> RecallQuery:
     )
 
 
-def recall_response(results: list[ScoredMemory]) -> pb.RecallResponse:
-    return pb.RecallResponse(results=scored_to_pb(results))
+def recall_response(results: list[ScoredMemory], *, full_text: bool) -> pb.RecallResponse:
+    return pb.RecallResponse(results=scored_to_pb(results, summary_as_text=not full_text))
+
+
+def conflicts_response(items: list[Conflict]) -> pb.ListConflictsResponse:
+    return pb.ListConflictsResponse(
+        conflicts=[
+            pb.Conflict(
+                at=_ts(c.at),
+                new_id=c.new_id,
+                existing_id=c.existing_id,
+                new_agent_id=c.new_agent_id,
+                existing_agent_id=c.existing_agent_id,
+                new_text=c.new_text,
+                existing_text=c.existing_text,
+                score=c.score,
+                category=int(c.category),  # type: ignore[arg-type]
+                merge_decision=c.merge_decision,
+                scope=c.scope,
+            )
+            for c in items
+        ]
+    )
 
 
 def forget_response(r: ForgetResult) -> pb.ForgetResponse:

@@ -69,6 +69,43 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         stats = self.service.stats(request.agent_id)
         return convert.stats_response(stats, time.monotonic() - self._started, __version__)
 
+    async def ListConflicts(
+        self, request: pb.ListConflictsRequest, context: Any
+    ) -> pb.ListConflictsResponse:
+        items = self.service.list_conflicts(request.agent_id, request.limit)
+        return convert.conflicts_response(items)
+
+    async def Export(self, request: pb.ExportRequest, context: Any) -> AsyncIterator[pb.Memory]:
+        for memory in self.service.export(request.agent_id, tuple(request.scopes)):
+            yield convert.memory_to_pb(memory)
+
+    async def Import(
+        self, request_iterator: AsyncIterator[pb.ImportRequest], context: Any
+    ) -> pb.ImportResponse:
+        """Each memory stands alone: a refused one is reported, the others are imported."""
+        imported = skipped = 0
+        errors: list[pb.Error] = []
+        async for req in request_iterator:
+            try:
+                done = await self.service.import_memory(
+                    req.agent_id, convert.memory_from_pb(req.memory)
+                )
+            except Exception as error:
+                code, message = status_of(error)
+                errors.append(
+                    pb.Error(
+                        code=code.value[0],
+                        code_name=code.name,
+                        message=f"memory {req.memory.id}: {message}",
+                    )
+                )
+                continue
+            if done:
+                imported += 1
+            else:
+                skipped += 1
+        return pb.ImportResponse(imported=imported, skipped_existing=skipped, errors=errors)
+
     async def Stream(
         self, request_iterator: AsyncIterator[pb.StreamRequest], context: Any
     ) -> AsyncIterator[pb.StreamResponse]:
@@ -130,7 +167,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     async def _recall(self, request: pb.RecallRequest) -> pb.RecallResponse:
         results = await self.service.recall(convert.recall_request(request))
-        return convert.recall_response(results)
+        return convert.recall_response(results, full_text=request.full_text)
 
     async def _forget(self, request: pb.ForgetRequest) -> pb.ForgetResponse:
         target = request.WhichOneof("target")

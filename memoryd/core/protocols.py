@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from memoryd.core.records import Candidates, Category, Memory
+from memoryd.core.records import Candidates, Category, Conflict, Memory
 
 
 class Embedder(Protocol):
@@ -126,3 +126,13 @@ class MemoryStore(Protocol):
     def index_bytes(self) -> int: ...
 
     def row_count(self) -> int: ...
+
+
+class ConflictLog(Protocol):
+    """Append-only log of conflicting decisions."""
+
+    def append(self, conflict: Conflict) -> None: ...
+
+    def recent(self, limit: int) -> list[Conflict]:
+        """The newest ``limit`` entries, newest first."""
+        ...

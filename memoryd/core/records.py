@@ -49,6 +49,10 @@ class Memory:
     # Reinforcement: how often Recall returned it, and when last.
     access_count: int = 0
     last_accessed_at: datetime | None = None
+    # Merge policy: links to related memories, and the supersede chain.
+    related_ids: list[str] = field(default_factory=list)
+    supersedes: str = ""
+    superseded_by: str = ""
 
     def is_expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -112,3 +116,21 @@ class Candidates:
 
     def __len__(self) -> int:
         return len(self.memories)
+
+
+@dataclass(slots=True, frozen=True)
+class Conflict:
+    """A new decision in the merge band of another agent's decision (the conflict log)."""
+
+    at: datetime
+    new_id: str
+    existing_id: str
+    new_agent_id: str
+    existing_agent_id: str
+    new_text: str
+    existing_text: str
+    score: float
+    category: Category
+    merge_decision: str
+    scope: str
+    existing_scope: str

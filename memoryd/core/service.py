@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import math
 import uuid
 from collections.abc import Callable, Mapping
@@ -22,10 +23,19 @@ import numpy as np
 from memoryd.core.categorize import detect_category
 from memoryd.core.errors import InvalidArgument, NotFound
 from memoryd.core.injection import detect_injection
+from memoryd.core.lifecycle import (
+    MergePlan,
+    MergeSettings,
+    TtlSettings,
+    expiry_for,
+    in_band,
+    plan_merge,
+)
 from memoryd.core.policy import Access, AccessPolicy, agent_scope, validate_scope
-from memoryd.core.protocols import Embedder, MemoryStore
+from memoryd.core.protocols import ConflictLog, Embedder, MemoryStore
 from memoryd.core.records import (
     Category,
+    Conflict,
     ForgetResult,
     Memory,
     ScoredMemory,
@@ -35,6 +45,8 @@ from memoryd.core.records import (
 from memoryd.core.retrieval import Rerank, RetrievalConfig, Retriever, options_to_overrides
 from memoryd.core.summarize import extractive_summary
 from memoryd.core.text import content_hash, normalize_text
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +70,9 @@ class ServiceLimits:
     list_max_page_size: int = 500
     reject_injection: bool = True
     token_vectors: bool = False  # store token vectors at write time (late interaction)
+    merge: MergeSettings = field(default_factory=MergeSettings)
+    ttl: TtlSettings = field(default_factory=TtlSettings)
+    conflicts_max: int = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +86,7 @@ class NewMemory:
     idempotency_key: str = ""
     created_at: datetime | None = None
     expires_at: datetime | None = None
+    ttl: str = ""  # "", "permanent", "session", "short"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +162,7 @@ class MemoryService:
         limits: ServiceLimits | None = None,
         clock: Callable[[], datetime] = _utcnow,
         retriever: Retriever | None = None,
+        conflicts: ConflictLog | None = None,
     ):
         self.store = store
         self.embedder = embedder
@@ -153,6 +170,7 @@ class MemoryService:
         self.limits = limits or ServiceLimits()
         self.clock = clock
         self.retriever = retriever or Retriever(store, RetrievalConfig())
+        self.conflicts = conflicts
         # Stores between their duplicate check and their commit, so concurrent twins
         # (same key, same text, or near-same vector) resolve to one memory.
         self._pending: list[_Pending] = []
@@ -187,6 +205,10 @@ class MemoryService:
         expires = _aware(new.expires_at, "expires_at")
         if expires is not None and expires <= now:
             raise InvalidArgument("expires_at is in the past; a memory must expire later than now")
+        if new.ttl:
+            if expires is not None:
+                raise InvalidArgument("set ttl or expires_at, not both")
+            expires = expiry_for(new.ttl, now, lim.ttl)
         category = new.category
         if category == Category.UNSPECIFIED:
             category = detect_category(text)
@@ -245,16 +267,16 @@ class MemoryService:
         created: datetime,
         expires: datetime | None,
     ) -> StoreResult:
-        exact = self.store.find_by_hash(scope, digest)
+        exact = self._exact_duplicate(scope, digest)
         if exact is not None:
             return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
         vector, tokens = await self._embed_document(text)
         now = self.clock()
         # Re-check after the await: the world may have changed while the model ran.
-        exact = self.store.find_by_hash(scope, digest)
+        exact = self._exact_duplicate(scope, digest)
         if exact is not None:
             return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
-        near = self.store.search(vector, [scope], 1, now=now)
+        near = self.store.search(vector, [scope], 5, now=now)
         if near and near[0][1] >= self.limits.duplicate_threshold:
             twin, score = near[0]
             return StoreResult(twin, StoreOutcome.DUPLICATE, twin.id, float(score))
@@ -281,6 +303,9 @@ class MemoryService:
             content_hash=digest,
             idempotency_key=key,
         )
+        plan = plan_merge(self.limits.merge, category, self.limits.duplicate_threshold, near)
+        memory.related_ids = list(plan.related)
+        memory.supersedes = plan.supersedes
         pending = _Pending(scope, digest, vector, asyncio.get_running_loop().create_future())
         self._pending.append(pending)
         try:
@@ -293,7 +318,116 @@ class MemoryService:
             self._pending.remove(pending)
         result = StoreResult(memory, StoreOutcome.CREATED)
         pending.done.set_result(result)
+        await self._apply_merge(memory, plan)
+        if category == Category.DECISION and self.conflicts is not None:
+            await self._log_conflicts(access, memory, vector, plan)
         return result
+
+    def _exact_duplicate(self, scope: str, digest: str) -> Memory | None:
+        found = self.store.find_by_hash(scope, digest)
+        # Storing again what was superseded makes it current again: not a duplicate.
+        return None if found is None or found.superseded_by else found
+
+    async def _apply_merge(self, memory: Memory, plan: MergePlan) -> None:
+        """Link the neighbours back, or mark the superseded one (history is kept)."""
+        now = self.clock()
+        for other_id in plan.related:
+            other = self.store.get(other_id)
+            if other is not None and memory.id not in other.related_ids:
+                linked = replace(other, related_ids=[*other.related_ids, memory.id], updated_at=now)
+                await self.store.replace(linked, None)
+        if plan.supersedes:
+            old = self.store.get(plan.supersedes)
+            if old is not None:
+                await self.store.replace(
+                    replace(old, superseded_by=memory.id, updated_at=now), None
+                )
+
+    async def _log_conflicts(
+        self, access: Access, memory: Memory, vector: np.ndarray, plan: MergePlan
+    ) -> None:
+        assert self.conflicts is not None
+        lim = self.limits
+        hits = self.store.search(
+            vector, access.read, 5, now=self.clock(), categories=frozenset({Category.DECISION})
+        )
+        for other, score in hits:
+            if other.agent_id == memory.agent_id or not in_band(
+                score, lim.merge.band_low, lim.duplicate_threshold
+            ):
+                continue
+            decision = (
+                "superseded"
+                if plan.supersedes == other.id
+                else ("linked" if other.id in plan.related else "kept")
+            )
+            conflict = Conflict(
+                at=memory.updated_at, new_id=memory.id, existing_id=other.id,
+                new_agent_id=memory.agent_id, existing_agent_id=other.agent_id,
+                new_text=memory.text, existing_text=other.text, score=float(score),
+                category=Category.DECISION, merge_decision=decision, scope=memory.scope,
+                existing_scope=other.scope,
+            )  # fmt: skip
+            try:
+                await asyncio.to_thread(self.conflicts.append, conflict)
+            except Exception:  # the log must never block or fail a store
+                log.exception("could not append to the conflict log")
+
+    def list_conflicts(self, agent_id: str, limit: int = 0) -> list[Conflict]:
+        """Conflicts whose two memories the agent may both read, newest first."""
+        access = self.policy.access(agent_id)
+        limit = limit or 50
+        if limit > self.limits.conflicts_max:
+            raise InvalidArgument(f"limit {limit} is over the maximum {self.limits.conflicts_max}")
+        if self.conflicts is None:
+            return []
+        visible = [
+            c
+            for c in self.conflicts.recent(self.limits.conflicts_max * 10)
+            if c.scope in access.read and c.existing_scope in access.read
+        ]
+        return visible[:limit]
+
+    # -- Export / Import ----------------------------------------------------------------
+
+    def export(self, agent_id: str, scopes: tuple[str, ...] = ()) -> list[Memory]:
+        """Every unexpired memory the agent may read (including superseded history)."""
+        access = self.policy.access(agent_id)
+        return self.store.visible(access.readable(scopes), now=self.clock())
+
+    async def import_memory(self, agent_id: str, memory: Memory) -> bool:
+        """Store an exported memory, keeping its id, times and fields, re-embedded with
+        this daemon's model. Returns False when it (or its text in its scope) exists."""
+        access = self.policy.access(agent_id)
+        _check_uuid(memory.id)
+        scope = validate_scope(memory.scope or agent_scope(agent_id))
+        access.check_write(scope)
+        text = self._check_text(memory.text, "text")
+        self._check_importance(memory.importance)
+        metadata = self._check_metadata(dict(memory.metadata))
+        if memory.category == Category.UNSPECIFIED:
+            raise InvalidArgument(f"memory {memory.id} has no category")
+        digest = content_hash(text)
+        if self.store.get(memory.id) is not None or self.store.find_by_hash(scope, digest):
+            return False
+        vector, tokens = await self._embed_document(text)
+        if self.store.get(memory.id) is not None:
+            return False
+        now = self.clock()
+        imported = replace(
+            memory,
+            agent_id=memory.agent_id or agent_id,
+            scope=scope,
+            text=text,
+            summary=memory.summary or extractive_summary(text, self.limits.summary_max_words),
+            metadata=metadata,
+            content_hash=digest,
+            created_at=_aware(memory.created_at, "created_at") or now,
+            updated_at=_aware(memory.updated_at, "updated_at") or now,
+            expires_at=_aware(memory.expires_at, "expires_at"),
+        )
+        await self.store.add(imported, vector, tokens)
+        return True
 
     # -- Recall ------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ class _Partition:
         self.vectors = np.zeros((16, dim), dtype=np.float32)
         self.expires = np.full(16, _NO_EXPIRY, dtype=np.float64)
         self.category = np.zeros(16, dtype=np.int8)
+        self.hidden = np.zeros(16, dtype=np.uint8)  # superseded: kept, never recalled
         self.ids: list[str] = []
         self.row_of: dict[str, int] = {}
         self.by_hash: dict[str, str] = {}
@@ -41,7 +42,7 @@ class _Partition:
 
     def _grow(self) -> None:
         cap = self.vectors.shape[0] * 2
-        for name in ("vectors", "expires", "category"):
+        for name in ("vectors", "expires", "category", "hidden"):
             old = getattr(self, name)
             new = np.empty((cap, *old.shape[1:]), dtype=old.dtype)
             new[: old.shape[0]] = old
@@ -59,6 +60,7 @@ class _Partition:
         self.vectors[row] = vector
         self.expires[row] = memory.expires_at.timestamp() if memory.expires_at else _NO_EXPIRY
         self.category[row] = int(memory.category)
+        self.hidden[row] = 1 if memory.superseded_by else 0
         if terms is not None:
             self.lexical.set(row, terms)
         if memory.content_hash:
@@ -75,19 +77,20 @@ class _Partition:
             self.vectors[row] = self.vectors[last]
             self.expires[row] = self.expires[last]
             self.category[row] = self.category[last]
+            self.hidden[row] = self.hidden[last]
         self.ids.pop()
         if self.by_hash.get(memory.content_hash) == memory.id:
             del self.by_hash[memory.content_hash]
 
     def mask(self, now_ts: float, categories: frozenset[Category]) -> np.ndarray:
         n = len(self.ids)
-        keep = self.expires[:n] > now_ts
+        keep = (self.expires[:n] > now_ts) & (self.hidden[:n] == 0)
         if categories:
             keep &= np.isin(self.category[:n], np.array([int(c) for c in categories]))
         return keep.astype(np.uint8)
 
     def nbytes(self) -> int:
-        return self.vectors.nbytes + self.expires.nbytes + self.category.nbytes
+        return self.vectors.nbytes + self.expires.nbytes + self.category.nbytes + self.hidden.nbytes
 
 
 class HotIndex:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -271,6 +271,34 @@ class MemoryClient:
             token = page.next_page_token
             if not token:
                 return out
+
+    def export(self, agent_id: str, *, scopes: Iterable[str] = ()) -> Iterator[pb.Memory]:
+        """Every memory the agent may read, streamed (no row cap)."""
+        call = self._stub.Export(
+            pb.ExportRequest(agent_id=agent_id, scopes=list(scopes)), metadata=self._metadata
+        )
+        try:
+            yield from call
+        except grpc.RpcError as e:
+            raise MemorydError.from_rpc(e) from None
+
+    def import_memories(
+        self, agent_id: str, memories: Iterable[pb.Memory], *, timeout: float | None = None
+    ) -> pb.ImportResponse:
+        """Stream memories (e.g. from ``export``) into the daemon; it re-embeds them."""
+        requests = (pb.ImportRequest(agent_id=agent_id, memory=m) for m in memories)
+        try:
+            return self._stub.Import(requests, timeout=timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise MemorydError.from_rpc(e) from None
+
+    def conflicts(self, agent_id: str, *, limit: int = 0) -> pb.ListConflictsResponse:
+        return self._call(
+            self._stub.ListConflicts,
+            pb.ListConflictsRequest(agent_id=agent_id, limit=limit),
+            idempotent=True,
+            timeout=None,
+        )
 
     def stats(self, agent_id: str, *, timeout: float | None = None) -> pb.StatsResponse:
         return self._call(

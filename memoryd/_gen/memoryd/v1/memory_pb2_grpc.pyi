@@ -46,6 +46,12 @@ class MemoryServiceStub:
     """One long-lived session: ops run concurrently, each answered by request_id;
     one failing op never ends the stream.
     """
+    ListConflicts: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListConflictsRequest, _memory_pb2.ListConflictsResponse]
+    """The conflict log: decisions that clash with another agent's decisions."""
+    Export: _grpc.UnaryStreamMultiCallable[_memory_pb2.ExportRequest, _memory_pb2.Memory]
+    """Every memory the agent may read, one message each (no row cap)."""
+    Import: _grpc.StreamUnaryMultiCallable[_memory_pb2.ImportRequest, _memory_pb2.ImportResponse]
+    """Memories from an Export (or a JSONL file of them), re-embedded with this daemon's model."""
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -61,6 +67,12 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """One long-lived session: ops run concurrently, each answered by request_id;
     one failing op never ends the stream.
     """
+    ListConflicts: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListConflictsRequest, _memory_pb2.ListConflictsResponse]  # type: ignore[assignment]
+    """The conflict log: decisions that clash with another agent's decisions."""
+    Export: _aio.UnaryStreamMultiCallable[_memory_pb2.ExportRequest, _memory_pb2.Memory]  # type: ignore[assignment]
+    """Every memory the agent may read, one message each (no row cap)."""
+    Import: _aio.StreamUnaryMultiCallable[_memory_pb2.ImportRequest, _memory_pb2.ImportResponse]  # type: ignore[assignment]
+    """Memories from an Export (or a JSONL file of them), re-embedded with this daemon's model."""
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -121,5 +133,29 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         """One long-lived session: ops run concurrently, each answered by request_id;
         one failing op never ends the stream.
         """
+
+    @_abc_1.abstractmethod
+    def ListConflicts(
+        self,
+        request: _memory_pb2.ListConflictsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ListConflictsResponse, _abc.Awaitable[_memory_pb2.ListConflictsResponse]]:
+        """The conflict log: decisions that clash with another agent's decisions."""
+
+    @_abc_1.abstractmethod
+    def Export(
+        self,
+        request: _memory_pb2.ExportRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_memory_pb2.Memory], _abc.AsyncIterator[_memory_pb2.Memory]]:
+        """Every memory the agent may read, one message each (no row cap)."""
+
+    @_abc_1.abstractmethod
+    def Import(
+        self,
+        request_iterator: _MaybeAsyncIterator[_memory_pb2.ImportRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ImportResponse, _abc.Awaitable[_memory_pb2.ImportResponse]]:
+        """Memories from an Export (or a JSONL file of them), re-embedded with this daemon's model."""
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

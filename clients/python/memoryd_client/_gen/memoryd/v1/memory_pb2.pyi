@@ -48,6 +48,31 @@ CATEGORY_ENTITY: Category.ValueType  # 4
 CATEGORY_OTHER: Category.ValueType  # 5
 Global___Category: _TypeAlias = Category  # noqa: Y015
 
+class _Ttl:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _TtlEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Ttl.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    TTL_UNSPECIFIED: _Ttl.ValueType  # 0
+    """permanent unless expires_at is set"""
+    TTL_PERMANENT: _Ttl.ValueType  # 1
+    TTL_SESSION: _Ttl.ValueType  # 2
+    """expires after store.ttl_session_hours (default 24)"""
+    TTL_SHORT: _Ttl.ValueType  # 3
+    """expires after store.ttl_short_days (default 14)"""
+
+class Ttl(_Ttl, metaclass=_TtlEnumTypeWrapper): ...
+
+TTL_UNSPECIFIED: Ttl.ValueType  # 0
+"""permanent unless expires_at is set"""
+TTL_PERMANENT: Ttl.ValueType  # 1
+TTL_SESSION: Ttl.ValueType  # 2
+"""expires after store.ttl_session_hours (default 24)"""
+TTL_SHORT: Ttl.ValueType  # 3
+"""expires after store.ttl_short_days (default 14)"""
+Global___Ttl: _TypeAlias = Ttl  # noqa: Y015
+
 class _StoreOutcome:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -162,6 +187,10 @@ class Memory(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     ACCESS_COUNT_FIELD_NUMBER: _builtins.int
     LAST_ACCESSED_AT_FIELD_NUMBER: _builtins.int
+    RELATED_IDS_FIELD_NUMBER: _builtins.int
+    SUPERSEDES_FIELD_NUMBER: _builtins.int
+    SUPERSEDED_BY_FIELD_NUMBER: _builtins.int
+    TEXT_IS_SUMMARY_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """UUID (RFC 4122 text form), assigned by the daemon"""
     agent_id: _builtins.str
@@ -175,6 +204,12 @@ class Memory(_message.Message):
     """0..1"""
     access_count: _builtins.int
     """times returned by Recall"""
+    supersedes: _builtins.str
+    """the memory this one replaced (merge policy "supersede")"""
+    superseded_by: _builtins.str
+    """set on a replaced memory: Recall no longer returns it"""
+    text_is_summary: _builtins.bool
+    """Recall put the summary in text (RecallRequest.full_text)"""
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
@@ -187,6 +222,10 @@ class Memory(_message.Message):
     def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     @_builtins.property
     def last_accessed_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def related_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """memories linked by the merge policy (same topic)"""
+
     def __init__(
         self,
         *,
@@ -203,10 +242,14 @@ class Memory(_message.Message):
         metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         access_count: _builtins.int = ...,
         last_accessed_at: _timestamp_pb2.Timestamp | None = ...,
+        related_ids: _abc.Iterable[_builtins.str] | None = ...,
+        supersedes: _builtins.str = ...,
+        superseded_by: _builtins.str = ...,
+        text_is_summary: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "expires_at", b"expires_at", "last_accessed_at", b"last_accessed_at", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["access_count", b"access_count", "agent_id", b"agent_id", "category", b"category", "created_at", b"created_at", "expires_at", b"expires_at", "id", b"id", "importance", b"importance", "last_accessed_at", b"last_accessed_at", "metadata", b"metadata", "scope", b"scope", "summary", b"summary", "text", b"text", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["access_count", b"access_count", "agent_id", b"agent_id", "category", b"category", "created_at", b"created_at", "expires_at", b"expires_at", "id", b"id", "importance", b"importance", "last_accessed_at", b"last_accessed_at", "metadata", b"metadata", "related_ids", b"related_ids", "scope", b"scope", "summary", b"summary", "superseded_by", b"superseded_by", "supersedes", b"supersedes", "text", b"text", "text_is_summary", b"text_is_summary", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -245,6 +288,7 @@ class StoreRequest(_message.Message):
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     EXPIRES_AT_FIELD_NUMBER: _builtins.int
+    TTL_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     text: _builtins.str
     category: Global___Category.ValueType
@@ -255,6 +299,8 @@ class StoreRequest(_message.Message):
     """default "agent:<agent_id>" """
     idempotency_key: _builtins.str
     """a repeat returns the first result"""
+    ttl: Global___Ttl.ValueType
+    """a lifetime class instead of expires_at (setting both is an error)"""
     @_builtins.property
     def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """returned as stored"""
@@ -279,10 +325,11 @@ class StoreRequest(_message.Message):
         idempotency_key: _builtins.str = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
         expires_at: _timestamp_pb2.Timestamp | None = ...,
+        ttl: Global___Ttl.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_importance", b"_importance", "created_at", b"created_at", "expires_at", b"expires_at", "importance", b"importance"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_importance", b"_importance", "agent_id", b"agent_id", "category", b"category", "created_at", b"created_at", "expires_at", b"expires_at", "idempotency_key", b"idempotency_key", "importance", b"importance", "metadata", b"metadata", "scope", b"scope", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_importance", b"_importance", "agent_id", b"agent_id", "category", b"category", "created_at", b"created_at", "expires_at", b"expires_at", "idempotency_key", b"idempotency_key", "importance", b"importance", "metadata", b"metadata", "scope", b"scope", "text", b"text", "ttl", b"ttl"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__importance: _TypeAlias = _typing.Literal["importance"]  # noqa: Y015
     _WhichOneofArgType__importance: _TypeAlias = _typing.Literal["_importance", b"_importance"]  # noqa: Y015
@@ -335,6 +382,7 @@ class RecallRequest(_message.Message):
     SCOPES_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     EXPLAIN_FIELD_NUMBER: _builtins.int
+    FULL_TEXT_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     query: _builtins.str
     limit: _builtins.int
@@ -343,6 +391,10 @@ class RecallRequest(_message.Message):
     """results whose final score is below are dropped"""
     explain: _builtins.bool
     """fill ScoredMemory.explain with each stage's score"""
+    full_text: _builtins.bool
+    """Results carry each memory's summary in text (text_is_summary = true) when the text is
+    longer than its summary; true returns the full text.
+    """
     @_builtins.property
     def categories(self) -> _containers.RepeatedScalarFieldContainer[Global___Category.ValueType]:
         """empty = all"""
@@ -366,10 +418,11 @@ class RecallRequest(_message.Message):
         scopes: _abc.Iterable[_builtins.str] | None = ...,
         options: Global___RecallOptions | None = ...,
         explain: _builtins.bool = ...,
+        full_text: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "categories", b"categories", "explain", b"explain", "limit", b"limit", "min_score", b"min_score", "options", b"options", "query", b"query", "scopes", b"scopes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "categories", b"categories", "explain", b"explain", "full_text", b"full_text", "limit", b"limit", "min_score", b"min_score", "options", b"options", "query", b"query", "scopes", b"scopes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1114,3 +1167,182 @@ class StreamResponse(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_result) -> _WhichOneofReturnType_result | None: ...
 
 Global___StreamResponse: _TypeAlias = StreamResponse  # noqa: Y015
+
+@_typing.final
+class Conflict(_message.Message):
+    """A decision that falls in the merge band of another agent's decision (conflict log)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AT_FIELD_NUMBER: _builtins.int
+    NEW_ID_FIELD_NUMBER: _builtins.int
+    EXISTING_ID_FIELD_NUMBER: _builtins.int
+    NEW_AGENT_ID_FIELD_NUMBER: _builtins.int
+    EXISTING_AGENT_ID_FIELD_NUMBER: _builtins.int
+    NEW_TEXT_FIELD_NUMBER: _builtins.int
+    EXISTING_TEXT_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    CATEGORY_FIELD_NUMBER: _builtins.int
+    MERGE_DECISION_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    new_id: _builtins.str
+    existing_id: _builtins.str
+    new_agent_id: _builtins.str
+    existing_agent_id: _builtins.str
+    new_text: _builtins.str
+    existing_text: _builtins.str
+    score: _builtins.float
+    """cosine similarity"""
+    category: Global___Category.ValueType
+    merge_decision: _builtins.str
+    """what the merge policy did: "linked", "superseded", "kept" """
+    scope: _builtins.str
+    """the new memory's scope"""
+    @_builtins.property
+    def at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        at: _timestamp_pb2.Timestamp | None = ...,
+        new_id: _builtins.str = ...,
+        existing_id: _builtins.str = ...,
+        new_agent_id: _builtins.str = ...,
+        existing_agent_id: _builtins.str = ...,
+        new_text: _builtins.str = ...,
+        existing_text: _builtins.str = ...,
+        score: _builtins.float = ...,
+        category: Global___Category.ValueType = ...,
+        merge_decision: _builtins.str = ...,
+        scope: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["at", b"at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "category", b"category", "existing_agent_id", b"existing_agent_id", "existing_id", b"existing_id", "existing_text", b"existing_text", "merge_decision", b"merge_decision", "new_agent_id", b"new_agent_id", "new_id", b"new_id", "new_text", b"new_text", "scope", b"scope", "score", b"score"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Conflict: _TypeAlias = Conflict  # noqa: Y015
+
+@_typing.final
+class ListConflictsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    """conflicts whose memories this agent may read"""
+    limit: _builtins.int
+    """newest first; default 50, at most 1000"""
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "limit", b"limit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListConflictsRequest: _TypeAlias = ListConflictsRequest  # noqa: Y015
+
+@_typing.final
+class ListConflictsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONFLICTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def conflicts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Conflict]: ...
+    def __init__(
+        self,
+        *,
+        conflicts: _abc.Iterable[Global___Conflict] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conflicts", b"conflicts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListConflictsResponse: _TypeAlias = ListConflictsResponse  # noqa: Y015
+
+@_typing.final
+class ExportRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    SCOPES_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    @_builtins.property
+    def scopes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """default: every scope the agent may read"""
+
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        scopes: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "scopes", b"scopes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportRequest: _TypeAlias = ExportRequest  # noqa: Y015
+
+@_typing.final
+class ImportRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    MEMORY_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    """the importing agent; every memory must be in a scope it may write"""
+    @_builtins.property
+    def memory(self) -> Global___Memory:
+        """id, scope, text, category, importance, times, metadata are kept;"""
+
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        memory: Global___Memory | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "memory", b"memory"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportRequest: _TypeAlias = ImportRequest  # noqa: Y015
+
+@_typing.final
+class ImportResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IMPORTED_FIELD_NUMBER: _builtins.int
+    SKIPPED_EXISTING_FIELD_NUMBER: _builtins.int
+    ERRORS_FIELD_NUMBER: _builtins.int
+    imported: _builtins.int
+    skipped_existing: _builtins.int
+    """the id (or an equal text in the scope) already exists"""
+    @_builtins.property
+    def errors(self) -> _containers.RepeatedCompositeFieldContainer[Global___Error]:
+        """one per refused memory; the others are imported"""
+
+    def __init__(
+        self,
+        *,
+        imported: _builtins.int = ...,
+        skipped_existing: _builtins.int = ...,
+        errors: _abc.Iterable[Global___Error] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["errors", b"errors", "imported", b"imported", "skipped_existing", b"skipped_existing"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportResponse: _TypeAlias = ImportResponse  # noqa: Y015

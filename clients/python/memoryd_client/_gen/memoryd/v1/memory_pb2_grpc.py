@@ -75,6 +75,21 @@ class MemoryServiceStub:
                 request_serializer=memoryd_dot_v1_dot_memory__pb2.StreamRequest.SerializeToString,
                 response_deserializer=memoryd_dot_v1_dot_memory__pb2.StreamResponse.FromString,
                 _registered_method=True)
+        self.ListConflicts = channel.unary_unary(
+                '/memoryd.v1.MemoryService/ListConflicts',
+                request_serializer=memoryd_dot_v1_dot_memory__pb2.ListConflictsRequest.SerializeToString,
+                response_deserializer=memoryd_dot_v1_dot_memory__pb2.ListConflictsResponse.FromString,
+                _registered_method=True)
+        self.Export = channel.unary_stream(
+                '/memoryd.v1.MemoryService/Export',
+                request_serializer=memoryd_dot_v1_dot_memory__pb2.ExportRequest.SerializeToString,
+                response_deserializer=memoryd_dot_v1_dot_memory__pb2.Memory.FromString,
+                _registered_method=True)
+        self.Import = channel.stream_unary(
+                '/memoryd.v1.MemoryService/Import',
+                request_serializer=memoryd_dot_v1_dot_memory__pb2.ImportRequest.SerializeToString,
+                response_deserializer=memoryd_dot_v1_dot_memory__pb2.ImportResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -130,6 +145,27 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListConflicts(self, request, context):
+        """The conflict log: decisions that clash with another agent's decisions.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Export(self, request, context):
+        """Every memory the agent may read, one message each (no row cap).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Import(self, request_iterator, context):
+        """Memories from an Export (or a JSONL file of them), re-embedded with this daemon's model.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -172,6 +208,21 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Stream,
                     request_deserializer=memoryd_dot_v1_dot_memory__pb2.StreamRequest.FromString,
                     response_serializer=memoryd_dot_v1_dot_memory__pb2.StreamResponse.SerializeToString,
+            ),
+            'ListConflicts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListConflicts,
+                    request_deserializer=memoryd_dot_v1_dot_memory__pb2.ListConflictsRequest.FromString,
+                    response_serializer=memoryd_dot_v1_dot_memory__pb2.ListConflictsResponse.SerializeToString,
+            ),
+            'Export': grpc.unary_stream_rpc_method_handler(
+                    servicer.Export,
+                    request_deserializer=memoryd_dot_v1_dot_memory__pb2.ExportRequest.FromString,
+                    response_serializer=memoryd_dot_v1_dot_memory__pb2.Memory.SerializeToString,
+            ),
+            'Import': grpc.stream_unary_rpc_method_handler(
+                    servicer.Import,
+                    request_deserializer=memoryd_dot_v1_dot_memory__pb2.ImportRequest.FromString,
+                    response_serializer=memoryd_dot_v1_dot_memory__pb2.ImportResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -390,6 +441,87 @@ class MemoryService:
             '/memoryd.v1.MemoryService/Stream',
             memoryd_dot_v1_dot_memory__pb2.StreamRequest.SerializeToString,
             memoryd_dot_v1_dot_memory__pb2.StreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListConflicts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memoryd.v1.MemoryService/ListConflicts',
+            memoryd_dot_v1_dot_memory__pb2.ListConflictsRequest.SerializeToString,
+            memoryd_dot_v1_dot_memory__pb2.ListConflictsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Export(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/memoryd.v1.MemoryService/Export',
+            memoryd_dot_v1_dot_memory__pb2.ExportRequest.SerializeToString,
+            memoryd_dot_v1_dot_memory__pb2.Memory.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Import(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/memoryd.v1.MemoryService/Import',
+            memoryd_dot_v1_dot_memory__pb2.ImportRequest.SerializeToString,
+            memoryd_dot_v1_dot_memory__pb2.ImportResponse.FromString,
             options,
             channel_credentials,
             insecure,
