@@ -60,6 +60,7 @@ def store_request(
     idempotency_key: str = "",
     created_at: datetime | None = None,
     expires_at: datetime | None = None,
+    ttl: int = 0,
 ) -> pb.StoreRequest:
     req = pb.StoreRequest(
         agent_id=agent_id,
@@ -70,6 +71,7 @@ def store_request(
         idempotency_key=idempotency_key,
         created_at=_ts(created_at),
         expires_at=_ts(expires_at),
+        ttl=pb.Ttl.ValueType(ttl),
     )
     if importance is not None:
         req.importance = importance
@@ -86,6 +88,7 @@ def recall_request(
     scopes: Iterable[str] = (),
     options: pb.RecallOptions | None = None,
     explain: bool = False,
+    full_text: bool = False,
 ) -> pb.RecallRequest:
     return pb.RecallRequest(
         agent_id=agent_id,
@@ -96,6 +99,7 @@ def recall_request(
         scopes=list(scopes),
         options=options,
         explain=explain,
+        full_text=full_text,
     )
 
 
