@@ -238,6 +238,12 @@ class PolicySettings(_Section):
         )
 
 
+class MetricsSettings(_Section):
+    listen: str = Field(
+        "", description="HOST:PORT for Prometheus /metrics; empty = no metrics endpoint"
+    )
+
+
 class ServerSettings(_Section):
     max_concurrent_rpcs: int = Field(1024, ge=1)
     stream_max_in_flight: int = Field(64, ge=1, le=10_000, description="ops per Stream")
@@ -270,6 +276,7 @@ class Settings(BaseSettings):
     listing: ListSettings = Field(default_factory=ListSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
 
     @field_validator("listen")
     @classmethod

@@ -27,6 +27,7 @@ from grpc_reflection.v1alpha import reflection
 from memoryd._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, memory_pb2, memory_pb2_grpc
 from memoryd.api.auth import TokenAuthInterceptor
 from memoryd.api.errors import ErrorMappingInterceptor
+from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
 from memoryd.api.servicer import HookServicer, MemoryServicer
 from memoryd.config import Settings
 from memoryd.core.errors import ConfigError
@@ -126,12 +127,17 @@ class Daemon:
         self._lock_file: IO[str] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self.startup_seconds = 0.0
+        self.metrics = Metrics()
+        self.metrics_port = 0
 
     async def start(self) -> int:
         started = time.perf_counter()
         s = self.settings
         self._lock_data_dir()
-        interceptors: list[grpc.aio.ServerInterceptor] = [ErrorMappingInterceptor()]
+        interceptors: list[grpc.aio.ServerInterceptor] = [
+            MetricsInterceptor(self.metrics),
+            ErrorMappingInterceptor(),
+        ]
         if s.auth_token is not None:
             interceptors.append(TokenAuthInterceptor(s.auth_token.get_secret_value()))
         server = grpc.aio.server(
@@ -178,6 +184,12 @@ class Daemon:
         self.servicer.set_service(self.service)
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))
         self._sweeper = asyncio.create_task(self._sweep_forever())
+        retriever.observe = self.metrics.observe_stage
+        self.metrics.add_collector(StateCollector(self._metric_state))
+        if s.metrics.listen:
+            self.metrics_port = self.metrics.serve(s.metrics.listen)
+            host = s.metrics.listen.rpartition(":")[0]
+            log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         for name in (SERVICE_NAME, HOOK_SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -263,6 +275,22 @@ class Daemon:
         )
         self.embedder, self.repository = embedder, repository
 
+    def _metric_state(self) -> dict[str, object]:
+        if self.embedder is None or self.repository is None:
+            return {}
+        hits, misses = self.embedder.cache_stats()
+        durable = self.repository.durable
+        return {
+            "batches": self.embedder.batches,
+            "texts": self.embedder.batched_texts,
+            "hits": hits,
+            "misses": misses,
+            "commits": durable.commits,
+            "rows_written": durable.rows_written,
+            "index_bytes": self.repository.index_bytes(),
+            "scopes": self.repository.index.scope_sizes(),
+        }
+
     async def _sweep_forever(self) -> None:
         """Remove expired memories and persist access counts, once a minute."""
         while True:
@@ -295,6 +323,7 @@ class Daemon:
             await asyncio.to_thread(self.embedder.close)
         if self.cross_encoder is not None:
             self.cross_encoder.close()
+        self.metrics.close()
         if self._lock_file is not None:
             self._lock_file.close()
         log.info("stopped")

@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from enum import StrEnum
@@ -163,6 +164,8 @@ class Retriever:
         self.store = store
         self.config = config
         self.rerankers = dict(rerankers or {})
+        # Called with (stage, seconds) after each stage; the daemon feeds its metrics.
+        self.observe: Callable[[str, float], None] = _ignore
 
     def has(self, mode: Rerank) -> bool:
         return mode in self.rerankers
@@ -182,6 +185,7 @@ class Retriever:
     ) -> list[ScoredMemory]:
         cfg = config or self.config
         pool = cfg.candidate_pool or max(cfg.pool_min, cfg.pool_factor * limit)
+        t0 = time.perf_counter()
         cands = self.store.candidates(
             query_vector,
             query_text,
@@ -195,8 +199,13 @@ class Retriever:
         n = len(cands)
         if n == 0:
             return []
+        t1 = time.perf_counter()
+        self.observe("candidates", t1 - t0)
         fused = self._fuse(cfg, cands)
         blended, reranker_name = await self._rerank(cfg, query_text, cands, fused)
+        t2 = time.perf_counter()
+        if reranker_name:
+            self.observe("rerank", t2 - t1)
         age_days = np.array(
             [(now - m.created_at).total_seconds() / SECONDS_PER_DAY for m in cands.memories],
             dtype=np.float32,
@@ -211,6 +220,8 @@ class Retriever:
             age_days, importance, access, text_len, cfg.boost_params(min_score), stages, keep,
         )  # fmt: skip
 
+        t3 = time.perf_counter()
+        self.observe("fuse_and_boost", t3 - t2)
         survivors = np.flatnonzero(keep)
         if survivors.size == 0:
             return []
@@ -225,6 +236,7 @@ class Retriever:
             )
             chosen = order[picked]
             mmr_pos[chosen] = np.arange(chosen.size)
+            self.observe("mmr", time.perf_counter() - t3)
         else:
             chosen = order[:limit]
         hits = []
@@ -347,3 +359,7 @@ class LateInteractionReranker:
         )
         scores = maxsim(np.ascontiguousarray(q_tokens, dtype=np.float32), flat, offsets)
         return np.clip(scores, 0.0, 1.0)
+
+
+def _ignore(stage: str, seconds: float) -> None:
+    pass

@@ -13,6 +13,7 @@ import base64
 import json
 import logging
 import math
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -442,12 +443,14 @@ class MemoryService:
         if q.options:
             config = config.with_overrides(options_to_overrides(q.options))
         now = self.clock()
+        started = time.perf_counter()
         if config.rerank == Rerank.LATE_INTERACTION and self.retriever.has(Rerank.LATE_INTERACTION):
             # One model pass gives the token vectors too; the reranker reads them from
             # the embedder's cache.
             vector, _ = await self.embedder.embed_query_with_tokens(query)
         else:
             vector = await self.embedder.embed_query(query)
+        self.retriever.observe("embed", time.perf_counter() - started)
         hits = await self.retriever.recall(
             query_text=query,
             query_vector=vector,

@@ -298,6 +298,9 @@ class HotIndex:
             out.extend(part.ids[int(r)] for r in rows)
         return out
 
+    def scope_sizes(self) -> dict[str, int]:
+        return {scope: len(part) for scope, part in self._parts.items()}
+
     def nbytes(self) -> int:
         # Vectors and columns exactly; records approximately (text plus a fixed overhead).
         tokens = sum(t.nbytes for t in self._tokens.values())

@@ -236,8 +236,8 @@ def start_daemon(
 
 @pytest.fixture(scope="session")
 def daemon(start_daemon: Callable[..., Daemon]) -> Daemon:
-    """The daemon shared by every test that needs no special settings."""
-    return start_daemon()
+    """The daemon shared by every test that needs no special settings (metrics on)."""
+    return start_daemon(env={"MEMORYD_METRICS__LISTEN": "127.0.0.1:0"})
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,159 @@
+"""Prometheus metrics: per-RPC latency and error codes, recall stage timings, embedder
+batching and cache, store and index sizes.
+
+One registry per daemon (several daemons can live in one process, as in tests). Served
+over HTTP on ``metrics.listen`` when set; nothing is exposed otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import grpc
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from memoryd.api.errors import Behavior, rewrap
+
+LATENCY_BUCKETS = (
+    0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0,
+)  # fmt: skip
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.rpc_seconds = Histogram(
+            "memoryd_rpc_duration_seconds",
+            "Unary RPC latency, by method",
+            ["method"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.rpc_total = Counter(
+            "memoryd_rpc_total",
+            "RPCs finished, by method and status code",
+            ["method", "code"],
+            registry=self.registry,
+        )
+        self.stage_seconds = Histogram(
+            "memoryd_recall_stage_seconds",
+            "Time spent in each recall stage",
+            ["stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self._server: Any = None
+
+    def observe_stage(self, stage: str, seconds: float) -> None:
+        self.stage_seconds.labels(stage).observe(seconds)
+
+    def add_collector(self, collector: Collector) -> None:
+        self.registry.register(collector)
+
+    def serve(self, listen: str) -> int:
+        host, _, port = listen.rpartition(":")
+        server, _thread = start_http_server(int(port), addr=host, registry=self.registry)
+        self._server = server
+        return int(server.server_port)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+class StateCollector(Collector):
+    """Reads counters the daemon keeps anyway, at scrape time (no hot-path cost)."""
+
+    def __init__(self, read: Callable[[], dict[str, Any]]):
+        self._read = read
+
+    def collect(self) -> Iterator[Any]:
+        s = self._read()
+        if not s:
+            return
+        yield _counter("memoryd_embed_batches", "Model runs of the embedder", s["batches"])
+        yield _counter(
+            "memoryd_embed_texts", "Texts embedded (texts / batches = batch size)", s["texts"]
+        )
+        yield _counter("memoryd_embed_cache_hits", "Query embeddings served from cache", s["hits"])
+        yield _counter("memoryd_embed_cache_misses", "Query embeddings computed", s["misses"])
+        yield _counter("memoryd_store_commits", "LanceDB commits (group commits)", s["commits"])
+        yield _counter("memoryd_store_rows_written", "Rows written to LanceDB", s["rows_written"])
+        g = GaugeMetricFamily("memoryd_index_bytes", "Memory held by the in-memory index")
+        g.add_metric([], s["index_bytes"])
+        yield g
+        per_scope = GaugeMetricFamily(
+            "memoryd_memories", "Memories held, by scope (namespace)", labels=["scope"]
+        )
+        for scope, n in sorted(s["scopes"].items()):
+            per_scope.add_metric([scope], n)
+        yield per_scope
+
+
+def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+    c = CounterMetricFamily(name, doc)
+    c.add_metric([], value)
+    return c
+
+
+class MetricsInterceptor(grpc.aio.ServerInterceptor):
+    """Outermost interceptor: sees the final status of every RPC."""
+
+    def __init__(self, metrics: Metrics):
+        self.metrics = metrics
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        method = handler_call_details.method.rsplit("/", 1)[-1]
+        return rewrap(handler, lambda b, streaming: self._wrap(method, b, streaming))
+
+    def _wrap(self, method: str, behavior: Behavior, streaming: bool) -> Behavior:
+        m = self.metrics
+
+        def finish(context: Any, started: float, failed: bool) -> None:
+            code = context.code() if failed else None
+            name = (
+                code.name if isinstance(code, grpc.StatusCode) else ("UNKNOWN" if failed else "OK")
+            )
+            m.rpc_total.labels(method, name).inc()
+            if not streaming:
+                m.rpc_seconds.labels(method).observe(time.perf_counter() - started)
+
+        if streaming:
+
+            async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+                started, failed = time.perf_counter(), False
+                try:
+                    async for response in behavior(request, context):
+                        yield response
+                except BaseException:
+                    failed = True
+                    raise
+                finally:
+                    finish(context, started, failed)
+
+            return stream
+
+        async def unary(request: Any, context: Any) -> Any:
+            started, failed = time.perf_counter(), False
+            try:
+                return await behavior(request, context)
+            except BaseException:
+                failed = True
+                raise
+            finally:
+                finish(context, started, failed)
+
+        return unary

@@ -1,0 +1,47 @@
+"""Prometheus metrics are scrapeable and move with the traffic."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def scrape(daemon) -> str:  # type: ignore[no-untyped-def]
+    found = re.search(r"metrics on (http://\S+/metrics)", daemon.log_path.read_text())
+    assert found, "the daemon did not log its metrics address"
+    with urllib.request.urlopen(found.group(1), timeout=10) as r:
+        return r.read().decode()
+
+
+def value(text: str, name: str, **labels: str) -> float:
+    want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    pattern = rf"^{re.escape(name)}" + (rf"\{{{re.escape(want)}\}}" if want else "") + r" (\S+)$"
+    m = re.search(pattern, text, re.MULTILINE)
+    return float(m.group(1)) if m else 0.0
+
+
+def test_metrics_count_rpcs_codes_stages_and_sizes(daemon, client, new_agent) -> None:  # type: ignore[no-untyped-def]
+    a = new_agent()
+    before = scrape(daemon)
+    client.store(a, "metrics test memory about the blue whale")
+    client.recall(a, "blue whale")
+    with pytest.raises(Exception):
+        client.store(a, "")
+    after = scrape(daemon)
+    assert (
+        value(after, "memoryd_rpc_total", method="Store", code="OK")
+        == value(before, "memoryd_rpc_total", method="Store", code="OK") + 1
+    )
+    assert value(after, "memoryd_rpc_total", method="Store", code="INVALID_ARGUMENT") >= 1
+    assert value(after, "memoryd_rpc_duration_seconds_count", method="Recall") >= 1
+    assert value(after, "memoryd_recall_stage_seconds_count", stage="embed") >= 1
+    assert value(after, "memoryd_recall_stage_seconds_count", stage="candidates") >= 1
+    assert value(after, "memoryd_memories", scope=f"agent:{a}") == 1
+    assert (
+        value(after, "memoryd_embed_texts_total") >= value(before, "memoryd_embed_texts_total") + 2
+    )
+    assert value(after, "memoryd_index_bytes") > 0
