@@ -127,7 +127,7 @@ class RetrievalSettings(_Section):
     decay_floor: float = Field(0.5, ge=0.0, le=1.0)
     reinforcement: float = Field(0.5, ge=0.0)
     mmr_lambda: float = Field(1.0, ge=0.0, le=1.0, description="1 disables MMR")
-    rerank: Literal["none", "cross-encoder", "late-interaction"] = "none"
+    rerank: Literal["none", "cross-encoder", "late-interaction"] = "late-interaction"
     rerank_weight: float = Field(0.5, ge=0.0, le=1.0)
     rerank_top: int = Field(20, ge=1, le=200)
     rerank_timeout_ms: float = Field(200.0, gt=0.0)
@@ -137,15 +137,17 @@ class RetrievalSettings(_Section):
     token_vectors: bool = Field(
         False,
         description="store each memory's token vectors for late-interaction reranking "
-        "(about 15x the memory of its vector); on whenever rerank = late-interaction",
+        "(int8, up to token_vectors_max x 384 bytes each); on whenever rerank = "
+        "late-interaction",
     )
+    token_vectors_max: int = Field(64, ge=1, le=512, description="token vectors kept per memory")
     cross_encoder_dir: Path | None = Field(
         None, description="model.onnx + tokenizer.json of a cross-encoder; enables that rerank"
     )
 
     def to_config(self) -> RetrievalConfig:
         values = self.model_dump(
-            exclude={"analyzer_language", "token_vectors", "cross_encoder_dir"}
+            exclude={"analyzer_language", "token_vectors", "token_vectors_max", "cross_encoder_dir"}
         )
         values["fusion"] = Fusion(values["fusion"])
         values["rerank"] = Rerank(values["rerank"])

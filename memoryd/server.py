@@ -254,7 +254,7 @@ class Daemon:
                 f"retrieval.analyzer_language {s.retrieval.analyzer_language!r} is not a "
                 "Snowball language (e.g. english, german, czech)"
             ) from None
-        repository = Repository(durable, analyzer)
+        repository = Repository(durable, analyzer, max_tokens=s.retrieval.token_vectors_max)
         repository.open()
         t2 = time.perf_counter()
         if s.retrieval.cross_encoder_dir is not None:

@@ -65,7 +65,7 @@ class MemoryStore(Protocol):
         ...
 
     def tokens_of(self, memory_id: str) -> np.ndarray | None:
-        """The memory's stored token vectors (float16 [t, dim]), if any."""
+        """The memory's stored token vectors (int8 = unit vector x 127, [t, dim]), if any."""
         ...
 
     async def delete(self, ids: Sequence[str]) -> None:

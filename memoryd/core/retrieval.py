@@ -353,7 +353,7 @@ class LateInteractionReranker:
         offsets = np.zeros(len(docs) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([d.shape[0] for d in docs if d is not None])
         flat = (
-            np.concatenate([d for d in docs if d is not None]).astype(np.float32)
+            np.concatenate([d for d in docs if d is not None]).astype(np.float32) / 127.0
             if docs
             else np.zeros((0, q_tokens.shape[1]), dtype=np.float32)
         )

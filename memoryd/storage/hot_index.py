@@ -100,7 +100,7 @@ class HotIndex:
         self._parts: dict[str, _Partition] = {}
         self._memories: dict[str, Memory] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
-        self._tokens: dict[str, np.ndarray] = {}  # float16 token vectors (late interaction)
+        self._tokens: dict[str, np.ndarray] = {}  # int8 token vectors (late interaction)
         self._text_bytes = 0
 
     def __len__(self) -> int:

@@ -39,7 +39,7 @@ META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
 
 
-# A stored memory: the record, its vector, and its token vectors (float16, late
+# A stored memory: the record, its vector, and its token vectors (int8, see tokens.py; late
 # interaction) when they were computed.
 Row = tuple[Memory, np.ndarray, np.ndarray | None]
 
@@ -67,7 +67,7 @@ def make_schema(model_name: str, dim: int) -> pa.Schema:
             pa.field("supersedes", pa.string(), nullable=False),
             pa.field("superseded_by", pa.string(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-            pa.field("token_vectors", pa.binary(), nullable=True),  # float16 [t, dim]
+            pa.field("token_vectors", pa.binary(), nullable=True),  # int8 [t, dim]
         ],
         metadata={
             META_MODEL: model_name.encode(),
@@ -81,7 +81,7 @@ def to_arrow(schema: pa.Schema, rows: Sequence[Row]) -> pa.Table:
     cols: dict[str, list[Any]] = {name: [] for name in schema.names}
     for m, v, tok in rows:
         cols["token_vectors"].append(
-            None if tok is None else np.ascontiguousarray(tok, dtype=np.float16).tobytes()
+            None if tok is None else np.ascontiguousarray(tok, dtype=np.int8).tobytes()
         )
         cols["id"].append(m.id)
         cols["agent_id"].append(m.agent_id)
@@ -144,7 +144,7 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
         except (ValueError, TypeError) as e:
             raise DataCorrupt(f"stored memory {d['id'][i]!r} cannot be read: {e}") from e
         raw = tokens[i]
-        tok = None if raw is None else np.frombuffer(raw, dtype=np.float16).reshape(-1, dim)
+        tok = None if raw is None else np.frombuffer(raw, dtype=np.int8).reshape(-1, dim)
         yield memory, vectors[i], tok
 
 

@@ -6,6 +6,7 @@ import re
 import urllib.request
 
 import pytest
+from memoryd_client import MemorydError
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,7 @@ def test_metrics_count_rpcs_codes_stages_and_sizes(daemon, client, new_agent) ->
     before = scrape(daemon)
     client.store(a, "metrics test memory about the blue whale")
     client.recall(a, "blue whale")
-    with pytest.raises(Exception):
+    with pytest.raises(MemorydError):
         client.store(a, "")
     after = scrape(daemon)
     assert (

@@ -53,7 +53,7 @@ async def test_concurrent_writes_share_commits_and_round_trip(tmp_path: Path) ->
     store.start()
     try:
         rows = [mem(i, expires_at=NOW + timedelta(days=1) if i % 2 else None) for i in range(64)]
-        tok = np.arange(24, dtype=np.float16).reshape(3, 8)
+        tok = np.arange(-12, 12, dtype=np.int8).reshape(3, 8)
         await asyncio.gather(
             *(store.add([(m, unit(i), tok if i == 3 else None)]) for i, m in enumerate(rows))
         )
