@@ -47,43 +47,33 @@ F = pb.FusionMode
 R = pb.RerankMode
 
 # name -> RecallOptions fields. "default" is whatever the daemon ships.
+NONE = {"rerank": R.RERANK_MODE_NONE}
 CONFIGS: dict[str, dict[str, object]] = {
+    # what the daemon ships (weighted fusion + late-interaction rerank)
     "default": {},
-    "vector": {"fusion": F.FUSION_MODE_VECTOR_ONLY, "importance_weight": 0.0},
-    "bm25": {"fusion": F.FUSION_MODE_BM25_ONLY, "importance_weight": 0.0},
-    "rrf": {"fusion": F.FUSION_MODE_RRF},
-    "weighted": {"fusion": F.FUSION_MODE_WEIGHTED},
-    "weighted-50-50": {"fusion": F.FUSION_MODE_WEIGHTED, "vector_weight": 0.5, "bm25_weight": 0.5},
-    "rrf-bm25-heavy": {"fusion": F.FUSION_MODE_RRF, "vector_weight": 0.4, "bm25_weight": 0.6},
-    "w-scale2": {"fusion": F.FUSION_MODE_WEIGHTED, "bm25_scale": 2.0},
-    "w-scale10": {"fusion": F.FUSION_MODE_WEIGHTED, "bm25_scale": 10.0},
-    "w-50-scale10": {
-        "fusion": F.FUSION_MODE_WEIGHTED,
-        "bm25_scale": 10.0,
-        "vector_weight": 0.5,
-        "bm25_weight": 0.5,
-    },
-    "w-40-60": {"fusion": F.FUSION_MODE_WEIGHTED, "vector_weight": 0.4, "bm25_weight": 0.6},
-    "w-40-60-scale10": {
-        "fusion": F.FUSION_MODE_WEIGHTED,
-        "bm25_scale": 10.0,
-        "vector_weight": 0.4,
-        "bm25_weight": 0.6,
-    },
-    "pool-50": {"candidate_pool": 50},
+    # single legs and fusions, no reranker
+    "vector": {"fusion": F.FUSION_MODE_VECTOR_ONLY, "importance_weight": 0.0, **NONE},
+    "bm25": {"fusion": F.FUSION_MODE_BM25_ONLY, "importance_weight": 0.0, **NONE},
+    "rrf": {"fusion": F.FUSION_MODE_RRF, **NONE},
+    "weighted-70-30": {"vector_weight": 0.7, "bm25_weight": 0.3, **NONE},
+    "weighted-50-50": {**NONE},
+    "weighted-40-60": {"vector_weight": 0.4, "bm25_weight": 0.6, **NONE},
+    "weighted-scale-3": {"bm25_scale": 3.0, **NONE},
+    "weighted-scale-7": {"bm25_scale": 7.0, **NONE},
     "pool-100": {"candidate_pool": 100},
-    "scale-3": {"bm25_scale": 3.0},
-    "scale-7": {"bm25_scale": 7.0},
-    "w-60-40": {"vector_weight": 0.6, "bm25_weight": 0.4},
-    "+late-interaction-0.3": {"rerank": R.RERANK_MODE_LATE_INTERACTION, "rerank_weight": 0.3},
+    # rerank variants
+    "late-interaction-0.3": {"rerank_weight": 0.3},
+    "late-interaction-0.7": {"rerank_weight": 0.7},
+    "rrf+late-interaction": {"fusion": F.FUSION_MODE_RRF},
+    "cross-encoder": {"rerank": R.RERANK_MODE_CROSS_ENCODER},
+    # ablations: each stage removed from / added to the default
+    "-rerank": {**NONE},
+    "-importance": {"importance_weight": 0.0},
     "+recency": {"recency_weight": 0.1},
     "+length": {"length_weight": 0.5},
     "+decay": {"decay_half_life_days": 60.0},
-    "+mmr-0.7": {"mmr_lambda": 0.7},
     "+mmr-0.9": {"mmr_lambda": 0.9},
-    "-importance": {"importance_weight": 0.0},
-    "+late-interaction": {"rerank": R.RERANK_MODE_LATE_INTERACTION},
-    "+cross-encoder": {"rerank": R.RERANK_MODE_CROSS_ENCODER},
+    "+mmr-0.7": {"mmr_lambda": 0.7},
 }
 DEFAULT_CONFIGS = ",".join(CONFIGS)
 

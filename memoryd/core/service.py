@@ -637,7 +637,7 @@ class MemoryService:
     def _check_importance(value: float) -> float:
         if math.isnan(value) or not 0.0 <= value <= 1.0:
             raise InvalidArgument(f"importance must be between 0 and 1, got {value}")
-        return float(value)
+        return float(np.float32(value))  # what the store keeps (and the wire carries)
 
     def _check_limit(self, limit: int) -> int:
         if limit == 0:

@@ -230,7 +230,7 @@ async def test_update_changes_fields_and_reembeds_text(service: MemoryService, c
     )
     assert (u.text, u.importance, u.category) == (
         "favourite colour is purple",
-        0.9,
+        pytest.approx(0.9),
         Category.PREFERENCE,
     )
     assert u.metadata == {"src": "chat", "k": "v"}
