@@ -16,7 +16,21 @@ from memoryd.core.service import MemoryPatch, MemoryService, NewMemory
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.repository import Repository
 
-WORDS = "amber basil cobalt dune ember fjord garnet harbor indigo jasper kelp lumen moss".split()
+WORDS = [
+    "amber",
+    "basil",
+    "cobalt",
+    "dune",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "jasper",
+    "kelp",
+    "lumen",
+    "moss",
+]
 
 
 def state(repo: Repository) -> dict[str, tuple[object, ...]]:
