@@ -1,12 +1,12 @@
 """Deterministic synthetic memories and queries for the benchmarks.
 
-``memories(seed)`` yields short first-person-agent memories (preferences, facts,
-decisions, people) built from templates with several independent slots, so two texts
-rarely share more than one or two slots: at 10,000 texts the closest pair stays under
-the daemon's near-duplicate threshold (cosine 0.95) for all but a handful (the loaders
-count DUPLICATE outcomes and report them). ``queries(seed)`` yields distinct questions
-about the same world. The same seed gives the same sequence on every machine: only
-``random.Random`` and the tables below are used.
+``memories(seed)`` yields short memories (preferences, facts, decisions, people) built
+from templates with several independent slots. Names, months and weekdays barely move a
+MiniLM embedding, so texts are de-duplicated on what is left once those are masked: among
+the first 3,000 texts the closest pair scores 0.93, under the daemon's near-duplicate
+threshold (0.95); the loaders still count DUPLICATE answers and report them.
+``queries(seed)`` yields distinct questions about the same world. The same seed gives the
+same sequence on every machine: only ``random.Random`` and the tables below are used.
 """
 
 from __future__ import annotations
@@ -277,9 +277,9 @@ def _distinct(
     seen: set[str] = set()
     while True:
         text = r.choice(templates)(r)
-        key_ = key(text)
-        if key_ not in seen:
-            seen.add(key_)
+        seen_key = key(text)
+        if seen_key not in seen:
+            seen.add(seen_key)
             yield text
 
 

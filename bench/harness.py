@@ -59,6 +59,7 @@ class Daemon:
     env: dict[str, str] = field(default_factory=dict)
     address: str = ""
     process: subprocess.Popen[bytes] | None = None
+    _log_offset: int = 0  # where the current run's lines start in the log file
 
     @property
     def pid(self) -> int:

@@ -205,10 +205,17 @@ def op_rows(run: Run, duration: float) -> list[list[object]]:
     return rows
 
 
-async def verify(address: str, acked: list[harness.Acked], preloaded: Counter[str]) -> list[Any]:
-    """Every acknowledged store readable with Get; each agent's List total as expected."""
-    per_agent: Counter[str] = Counter(a.agent_id for a in acked)
-    per_agent.update(preloaded)
+async def list_totals(address: str, agents: list[str]) -> Counter[str]:
+    """Each agent's List total_size."""
+    async with AsyncMemoryClient(address, timeout=120.0) as c:
+        return Counter({a: (await c.list(a, page_size=1)).total_size for a in agents})
+
+
+async def verify(address: str, acked: list[harness.Acked], before: Counter[str]) -> list[Any]:
+    """Every acknowledged store readable with Get; each agent's List total grown by exactly
+    the stores acknowledged as created during the run."""
+    per_agent: Counter[str] = Counter(before)
+    per_agent.update(a.agent_id for a in acked)
     missing: list[str] = []
     wrong_text = 0
     sem = asyncio.Semaphore(32)
@@ -232,7 +239,7 @@ async def verify(address: str, acked: list[harness.Acked], preloaded: Counter[st
         for agent, expected in sorted(per_agent.items()):
             total = (await c.list(agent, page_size=1)).total_size
             if total != expected:
-                mismatched.append(f"{agent}: listed {total}, acknowledged {expected}")
+                mismatched.append(f"{agent}: listed {total}, expected {expected}")
     return [len(acked), len(acked) - len(missing), len(missing), wrong_text,
             len(per_agent), len(mismatched), f"{get_seconds:.1f}",
             "; ".join((missing + mismatched)[:5])]  # fmt: skip
@@ -284,7 +291,6 @@ def main() -> None:
     preload_texts = corpus.take(texts, args.memories)
     sections = []
     with harness.target_from_args(args) as target:
-        preloaded: Counter[str] = Counter()
         if args.memories:
             harness.log(f"preloading {args.memories} memories over {args.agents} agents")
             loaded = asyncio.run(
@@ -296,7 +302,6 @@ def main() -> None:
                     label="preloaded",
                 )
             )
-            preloaded.update(a.agent_id for a in {a.id: a for a in loaded.acked}.values())
             preload_row = [args.memories, args.agents, loaded.created, loaded.duplicates]
             preload_row += [dict(loaded.errors) or 0, f"{loaded.seconds:.1f}"]
             preload_row += [f"{loaded.rate:.0f}"]
@@ -307,6 +312,7 @@ def main() -> None:
             f"{args.scenario}: {args.clients} clients via {args.via} (pipeline "
             f"{args.pipeline}), mix {args.mix}, {args.warmup:g}s warm-up + {args.duration:g}s"
         )
+        before = asyncio.run(list_totals(target.address, agents)) if args.verify != "none" else None
         run = asyncio.run(drive(args, target, agents, texts))
         st = harness.stats(target.address, agents[0])
         proc = harness.proc_status(target.pid)
@@ -321,8 +327,8 @@ def main() -> None:
             harness.table(OP_HEADERS, op_rows(run, args.duration)),
             harness.table(SETUP_HEADERS, [setup_row]),
         ]
-        if args.verify != "none":
-            sections.append(verify_section(args, target, run, preloaded))
+        if before is not None:
+            sections.append(verify_section(args, target, run, before))
     title = (
         "Sustained Store throughput and durability"
         if stores
@@ -332,7 +338,7 @@ def main() -> None:
 
 
 def verify_section(
-    args: argparse.Namespace, target: harness.Target, run: Run, preloaded: Counter[str]
+    args: argparse.Namespace, target: harness.Target, run: Run, before: Counter[str]
 ) -> str:
     restart = ""
     if args.verify in ("kill", "restart"):
@@ -350,7 +356,7 @@ def verify_section(
             f"with {s.get('store_rows', float('nan')):.0f} rows"
         )
     harness.log(f"verifying {len(run.acked)} acknowledged stores")
-    row = asyncio.run(verify(target.address, run.acked, preloaded))
+    row = asyncio.run(verify(target.address, run.acked, before))
     return harness.table(
         VERIFY_HEADERS, [[f"{args.verify} ({restart})" if restart else args.verify, *row]]
     )

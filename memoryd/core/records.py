@@ -49,7 +49,9 @@ class Memory:
     # Reinforcement: how often Recall returned it, and when last.
     access_count: int = 0
     last_accessed_at: datetime | None = None
-    # Merge policy: links to related memories, and the supersede chain.
+    # Merge policy: links to related memories, and the supersede chain. A new memory
+    # stores the links it makes; the index derives the other direction (related_ids of
+    # the older memory, superseded_by) without writing the older memory again.
     related_ids: list[str] = field(default_factory=list)
     supersedes: str = ""
     superseded_by: str = ""

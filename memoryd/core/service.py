@@ -319,7 +319,6 @@ class MemoryService:
             self._pending.remove(pending)
         result = StoreResult(memory, StoreOutcome.CREATED)
         pending.done.set_result(result)
-        await self._apply_merge(memory, plan)
         if category == Category.DECISION and self.conflicts is not None:
             await self._log_conflicts(access, memory, vector, plan)
         return result
@@ -328,21 +327,6 @@ class MemoryService:
         found = self.store.find_by_hash(scope, digest)
         # Storing again what was superseded makes it current again: not a duplicate.
         return None if found is None or found.superseded_by else found
-
-    async def _apply_merge(self, memory: Memory, plan: MergePlan) -> None:
-        """Link the neighbours back, or mark the superseded one (history is kept)."""
-        now = self.clock()
-        for other_id in plan.related:
-            other = self.store.get(other_id)
-            if other is not None and memory.id not in other.related_ids:
-                linked = replace(other, related_ids=[*other.related_ids, memory.id], updated_at=now)
-                await self.store.replace(linked, None)
-        if plan.supersedes:
-            old = self.store.get(plan.supersedes)
-            if old is not None:
-                await self.store.replace(
-                    replace(old, superseded_by=memory.id, updated_at=now), None
-                )
 
     async def _log_conflicts(
         self, access: Access, memory: Memory, vector: np.ndarray, plan: MergePlan

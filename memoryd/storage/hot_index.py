@@ -60,7 +60,6 @@ class _Partition:
         self.vectors[row] = vector
         self.expires[row] = memory.expires_at.timestamp() if memory.expires_at else _NO_EXPIRY
         self.category[row] = int(memory.category)
-        self.hidden[row] = 1 if memory.superseded_by else 0
         if terms is not None:
             self.lexical.set(row, terms)
         if memory.content_hash:
@@ -102,6 +101,12 @@ class HotIndex:
         self._idempotency: dict[tuple[str, str], str] = {}
         self._tokens: dict[str, np.ndarray] = {}  # int8 token vectors (late interaction)
         self._text_bytes = 0
+        # Links are stored one way (the newer memory names the older); the other direction
+        # is derived here, so linking or superseding costs no extra write.
+        self._forward: dict[str, set[str]] = {}
+        self._backlinks: dict[str, set[str]] = {}
+        self._supersedes: dict[str, str] = {}  # new id -> the id it replaced
+        self._superseded_by: dict[str, str] = {}  # replaced id -> the new id
 
     def __len__(self) -> int:
         return len(self._memories)
@@ -128,6 +133,48 @@ class HotIndex:
         self._text_bytes += len(memory.text) + len(memory.summary)
         if memory.idempotency_key:
             self._idempotency[(memory.agent_id, memory.idempotency_key)] = memory.id
+        affected = self._unlink(memory.id) | self._link(memory)
+        for memory_id in affected | {memory.id}:
+            self._refresh(memory_id)
+
+    def _link(self, memory: Memory) -> set[str]:
+        forward = set(memory.related_ids) - {memory.id}
+        self._forward[memory.id] = forward
+        for target in forward:
+            self._backlinks.setdefault(target, set()).add(memory.id)
+        affected = set(forward)
+        if memory.supersedes:
+            self._supersedes[memory.id] = memory.supersedes
+            self._superseded_by[memory.supersedes] = memory.id
+            affected.add(memory.supersedes)
+        return affected
+
+    def _unlink(self, memory_id: str) -> set[str]:
+        forward = self._forward.pop(memory_id, set())
+        for target in forward:
+            sources = self._backlinks.get(target)
+            if sources is not None:
+                sources.discard(memory_id)
+                if not sources:
+                    del self._backlinks[target]
+        affected = set(forward)
+        replaced = self._supersedes.pop(memory_id, "")
+        if replaced and self._superseded_by.get(replaced) == memory_id:
+            del self._superseded_by[replaced]
+            affected.add(replaced)
+        return affected
+
+    def _refresh(self, memory_id: str) -> None:
+        """Recompute a memory's derived fields: both-way links, superseded_by, hidden."""
+        memory = self._memories.get(memory_id)
+        if memory is None:
+            return
+        links = self._forward.get(memory_id, set()) | self._backlinks.get(memory_id, set())
+        memory.related_ids = sorted(i for i in links if i in self._memories)
+        newer = self._superseded_by.get(memory_id, "")
+        memory.superseded_by = newer if newer in self._memories else ""
+        part = self._parts[memory.scope]
+        part.hidden[part.row_of[memory_id]] = 1 if memory.superseded_by else 0
 
     def remove(self, memory_id: str) -> Memory | None:
         memory = self._memories.pop(memory_id, None)
@@ -141,6 +188,9 @@ class HotIndex:
             del self._parts[memory.scope]
         if memory.idempotency_key:
             self._idempotency.pop((memory.agent_id, memory.idempotency_key), None)
+        affected = self._unlink(memory_id) | self._backlinks.pop(memory_id, set())
+        for other in affected:
+            self._refresh(other)
         return memory
 
     def get(self, memory_id: str) -> Memory | None:

@@ -65,7 +65,6 @@ def make_schema(model_name: str, dim: int) -> pa.Schema:
             pa.field("last_accessed_at", ts, nullable=True),
             pa.field("related_ids", pa.list_(pa.string()), nullable=False),
             pa.field("supersedes", pa.string(), nullable=False),
-            pa.field("superseded_by", pa.string(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
             pa.field("token_vectors", pa.binary(), nullable=True),  # int8 [t, dim]
         ],
@@ -100,7 +99,6 @@ def to_arrow(schema: pa.Schema, rows: Sequence[Row]) -> pa.Table:
         cols["last_accessed_at"].append(m.last_accessed_at)
         cols["related_ids"].append(list(m.related_ids))
         cols["supersedes"].append(m.supersedes)
-        cols["superseded_by"].append(m.superseded_by)
         cols["vector"].append(v)
     arrays = []
     for f in schema:
@@ -139,7 +137,6 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
                 last_accessed_at=d["last_accessed_at"][i],
                 related_ids=list(d["related_ids"][i]),
                 supersedes=d["supersedes"][i],
-                superseded_by=d["superseded_by"][i],
             )
         except (ValueError, TypeError) as e:
             raise DataCorrupt(f"stored memory {d['id'][i]!r} cannot be read: {e}") from e

@@ -163,3 +163,42 @@ def _fresh(tmp_path: Path, embedder):  # type: ignore[no-untyped-def]
     )
     repo.open()
     return repo
+
+
+async def test_links_and_history_are_derived_again_after_restart(
+    service: MemoryService,
+    open_repository,  # type: ignore[no-untyped-def]
+) -> None:
+    service.limits = replace(service.limits, merge=MergeSettings(policy="supersede"))
+    tea = (
+        await put(service, "a", "I prefer tea in the morning", category=Category.PREFERENCE)
+    ).memory
+    coffee = (
+        await put(service, "a", "I prefer coffee in the morning", category=Category.PREFERENCE)
+    ).memory
+    note = (
+        await put(
+            service, "a", "we decided to meet in the morning at nine", category=Category.DECISION
+        )
+    ).memory
+    linked = (
+        await put(
+            service, "a", "we decided to meet in the morning at ten", category=Category.DECISION
+        )
+    ).memory
+    service.store.close()  # type: ignore[attr-defined]
+    repo = open_repository()
+    assert repo.get(tea.id).superseded_by == coffee.id
+    assert repo.get(note.id).related_ids == [linked.id] and repo.get(linked.id).related_ids == [
+        note.id
+    ]
+    reopened = MemoryService(repo, service.embedder, service.policy, clock=service.clock)
+    hits = await reopened.recall(RecallQuery(agent_id="a", query="what do I prefer in the morning"))
+    assert tea.id not in [h.memory.id for h in hits]
+    # Forgetting the newer memory brings the older one back, and drops the link.
+    await reopened.forget_id("a", coffee.id)
+    assert reopened.get("a", tea.id).superseded_by == ""
+    hits = await reopened.recall(RecallQuery(agent_id="a", query="what do I prefer in the morning"))
+    assert hits[0].memory.id == tea.id
+    await reopened.forget_id("a", linked.id)
+    assert reopened.get("a", note.id).related_ids == []
