@@ -49,9 +49,15 @@ HEADERS = (
     "memoryd p50 ms", "memoryd p99 ms", "plugin/memoryd p50", "plugin/memoryd p99",
     "top-k overlap", "queries",
 )  # fmt: skip
-# Recall ranked as the plugin ranks: cosine only, no importance boost, no MMR.
+# Recall ranked as the plugin ranks: cosine only; no rerank, boosts, decay or MMR.
 VECTOR_ONLY = pb.RecallOptions(
-    fusion=pb.FUSION_MODE_VECTOR_ONLY, importance_weight=0.0, recency_weight=0.0, mmr_lambda=1.0
+    fusion=pb.FUSION_MODE_VECTOR_ONLY,
+    rerank=pb.RERANK_MODE_NONE,
+    importance_weight=0.0,
+    recency_weight=0.0,
+    length_weight=0.0,
+    decay_half_life_days=0.0,
+    mmr_lambda=1.0,
 )
 LOAD_HEADERS = (
     "size", "stored now", "created", "duplicates", "errors", "stores/s", "plugin table rows",
@@ -135,8 +141,9 @@ def main() -> None:
         "--fusion",
         choices=("daemon", "vector"),
         default="daemon",
-        help="memoryd's ranking: its configured pipeline (hybrid vector + BM25, boosts), or "
-        "cosine only with no boosts, which must return the plugin's top k (overlap 1.0)",
+        help="memoryd's ranking: its configured pipeline (hybrid, rerank, boosts), or cosine "
+        "only (no rerank, boosts, decay, MMR), which must return the plugin's top k (overlap "
+        "1.0)",
     )
     p.add_argument(
         "--rows-from",

@@ -34,6 +34,8 @@ from memoryd.core.records import Category, Memory
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
+IDLE_COMPACT_SECONDS = 1.0
+COMPACT_FORCE_FACTOR = 5
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
@@ -245,8 +247,15 @@ class LanceStore:
     def _run(self) -> None:
         pending: _Op | None = None
         while True:
-            op = pending or self._queue.get()
+            op = pending
             pending = None
+            if op is None:
+                try:
+                    # Wake up after a quiet second to compact while nobody waits on us.
+                    op = self._queue.get(timeout=IDLE_COMPACT_SECONDS)
+                except queue.Empty:
+                    self._maybe_compact(idle=True)
+                    continue
             if op is None:
                 return
             group = [op]
@@ -298,8 +307,13 @@ class LanceStore:
         self.commits += 1
         self._commits_since_compact += 1
 
-    def _maybe_compact(self) -> None:
-        if self._commits_since_compact < self.compact_every or not self._queue.empty():
+    def _maybe_compact(self, *, idle: bool = False) -> None:
+        """Compact after ``compact_every`` commits once the writer is idle, or after
+        ``COMPACT_FORCE_FACTOR`` times that many under sustained writes (a stalled commit
+        now and then beats thousands of fragments slowing every later one)."""
+        due = self._commits_since_compact >= self.compact_every
+        overdue = self._commits_since_compact >= self.compact_every * COMPACT_FORCE_FACTOR
+        if not (due and idle) and not (overdue and self._queue.empty()):
             return
         self._commits_since_compact = 0
         try:

@@ -122,7 +122,6 @@ export async function captureTurn(event: AgentEndEvent, ctx: HookContext, deps: 
       `auto-capture for agent ${agentId}: ` +
         response.decisions.map((d) => `${messages[d.index]?.role ?? "?"}:${d.reason}`).join(", "),
     );
-    process.stderr.write(`DEBUGTURN ${JSON.stringify(messages)}\n`);
     if (response.captured.length > 0) {
       log.info(`auto-capture stored ${response.captured.length} memories for agent ${agentId}`);
     }

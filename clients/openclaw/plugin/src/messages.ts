@@ -2,9 +2,10 @@
  * From OpenClaw's agent messages to memoryd's ChatMessage list.
  *
  * `agent_end` hands the plugin the session's messages after the run (the whole model
- * context, not only this turn's). A turn starts at its last user message; that message
- * and everything after it is what Capture is given, as {role, text} pairs. Message
- * content is a string or a list of parts; only text parts are kept.
+ * context, not only this turn's). A turn starts at its last user message (or the run of
+ * user messages that ends there); from there to the end is what Capture is given, as
+ * {role, text} pairs. Message content is a string or a list of parts; only text parts
+ * are kept.
  */
 
 export interface ChatLine {
@@ -30,6 +31,8 @@ export function turnMessages(messages: readonly unknown[]): ChatLine[] {
     }
   }
   if (start < 0) return [];
+  // A turn may open with several user messages in a row (queued or steered input).
+  while (start > 0 && lines[start - 1]!.role === "user") start--;
   return lines.slice(start).slice(0, MAX_TURN_MESSAGES);
 }
 

@@ -1,0 +1,207 @@
+/**
+ * The plugin's own logic, without OpenClaw: config parsing, argument checks, turn
+ * extraction, and how the hooks and tools behave when memoryd is missing or hangs.
+ */
+
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import type { Server, Socket } from "node:net";
+import { createServer } from "node:net";
+import { after, before, describe, it } from "node:test";
+
+import { ConfigError, parseConfig } from "../plugin/src/config.ts";
+import { Connection } from "../plugin/src/connection.ts";
+import type { HookDeps } from "../plugin/src/hooks.ts";
+import { captureTurn, recallForPrompt } from "../plugin/src/hooks.ts";
+import { PluginLog } from "../plugin/src/log.ts";
+import { turnMessages } from "../plugin/src/messages.ts";
+import { Params, ToolInputError } from "../plugin/src/params.ts";
+import { createTool } from "../plugin/src/tools.ts";
+
+/** A logger that keeps what it was given. */
+function recordingLog(): { log: PluginLog; lines: { level: string; message: string }[] } {
+  const lines: { level: string; message: string }[] = [];
+  const host = {
+    debug: (message: string) => lines.push({ level: "debug", message }),
+    info: (message: string) => lines.push({ level: "info", message }),
+    warn: (message: string) => lines.push({ level: "warn", message }),
+    error: (message: string) => lines.push({ level: "error", message }),
+  };
+  return { log: new PluginLog(host), lines };
+}
+
+describe("parseConfig", () => {
+  it("fills in every default and reads the token from MEMORYD_AUTH_TOKEN", () => {
+    const config = parseConfig({}, { MEMORYD_AUTH_TOKEN: "s3cret" });
+    assert.equal(config.baseUrl, "http://127.0.0.1:50051");
+    assert.equal(config.token, "s3cret");
+    assert.equal(config.tokenSource, "env");
+    assert.equal(config.hookTimeoutMs, 1000);
+    assert.equal(config.toolTimeoutMs, 10_000);
+    assert.equal(config.autoRecall, true);
+    assert.equal(config.autoCapture, true);
+    assert.equal(config.enabledAgents, undefined);
+  });
+
+  it("takes the address from MEMORYD_ADDRESS, and builds https URLs for tls", () => {
+    assert.equal(parseConfig({}, { MEMORYD_ADDRESS: "10.0.0.5:7000" }).baseUrl, "http://10.0.0.5:7000");
+    assert.equal(parseConfig({ address: "memory.internal:443", tls: true }, {}).baseUrl, "https://memory.internal:443");
+    assert.equal(parseConfig({ address: "https://memory.internal:443/" }, {}).baseUrl, "https://memory.internal:443");
+  });
+
+  it("expands ${VAR} in the token, and an unset variable is an error naming it", () => {
+    assert.equal(parseConfig({ token: "${MY_TOKEN}" }, { MY_TOKEN: "abc" }).token, "abc");
+    assert.throws(() => parseConfig({ token: "${MISSING_TOKEN}" }, {}), /MISSING_TOKEN/);
+  });
+
+  it("refuses bad settings with a message naming the setting", () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ adress: "x" }, /unknown memoryd plugin setting "adress"/],
+      [{ address: "localhost" }, /not host:port/],
+      [{ address: "http://h:1", tls: true }, /contradicts tls/],
+      [{ hookTimeoutMs: 10 }, /hookTimeoutMs must be a number from 50/],
+      [{ hookTimeoutMs: 100.5 }, /whole number/],
+      [{ autoRecall: "yes" }, /autoRecall must be true or false/],
+      [{ disabledAgents: "main" }, /disabledAgents must be a list/],
+    ];
+    for (const [raw, message] of cases) {
+      assert.throws(() => parseConfig(raw, {}), (e: unknown) => e instanceof ConfigError && message.test(e.message));
+    }
+  });
+});
+
+describe("Params", () => {
+  it("reads typed arguments and accepts numeric strings", () => {
+    const p = new Params("t", { query: "  hi ", limit: "3", full_text: "true" }, ["query", "limit", "full_text"]);
+    assert.equal(p.requiredText("query"), "hi");
+    assert.equal(p.number("limit", 1, 5, { integer: true }), 3);
+    assert.equal(p.boolean("full_text"), true);
+  });
+
+  it("refuses unknown, missing, mistyped and out-of-range arguments", () => {
+    assert.throws(() => new Params("t", { q: 1 }, ["query"]), /unknown argument q; expected: query/);
+    assert.throws(() => new Params("t", [], ["query"]), /must be a JSON object/);
+    assert.throws(() => new Params("t", {}, ["query"]).requiredText("query"), /query is required/);
+    assert.throws(() => new Params("t", { query: 5 }, ["query"]).text("query"), /must be a string/);
+    assert.throws(() => new Params("t", { limit: 0 }, ["limit"]).number("limit", 1, 5), /from 1 to 5, got 0/);
+    assert.throws(() => new Params("t", { id: "abc" }, ["id"]).memoryId("id"), /not a memory id/);
+    assert.throws(() => new Params("t", { c: "mood" }, ["c"]).category("c"), /one of preference, fact/);
+    assert.throws(() => new Params("t", { s: "has space" }, ["s"]).scope("s"), /not a scope/);
+    try {
+      new Params("t", {}, ["query"]).requiredText("query");
+    } catch (error) {
+      assert.ok(error instanceof ToolInputError);
+      assert.equal(error.name, "ToolInputError"); // what OpenClaw's gateway turns into HTTP 400
+    }
+  });
+});
+
+describe("turnMessages", () => {
+  it("keeps the last turn (from its user messages on), text parts only", () => {
+    const messages = [
+      { role: "user", content: "old question" },
+      { role: "assistant", content: [{ type: "text", text: "old answer" }] },
+      { role: "user", content: [{ type: "text", text: "Remember that I like tea" }, { type: "image", data: "..." }] },
+      { role: "user", content: "and green tea most" },
+      { role: "assistant", content: [{ type: "toolCall", name: "x" }, { type: "text", text: "Noted." }] },
+      { role: "toolResult", content: [{ type: "text", text: "ok" }] },
+      { role: "assistant", content: [] },
+    ];
+    assert.deepEqual(turnMessages(messages), [
+      { role: "user", text: "Remember that I like tea" },
+      { role: "user", text: "and green tea most" },
+      { role: "assistant", text: "Noted." },
+      { role: "tool", text: "ok" },
+    ]);
+    assert.deepEqual(turnMessages([{ role: "assistant", content: "hi" }]), []);
+    assert.deepEqual(turnMessages([null, 5, { content: "no role" }]), []);
+  });
+});
+
+describe("hooks and tools when memoryd is away", () => {
+  // A server that accepts connections and never answers: a hung daemon.
+  let blackHole: Server;
+  let blackHolePort: number;
+  let connections = 0;
+  const sockets = new Set<Socket>();
+  // A port nothing listens on: a stopped daemon.
+  let deadPort: number;
+
+  before(async () => {
+    blackHole = createServer((socket) => {
+      connections++;
+      sockets.add(socket);
+      socket.on("error", () => undefined);
+    });
+    blackHole.listen(0, "127.0.0.1");
+    await once(blackHole, "listening");
+    blackHolePort = (blackHole.address() as { port: number }).port;
+    const probe = createServer();
+    probe.listen(0, "127.0.0.1");
+    await once(probe, "listening");
+    deadPort = (probe.address() as { port: number }).port;
+    probe.close();
+    await once(probe, "close");
+  });
+
+  after(() => {
+    for (const socket of sockets) socket.destroy();
+    blackHole.close();
+  });
+
+  function deps(port: number, raw: Record<string, unknown> = {}): HookDeps & { lines: { level: string; message: string }[] } {
+    const config = parseConfig({ address: `127.0.0.1:${port}`, ...raw }, {});
+    const connection = new Connection(config);
+    const { log, lines } = recordingLog();
+    return { config, connection: () => connection, log, lines };
+  }
+
+  it("auto-recall returns nothing within its budget when memoryd hangs, and logs once", async () => {
+    const d = deps(blackHolePort, { hookTimeoutMs: 300 });
+    for (let turn = 0; turn < 3; turn++) {
+      const started = performance.now();
+      const result = await recallForPrompt(
+        { prompt: "What is my favourite colour?" },
+        { agentId: "main", sessionId: "s1" },
+        d,
+      );
+      const elapsed = performance.now() - started;
+      assert.equal(result, undefined);
+      assert.ok(elapsed < 300 + 250, `turn ${turn} waited ${elapsed.toFixed(0)} ms; the budget is 300 ms`);
+    }
+    assert.ok(connections > 0, "the hook never reached the server");
+    const warnings = d.lines.filter((l) => l.level === "warn");
+    assert.equal(warnings.length, 1, JSON.stringify(d.lines));
+    assert.match(warnings[0]!.message, /auto-recall skipped: memoryd at http:\/\/127\.0\.0\.1:\d+ is unavailable \(DEADLINE_EXCEEDED/);
+    d.connection().close();
+  });
+
+  it("auto-recall and auto-capture do nothing, and contact nobody, without an agent id", async () => {
+    const before = connections;
+    const d = deps(blackHolePort, { hookTimeoutMs: 300 });
+    assert.equal(await recallForPrompt({ prompt: "What is my favourite colour?" }, { sessionId: "s" }, d), undefined);
+    await captureTurn({ success: true, messages: [{ role: "user", content: "Remember that I like tea" }] }, { agentId: "  " }, d);
+    assert.equal(connections, before);
+    assert.ok(d.lines.some((l) => l.level === "warn" && /auto-recall skipped: the hook context has no agent id/.test(l.message)));
+    assert.ok(d.lines.some((l) => l.level === "warn" && /auto-capture skipped: the hook context has no agent id/.test(l.message)));
+  });
+
+  it("a disabled agent gets no tools and no auto-recall; no agent id gets no tools", async () => {
+    const d = deps(deadPort, { disabledAgents: ["ops"], enabledAgents: ["main", "ops"] });
+    assert.equal(createTool("memory_recall", { agentId: "ops" }, d), null);
+    assert.equal(createTool("memory_recall", { agentId: "other" }, d), null);
+    assert.equal(createTool("memory_recall", {}, d), null);
+    assert.notEqual(createTool("memory_recall", { agentId: "main" }, d), null);
+    assert.equal(await recallForPrompt({ prompt: "What is my favourite colour?" }, { agentId: "ops" }, d), undefined);
+  });
+
+  it("a tool answers 'unavailable' (not a crash) when memoryd is down", async () => {
+    const d = deps(deadPort, { toolTimeoutMs: 2_000 });
+    const tool = createTool("memory_recall", { agentId: "main" }, d)!;
+    const result = await tool.execute("call-1", { query: "favourite colour" });
+    assert.equal(result.details.status, "unavailable");
+    assert.match(result.content[0]!.text, new RegExp(`memoryd at http://127\\.0\\.0\\.1:${deadPort} is unavailable \\(UNAVAILABLE`));
+    await assert.rejects(tool.execute("call-2", { query: "" }), /memory_recall: query is empty/);
+    d.connection().close();
+  });
+});
