@@ -152,7 +152,8 @@ export class OpenClawHome {
   /** Kills whatever is still running and removes the home. */
   async dispose(): Promise<void> {
     for (const child of this.children) killGroup(child, "SIGKILL");
-    await rm(this.dir, { recursive: true, force: true });
+    // A killed process may still be flushing into the home for a moment.
+    await rm(this.dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   }
 
   private spawn(args: string[], extraEnv: Record<string, string> = {}): ChildProcess {

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file memoryd/v1/memory.proto.
  */
 export const file_memoryd_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("ChdtZW1vcnlkL3YxL21lbW9yeS5wcm90bxIKbWVtb3J5ZC52MSLRAwoGTWVtb3J5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg0KBXNjb3BlGAMgASgJEgwKBHRleHQYBCABKAkSDwoHc3VtbWFyeRgFIAEoCRImCghjYXRlZ29yeRgGIAEoDjIULm1lbW9yeWQudjEuQ2F0ZWdvcnkSEgoKaW1wb3J0YW5jZRgHIAEoAhIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCghtZXRhZGF0YRgLIAMoCzIgLm1lbW9yeWQudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSFAoMYWNjZXNzX2NvdW50GAwgASgNEjQKEGxhc3RfYWNjZXNzZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLxAgoMU3RvcmVSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEgwKBHRleHQYAiABKAkSJgoIY2F0ZWdvcnkYAyABKA4yFC5tZW1vcnlkLnYxLkNhdGVnb3J5EhcKCmltcG9ydGFuY2UYBCABKAJIAIgBARINCgVzY29wZRgFIAEoCRI4CghtZXRhZGF0YRgGIAMoCzImLm1lbW9yeWQudjEuU3RvcmVSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSFwoPaWRlbXBvdGVuY3lfa2V5GAcgASgJEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUINCgtfaW1wb3J0YW5jZSKNAQoNU3RvcmVSZXNwb25zZRIiCgZtZW1vcnkYASABKAsyEi5tZW1vcnlkLnYxLk1lbW9yeRIpCgdvdXRjb21lGAIgASgOMhgubWVtb3J5ZC52MS5TdG9yZU91dGNvbWUSFAoMZHVwbGljYXRlX29mGAMgASgJEhcKD2R1cGxpY2F0ZV9zY29yZRgEIAEoAiLJAQoNUmVjYWxsUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRINCgVxdWVyeRgCIAEoCRINCgVsaW1pdBgDIAEoDRIRCgltaW5fc2NvcmUYBCABKAISKAoKY2F0ZWdvcmllcxgFIAMoDjIULm1lbW9yeWQudjEuQ2F0ZWdvcnkSDgoGc2NvcGVzGAYgAygJEioKB29wdGlvbnMYByABKAsyGS5tZW1vcnlkLnYxLlJlY2FsbE9wdGlvbnMSDwoHZXhwbGFpbhgIIAEoCCLQBgoNUmVjYWxsT3B0aW9ucxImCgZmdXNpb24YASABKA4yFi5tZW1vcnlkLnYxLkZ1c2lvbk1vZGUSGgoNdmVjdG9yX3dlaWdodBgCIAEoAkgAiAEBEhgKC2JtMjVfd2VpZ2h0GAMgASgCSAGIAQESEgoFcnJmX2sYBCABKAJIAogBARIbCg5yZWNlbmN5X3dlaWdodBgFIAEoAkgDiAEBEiMKFnJlY2VuY3lfaGFsZl9saWZlX2RheXMYBiABKAJIBIgBARIeChFpbXBvcnRhbmNlX3dlaWdodBgHIAEoAkgFiAEBEhoKDWxlbmd0aF93ZWlnaHQYCCABKAJIBogBARIgChNsZW5ndGhfYW5jaG9yX2NoYXJzGAkgASgCSAeIAQESIQoUZGVjYXlfaGFsZl9saWZlX2RheXMYCiABKAJICIgBARIYCgtkZWNheV9mbG9vchgLIAEoAkgJiAEBEhoKDXJlaW5mb3JjZW1lbnQYDCABKAJICogBARIXCgptbXJfbGFtYmRhGA0gASgCSAuIAQESJgoGcmVyYW5rGA4gASgOMhYubWVtb3J5ZC52MS5SZXJhbmtNb2RlEhoKDXJlcmFua193ZWlnaHQYDyABKAJIDIgBARIbCg5jYW5kaWRhdGVfcG9vbBgQIAEoDUgNiAEBEikKBWFzX29mGBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCgpibTI1X3NjYWxlGBIgASgCSA6IAQFCEAoOX3ZlY3Rvcl93ZWlnaHRCDgoMX2JtMjVfd2VpZ2h0QggKBl9ycmZfa0IRCg9fcmVjZW5jeV93ZWlnaHRCGQoXX3JlY2VuY3lfaGFsZl9saWZlX2RheXNCFAoSX2ltcG9ydGFuY2Vfd2VpZ2h0QhAKDl9sZW5ndGhfd2VpZ2h0QhYKFF9sZW5ndGhfYW5jaG9yX2NoYXJzQhcKFV9kZWNheV9oYWxmX2xpZmVfZGF5c0IOCgxfZGVjYXlfZmxvb3JCEAoOX3JlaW5mb3JjZW1lbnRCDQoLX21tcl9sYW1iZGFCEAoOX3JlcmFua193ZWlnaHRCEQoPX2NhbmRpZGF0ZV9wb29sQg0KC19ibTI1X3NjYWxlIocCCgtTdGFnZVNjb3JlcxIOCgZ2ZWN0b3IYASABKAISDAoEYm0yNRgCIAEoAhITCgt2ZWN0b3JfcmFuaxgDIAEoBRIRCglibTI1X3JhbmsYBCABKAUSDQoFZnVzZWQYBSABKAISEAoIcmVyYW5rZWQYBiABKAISFQoNYWZ0ZXJfcmVjZW5jeRgHIAEoAhIYChBhZnRlcl9pbXBvcnRhbmNlGAggASgCEhQKDGFmdGVyX2xlbmd0aBgJIAEoAhITCgthZnRlcl9kZWNheRgKIAEoAhINCgVmaW5hbBgLIAEoAhIUCgxtbXJfcG9zaXRpb24YDCABKAUSEAoIcmVyYW5rZXIYDSABKAkiawoMU2NvcmVkTWVtb3J5EiIKBm1lbW9yeRgBIAEoCzISLm1lbW9yeWQudjEuTWVtb3J5Eg0KBXNjb3JlGAIgASgCEigKB2V4cGxhaW4YAyABKAsyFy5tZW1vcnlkLnYxLlN0YWdlU2NvcmVzIjsKDlJlY2FsbFJlc3BvbnNlEikKB3Jlc3VsdHMYASADKAsyGC5tZW1vcnlkLnYxLlNjb3JlZE1lbW9yeSJKCg1Gb3JnZXRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEgwKAmlkGAIgASgJSAASDwoFcXVlcnkYAyABKAlIAEIICgZ0YXJnZXQiUwoORm9yZ2V0UmVzcG9uc2USEwoLZGVsZXRlZF9pZHMYASADKAkSLAoKY2FuZGlkYXRlcxgCIAMoCzIYLm1lbW9yeWQudjEuU2NvcmVkTWVtb3J5IocDCg1VcGRhdGVSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEgoKAmlkGAIgASgJEhEKBHRleHQYAyABKAlIAIgBARIXCgppbXBvcnRhbmNlGAQgASgCSAGIAQESJgoIY2F0ZWdvcnkYBSABKA4yFC5tZW1vcnlkLnYxLkNhdGVnb3J5EjkKCG1ldGFkYXRhGAYgAygLMicubWVtb3J5ZC52MS5VcGRhdGVSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSGAoQcmVwbGFjZV9tZXRhZGF0YRgHIAEoCBIcChRyZW1vdmVfbWV0YWRhdGFfa2V5cxgIIAMoCRIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIYChBjbGVhcl9leHBpcmVzX2F0GAogASgIGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIHCgVfdGV4dEINCgtfaW1wb3J0YW5jZSI0Cg5VcGRhdGVSZXNwb25zZRIiCgZtZW1vcnkYASABKAsyEi5tZW1vcnlkLnYxLk1lbW9yeSIqCgpHZXRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEgoKAmlkGAIgASgJIjEKC0dldFJlc3BvbnNlEiIKBm1lbW9yeRgBIAEoCzISLm1lbW9yeWQudjEuTWVtb3J5IoABCgtMaXN0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCRIOCgZzY29wZXMYBCADKAkSKAoKY2F0ZWdvcmllcxgFIAMoDjIULm1lbW9yeWQudjEuQ2F0ZWdvcnkiYQoMTGlzdFJlc3BvbnNlEiQKCG1lbW9yaWVzGAEgAygLMhIubWVtb3J5ZC52MS5NZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhIKCnRvdGFsX3NpemUYAyABKAQiIAoMU3RhdHNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIpYDCg1TdGF0c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgEEjgKCGJ5X3Njb3BlGAIgAygLMiYubWVtb3J5ZC52MS5TdGF0c1Jlc3BvbnNlLkJ5U2NvcGVFbnRyeRI+CgtieV9jYXRlZ29yeRgDIAMoCzIpLm1lbW9yeWQudjEuU3RhdHNSZXNwb25zZS5CeUNhdGVnb3J5RW50cnkSFwoPZXhwaXJlZF9wZW5kaW5nGAQgASgEEhcKD2VtYmVkZGluZ19tb2RlbBgFIAEoCRIVCg1lbWJlZGRpbmdfZGltGAYgASgNEhMKC2luZGV4X2J5dGVzGAcgASgEEhYKDnVwdGltZV9zZWNvbmRzGAggASgBEg8KB3ZlcnNpb24YCSABKAkSEgoKc3RvcmVfcm93cxgKIAEoBBouCgxCeVNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ARoxCg9CeUNhdGVnb3J5RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASI5CgVFcnJvchIMCgRjb2RlGAEgASgNEhEKCWNvZGVfbmFtZRgCIAEoCRIPCgdtZXNzYWdlGAMgASgJItsBCg1TdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSKQoFc3RvcmUYAiABKAsyGC5tZW1vcnlkLnYxLlN0b3JlUmVxdWVzdEgAEisKBnJlY2FsbBgDIAEoCzIZLm1lbW9yeWQudjEuUmVjYWxsUmVxdWVzdEgAEisKBmZvcmdldBgEIAEoCzIZLm1lbW9yeWQudjEuRm9yZ2V0UmVxdWVzdEgAEisKBnVwZGF0ZRgFIAEoCzIZLm1lbW9yeWQudjEuVXBkYXRlUmVxdWVzdEgAQgQKAm9wIogCCg5TdHJlYW1SZXNwb25zZRISCgpyZXF1ZXN0X2lkGAEgASgJEioKBXN0b3JlGAIgASgLMhkubWVtb3J5ZC52MS5TdG9yZVJlc3BvbnNlSAASLAoGcmVjYWxsGAMgASgLMhoubWVtb3J5ZC52MS5SZWNhbGxSZXNwb25zZUgAEiwKBmZvcmdldBgEIAEoCzIaLm1lbW9yeWQudjEuRm9yZ2V0UmVzcG9uc2VIABIsCgZ1cGRhdGUYBSABKAsyGi5tZW1vcnlkLnYxLlVwZGF0ZVJlc3BvbnNlSAASIgoFZXJyb3IYBiABKAsyES5tZW1vcnlkLnYxLkVycm9ySABCCAoGcmVzdWx0KpABCghDYXRlZ29yeRIYChRDQVRFR09SWV9VTlNQRUNJRklFRBAAEhcKE0NBVEVHT1JZX1BSRUZFUkVOQ0UQARIRCg1DQVRFR09SWV9GQUNUEAISFQoRQ0FURUdPUllfREVDSVNJT04QAxITCg9DQVRFR09SWV9FTlRJVFkQBBISCg5DQVRFR09SWV9PVEhFUhAFKmUKDFN0b3JlT3V0Y29tZRIdChlTVE9SRV9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGQoVU1RPUkVfT1VUQ09NRV9DUkVBVEVEEAESGwoXU1RPUkVfT1VUQ09NRV9EVVBMSUNBVEUQAiqQAQoKRnVzaW9uTW9kZRIbChdGVVNJT05fTU9ERV9VTlNQRUNJRklFRBAAEhMKD0ZVU0lPTl9NT0RFX1JSRhABEhgKFEZVU0lPTl9NT0RFX1dFSUdIVEVEEAISGwoXRlVTSU9OX01PREVfVkVDVE9SX09OTFkQAxIZChVGVVNJT05fTU9ERV9CTTI1X09OTFkQBCqAAQoKUmVyYW5rTW9kZRIbChdSRVJBTktfTU9ERV9VTlNQRUNJRklFRBAAEhQKEFJFUkFOS19NT0RFX05PTkUQARIdChlSRVJBTktfTU9ERV9DUk9TU19FTkNPREVSEAISIAocUkVSQU5LX01PREVfTEFURV9JTlRFUkFDVElPThADMoYECg1NZW1vcnlTZXJ2aWNlEjwKBVN0b3JlEhgubWVtb3J5ZC52MS5TdG9yZVJlcXVlc3QaGS5tZW1vcnlkLnYxLlN0b3JlUmVzcG9uc2USPwoGUmVjYWxsEhkubWVtb3J5ZC52MS5SZWNhbGxSZXF1ZXN0GhoubWVtb3J5ZC52MS5SZWNhbGxSZXNwb25zZRI/CgZGb3JnZXQSGS5tZW1vcnlkLnYxLkZvcmdldFJlcXVlc3QaGi5tZW1vcnlkLnYxLkZvcmdldFJlc3BvbnNlEj8KBlVwZGF0ZRIZLm1lbW9yeWQudjEuVXBkYXRlUmVxdWVzdBoaLm1lbW9yeWQudjEuVXBkYXRlUmVzcG9uc2USNgoDR2V0EhYubWVtb3J5ZC52MS5HZXRSZXF1ZXN0GhcubWVtb3J5ZC52MS5HZXRSZXNwb25zZRI5CgRMaXN0EhcubWVtb3J5ZC52MS5MaXN0UmVxdWVzdBoYLm1lbW9yeWQudjEuTGlzdFJlc3BvbnNlEjwKBVN0YXRzEhgubWVtb3J5ZC52MS5TdGF0c1JlcXVlc3QaGS5tZW1vcnlkLnYxLlN0YXRzUmVzcG9uc2USQwoGU3RyZWFtEhkubWVtb3J5ZC52MS5TdHJlYW1SZXF1ZXN0GhoubWVtb3J5ZC52MS5TdHJlYW1SZXNwb25zZSgBMAFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChdtZW1vcnlkL3YxL21lbW9yeS5wcm90bxIKbWVtb3J5ZC52MSKqBAoGTWVtb3J5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg0KBXNjb3BlGAMgASgJEgwKBHRleHQYBCABKAkSDwoHc3VtbWFyeRgFIAEoCRImCghjYXRlZ29yeRgGIAEoDjIULm1lbW9yeWQudjEuQ2F0ZWdvcnkSEgoKaW1wb3J0YW5jZRgHIAEoAhIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCghtZXRhZGF0YRgLIAMoCzIgLm1lbW9yeWQudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSFAoMYWNjZXNzX2NvdW50GAwgASgNEjQKEGxhc3RfYWNjZXNzZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3JlbGF0ZWRfaWRzGA4gAygJEhIKCnN1cGVyc2VkZXMYDyABKAkSFQoNc3VwZXJzZWRlZF9ieRgQIAEoCRIXCg90ZXh0X2lzX3N1bW1hcnkYESABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIo8DCgxTdG9yZVJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDAoEdGV4dBgCIAEoCRImCghjYXRlZ29yeRgDIAEoDjIULm1lbW9yeWQudjEuQ2F0ZWdvcnkSFwoKaW1wb3J0YW5jZRgEIAEoAkgAiAEBEg0KBXNjb3BlGAUgASgJEjgKCG1ldGFkYXRhGAYgAygLMiYubWVtb3J5ZC52MS5TdG9yZVJlcXVlc3QuTWV0YWRhdGFFbnRyeRIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoDdHRsGAogASgOMg8ubWVtb3J5ZC52MS5UdGwaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQg0KC19pbXBvcnRhbmNlIo0BCg1TdG9yZVJlc3BvbnNlEiIKBm1lbW9yeRgBIAEoCzISLm1lbW9yeWQudjEuTWVtb3J5EikKB291dGNvbWUYAiABKA4yGC5tZW1vcnlkLnYxLlN0b3JlT3V0Y29tZRIUCgxkdXBsaWNhdGVfb2YYAyABKAkSFwoPZHVwbGljYXRlX3Njb3JlGAQgASgCItwBCg1SZWNhbGxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg0KBXF1ZXJ5GAIgASgJEg0KBWxpbWl0GAMgASgNEhEKCW1pbl9zY29yZRgEIAEoAhIoCgpjYXRlZ29yaWVzGAUgAygOMhQubWVtb3J5ZC52MS5DYXRlZ29yeRIOCgZzY29wZXMYBiADKAkSKgoHb3B0aW9ucxgHIAEoCzIZLm1lbW9yeWQudjEuUmVjYWxsT3B0aW9ucxIPCgdleHBsYWluGAggASgIEhEKCWZ1bGxfdGV4dBgJIAEoCCLQBgoNUmVjYWxsT3B0aW9ucxImCgZmdXNpb24YASABKA4yFi5tZW1vcnlkLnYxLkZ1c2lvbk1vZGUSGgoNdmVjdG9yX3dlaWdodBgCIAEoAkgAiAEBEhgKC2JtMjVfd2VpZ2h0GAMgASgCSAGIAQESEgoFcnJmX2sYBCABKAJIAogBARIbCg5yZWNlbmN5X3dlaWdodBgFIAEoAkgDiAEBEiMKFnJlY2VuY3lfaGFsZl9saWZlX2RheXMYBiABKAJIBIgBARIeChFpbXBvcnRhbmNlX3dlaWdodBgHIAEoAkgFiAEBEhoKDWxlbmd0aF93ZWlnaHQYCCABKAJIBogBARIgChNsZW5ndGhfYW5jaG9yX2NoYXJzGAkgASgCSAeIAQESIQoUZGVjYXlfaGFsZl9saWZlX2RheXMYCiABKAJICIgBARIYCgtkZWNheV9mbG9vchgLIAEoAkgJiAEBEhoKDXJlaW5mb3JjZW1lbnQYDCABKAJICogBARIXCgptbXJfbGFtYmRhGA0gASgCSAuIAQESJgoGcmVyYW5rGA4gASgOMhYubWVtb3J5ZC52MS5SZXJhbmtNb2RlEhoKDXJlcmFua193ZWlnaHQYDyABKAJIDIgBARIbCg5jYW5kaWRhdGVfcG9vbBgQIAEoDUgNiAEBEikKBWFzX29mGBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCgpibTI1X3NjYWxlGBIgASgCSA6IAQFCEAoOX3ZlY3Rvcl93ZWlnaHRCDgoMX2JtMjVfd2VpZ2h0QggKBl9ycmZfa0IRCg9fcmVjZW5jeV93ZWlnaHRCGQoXX3JlY2VuY3lfaGFsZl9saWZlX2RheXNCFAoSX2ltcG9ydGFuY2Vfd2VpZ2h0QhAKDl9sZW5ndGhfd2VpZ2h0QhYKFF9sZW5ndGhfYW5jaG9yX2NoYXJzQhcKFV9kZWNheV9oYWxmX2xpZmVfZGF5c0IOCgxfZGVjYXlfZmxvb3JCEAoOX3JlaW5mb3JjZW1lbnRCDQoLX21tcl9sYW1iZGFCEAoOX3JlcmFua193ZWlnaHRCEQoPX2NhbmRpZGF0ZV9wb29sQg0KC19ibTI1X3NjYWxlIocCCgtTdGFnZVNjb3JlcxIOCgZ2ZWN0b3IYASABKAISDAoEYm0yNRgCIAEoAhITCgt2ZWN0b3JfcmFuaxgDIAEoBRIRCglibTI1X3JhbmsYBCABKAUSDQoFZnVzZWQYBSABKAISEAoIcmVyYW5rZWQYBiABKAISFQoNYWZ0ZXJfcmVjZW5jeRgHIAEoAhIYChBhZnRlcl9pbXBvcnRhbmNlGAggASgCEhQKDGFmdGVyX2xlbmd0aBgJIAEoAhITCgthZnRlcl9kZWNheRgKIAEoAhINCgVmaW5hbBgLIAEoAhIUCgxtbXJfcG9zaXRpb24YDCABKAUSEAoIcmVyYW5rZXIYDSABKAkiawoMU2NvcmVkTWVtb3J5EiIKBm1lbW9yeRgBIAEoCzISLm1lbW9yeWQudjEuTWVtb3J5Eg0KBXNjb3JlGAIgASgCEigKB2V4cGxhaW4YAyABKAsyFy5tZW1vcnlkLnYxLlN0YWdlU2NvcmVzIjsKDlJlY2FsbFJlc3BvbnNlEikKB3Jlc3VsdHMYASADKAsyGC5tZW1vcnlkLnYxLlNjb3JlZE1lbW9yeSJKCg1Gb3JnZXRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEgwKAmlkGAIgASgJSAASDwoFcXVlcnkYAyABKAlIAEIICgZ0YXJnZXQiUwoORm9yZ2V0UmVzcG9uc2USEwoLZGVsZXRlZF9pZHMYASADKAkSLAoKY2FuZGlkYXRlcxgCIAMoCzIYLm1lbW9yeWQudjEuU2NvcmVkTWVtb3J5IocDCg1VcGRhdGVSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEgoKAmlkGAIgASgJEhEKBHRleHQYAyABKAlIAIgBARIXCgppbXBvcnRhbmNlGAQgASgCSAGIAQESJgoIY2F0ZWdvcnkYBSABKA4yFC5tZW1vcnlkLnYxLkNhdGVnb3J5EjkKCG1ldGFkYXRhGAYgAygLMicubWVtb3J5ZC52MS5VcGRhdGVSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSGAoQcmVwbGFjZV9tZXRhZGF0YRgHIAEoCBIcChRyZW1vdmVfbWV0YWRhdGFfa2V5cxgIIAMoCRIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIYChBjbGVhcl9leHBpcmVzX2F0GAogASgIGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIHCgVfdGV4dEINCgtfaW1wb3J0YW5jZSI0Cg5VcGRhdGVSZXNwb25zZRIiCgZtZW1vcnkYASABKAsyEi5tZW1vcnlkLnYxLk1lbW9yeSIqCgpHZXRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEgoKAmlkGAIgASgJIjEKC0dldFJlc3BvbnNlEiIKBm1lbW9yeRgBIAEoCzISLm1lbW9yeWQudjEuTWVtb3J5IoABCgtMaXN0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCRIOCgZzY29wZXMYBCADKAkSKAoKY2F0ZWdvcmllcxgFIAMoDjIULm1lbW9yeWQudjEuQ2F0ZWdvcnkiYQoMTGlzdFJlc3BvbnNlEiQKCG1lbW9yaWVzGAEgAygLMhIubWVtb3J5ZC52MS5NZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhIKCnRvdGFsX3NpemUYAyABKAQiIAoMU3RhdHNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIpYDCg1TdGF0c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgEEjgKCGJ5X3Njb3BlGAIgAygLMiYubWVtb3J5ZC52MS5TdGF0c1Jlc3BvbnNlLkJ5U2NvcGVFbnRyeRI+CgtieV9jYXRlZ29yeRgDIAMoCzIpLm1lbW9yeWQudjEuU3RhdHNSZXNwb25zZS5CeUNhdGVnb3J5RW50cnkSFwoPZXhwaXJlZF9wZW5kaW5nGAQgASgEEhcKD2VtYmVkZGluZ19tb2RlbBgFIAEoCRIVCg1lbWJlZGRpbmdfZGltGAYgASgNEhMKC2luZGV4X2J5dGVzGAcgASgEEhYKDnVwdGltZV9zZWNvbmRzGAggASgBEg8KB3ZlcnNpb24YCSABKAkSEgoKc3RvcmVfcm93cxgKIAEoBBouCgxCeVNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ARoxCg9CeUNhdGVnb3J5RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASI5CgVFcnJvchIMCgRjb2RlGAEgASgNEhEKCWNvZGVfbmFtZRgCIAEoCRIPCgdtZXNzYWdlGAMgASgJItsBCg1TdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSKQoFc3RvcmUYAiABKAsyGC5tZW1vcnlkLnYxLlN0b3JlUmVxdWVzdEgAEisKBnJlY2FsbBgDIAEoCzIZLm1lbW9yeWQudjEuUmVjYWxsUmVxdWVzdEgAEisKBmZvcmdldBgEIAEoCzIZLm1lbW9yeWQudjEuRm9yZ2V0UmVxdWVzdEgAEisKBnVwZGF0ZRgFIAEoCzIZLm1lbW9yeWQudjEuVXBkYXRlUmVxdWVzdEgAQgQKAm9wIogCCg5TdHJlYW1SZXNwb25zZRISCgpyZXF1ZXN0X2lkGAEgASgJEioKBXN0b3JlGAIgASgLMhkubWVtb3J5ZC52MS5TdG9yZVJlc3BvbnNlSAASLAoGcmVjYWxsGAMgASgLMhoubWVtb3J5ZC52MS5SZWNhbGxSZXNwb25zZUgAEiwKBmZvcmdldBgEIAEoCzIaLm1lbW9yeWQudjEuRm9yZ2V0UmVzcG9uc2VIABIsCgZ1cGRhdGUYBSABKAsyGi5tZW1vcnlkLnYxLlVwZGF0ZVJlc3BvbnNlSAASIgoFZXJyb3IYBiABKAsyES5tZW1vcnlkLnYxLkVycm9ySABCCAoGcmVzdWx0Io8CCghDb25mbGljdBImCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGbmV3X2lkGAIgASgJEhMKC2V4aXN0aW5nX2lkGAMgASgJEhQKDG5ld19hZ2VudF9pZBgEIAEoCRIZChFleGlzdGluZ19hZ2VudF9pZBgFIAEoCRIQCghuZXdfdGV4dBgGIAEoCRIVCg1leGlzdGluZ190ZXh0GAcgASgJEg0KBXNjb3JlGAggASgCEiYKCGNhdGVnb3J5GAkgASgOMhQubWVtb3J5ZC52MS5DYXRlZ29yeRIWCg5tZXJnZV9kZWNpc2lvbhgKIAEoCRINCgVzY29wZRgLIAEoCSI3ChRMaXN0Q29uZmxpY3RzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRINCgVsaW1pdBgCIAEoDSJAChVMaXN0Q29uZmxpY3RzUmVzcG9uc2USJwoJY29uZmxpY3RzGAEgAygLMhQubWVtb3J5ZC52MS5Db25mbGljdCIxCg1FeHBvcnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg4KBnNjb3BlcxgCIAMoCSJFCg1JbXBvcnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiIKBm1lbW9yeRgCIAEoCzISLm1lbW9yeWQudjEuTWVtb3J5Il8KDkltcG9ydFJlc3BvbnNlEhAKCGltcG9ydGVkGAEgASgEEhgKEHNraXBwZWRfZXhpc3RpbmcYAiABKAQSIQoGZXJyb3JzGAMgAygLMhEubWVtb3J5ZC52MS5FcnJvciqQAQoIQ2F0ZWdvcnkSGAoUQ0FURUdPUllfVU5TUEVDSUZJRUQQABIXChNDQVRFR09SWV9QUkVGRVJFTkNFEAESEQoNQ0FURUdPUllfRkFDVBACEhUKEUNBVEVHT1JZX0RFQ0lTSU9OEAMSEwoPQ0FURUdPUllfRU5USVRZEAQSEgoOQ0FURUdPUllfT1RIRVIQBSpNCgNUdGwSEwoPVFRMX1VOU1BFQ0lGSUVEEAASEQoNVFRMX1BFUk1BTkVOVBABEg8KC1RUTF9TRVNTSU9OEAISDQoJVFRMX1NIT1JUEAMqZQoMU3RvcmVPdXRjb21lEh0KGVNUT1JFX09VVENPTUVfVU5TUEVDSUZJRUQQABIZChVTVE9SRV9PVVRDT01FX0NSRUFURUQQARIbChdTVE9SRV9PVVRDT01FX0RVUExJQ0FURRACKpABCgpGdXNpb25Nb2RlEhsKF0ZVU0lPTl9NT0RFX1VOU1BFQ0lGSUVEEAASEwoPRlVTSU9OX01PREVfUlJGEAESGAoURlVTSU9OX01PREVfV0VJR0hURUQQAhIbChdGVVNJT05fTU9ERV9WRUNUT1JfT05MWRADEhkKFUZVU0lPTl9NT0RFX0JNMjVfT05MWRAEKoABCgpSZXJhbmtNb2RlEhsKF1JFUkFOS19NT0RFX1VOU1BFQ0lGSUVEEAASFAoQUkVSQU5LX01PREVfTk9ORRABEh0KGVJFUkFOS19NT0RFX0NST1NTX0VOQ09ERVIQAhIgChxSRVJBTktfTU9ERV9MQVRFX0lOVEVSQUNUSU9OEAMy2gUKDU1lbW9yeVNlcnZpY2USPAoFU3RvcmUSGC5tZW1vcnlkLnYxLlN0b3JlUmVxdWVzdBoZLm1lbW9yeWQudjEuU3RvcmVSZXNwb25zZRI/CgZSZWNhbGwSGS5tZW1vcnlkLnYxLlJlY2FsbFJlcXVlc3QaGi5tZW1vcnlkLnYxLlJlY2FsbFJlc3BvbnNlEj8KBkZvcmdldBIZLm1lbW9yeWQudjEuRm9yZ2V0UmVxdWVzdBoaLm1lbW9yeWQudjEuRm9yZ2V0UmVzcG9uc2USPwoGVXBkYXRlEhkubWVtb3J5ZC52MS5VcGRhdGVSZXF1ZXN0GhoubWVtb3J5ZC52MS5VcGRhdGVSZXNwb25zZRI2CgNHZXQSFi5tZW1vcnlkLnYxLkdldFJlcXVlc3QaFy5tZW1vcnlkLnYxLkdldFJlc3BvbnNlEjkKBExpc3QSFy5tZW1vcnlkLnYxLkxpc3RSZXF1ZXN0GhgubWVtb3J5ZC52MS5MaXN0UmVzcG9uc2USPAoFU3RhdHMSGC5tZW1vcnlkLnYxLlN0YXRzUmVxdWVzdBoZLm1lbW9yeWQudjEuU3RhdHNSZXNwb25zZRJDCgZTdHJlYW0SGS5tZW1vcnlkLnYxLlN0cmVhbVJlcXVlc3QaGi5tZW1vcnlkLnYxLlN0cmVhbVJlc3BvbnNlKAEwARJUCg1MaXN0Q29uZmxpY3RzEiAubWVtb3J5ZC52MS5MaXN0Q29uZmxpY3RzUmVxdWVzdBohLm1lbW9yeWQudjEuTGlzdENvbmZsaWN0c1Jlc3BvbnNlEjkKBkV4cG9ydBIZLm1lbW9yeWQudjEuRXhwb3J0UmVxdWVzdBoSLm1lbW9yeWQudjEuTWVtb3J5MAESQQoGSW1wb3J0EhkubWVtb3J5ZC52MS5JbXBvcnRSZXF1ZXN0GhoubWVtb3J5ZC52MS5JbXBvcnRSZXNwb25zZSgBYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message memoryd.v1.Memory
@@ -98,6 +98,34 @@ export type Memory = Message<"memoryd.v1.Memory"> & {
    * @generated from field: google.protobuf.Timestamp last_accessed_at = 13;
    */
   lastAccessedAt?: Timestamp | undefined;
+
+  /**
+   * memories linked by the merge policy (same topic)
+   *
+   * @generated from field: repeated string related_ids = 14;
+   */
+  relatedIds: string[];
+
+  /**
+   * the memory this one replaced (merge policy "supersede")
+   *
+   * @generated from field: string supersedes = 15;
+   */
+  supersedes: string;
+
+  /**
+   * set on a replaced memory: Recall no longer returns it
+   *
+   * @generated from field: string superseded_by = 16;
+   */
+  supersededBy: string;
+
+  /**
+   * Recall put the summary in text (RecallRequest.full_text)
+   *
+   * @generated from field: bool text_is_summary = 17;
+   */
+  textIsSummary: boolean;
 };
 
 /**
@@ -169,6 +197,13 @@ export type StoreRequest = Message<"memoryd.v1.StoreRequest"> & {
    * @generated from field: google.protobuf.Timestamp expires_at = 9;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * a lifetime class instead of expires_at (setting both is an error)
+   *
+   * @generated from field: memoryd.v1.Ttl ttl = 10;
+   */
+  ttl: Ttl;
 };
 
 /**
@@ -271,6 +306,14 @@ export type RecallRequest = Message<"memoryd.v1.RecallRequest"> & {
    * @generated from field: bool explain = 8;
    */
   explain: boolean;
+
+  /**
+   * Results carry each memory's summary in text (text_is_summary = true) when the text is
+   * longer than its summary; true returns the full text.
+   *
+   * @generated from field: bool full_text = 9;
+   */
+  fullText: boolean;
 };
 
 /**
@@ -1022,6 +1065,205 @@ export const StreamResponseSchema: GenMessage<StreamResponse> = /*@__PURE__*/
   messageDesc(file_memoryd_v1_memory, 20);
 
 /**
+ * A decision that falls in the merge band of another agent's decision (conflict log).
+ *
+ * @generated from message memoryd.v1.Conflict
+ */
+export type Conflict = Message<"memoryd.v1.Conflict"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp at = 1;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string new_id = 2;
+   */
+  newId: string;
+
+  /**
+   * @generated from field: string existing_id = 3;
+   */
+  existingId: string;
+
+  /**
+   * @generated from field: string new_agent_id = 4;
+   */
+  newAgentId: string;
+
+  /**
+   * @generated from field: string existing_agent_id = 5;
+   */
+  existingAgentId: string;
+
+  /**
+   * @generated from field: string new_text = 6;
+   */
+  newText: string;
+
+  /**
+   * @generated from field: string existing_text = 7;
+   */
+  existingText: string;
+
+  /**
+   * cosine similarity
+   *
+   * @generated from field: float score = 8;
+   */
+  score: number;
+
+  /**
+   * @generated from field: memoryd.v1.Category category = 9;
+   */
+  category: Category;
+
+  /**
+   * what the merge policy did: "linked", "superseded", "kept"
+   *
+   * @generated from field: string merge_decision = 10;
+   */
+  mergeDecision: string;
+
+  /**
+   * the new memory's scope
+   *
+   * @generated from field: string scope = 11;
+   */
+  scope: string;
+};
+
+/**
+ * Describes the message memoryd.v1.Conflict.
+ * Use `create(ConflictSchema)` to create a new message.
+ */
+export const ConflictSchema: GenMessage<Conflict> = /*@__PURE__*/
+  messageDesc(file_memoryd_v1_memory, 21);
+
+/**
+ * @generated from message memoryd.v1.ListConflictsRequest
+ */
+export type ListConflictsRequest = Message<"memoryd.v1.ListConflictsRequest"> & {
+  /**
+   * conflicts whose memories this agent may read
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * newest first; default 50, at most 1000
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message memoryd.v1.ListConflictsRequest.
+ * Use `create(ListConflictsRequestSchema)` to create a new message.
+ */
+export const ListConflictsRequestSchema: GenMessage<ListConflictsRequest> = /*@__PURE__*/
+  messageDesc(file_memoryd_v1_memory, 22);
+
+/**
+ * @generated from message memoryd.v1.ListConflictsResponse
+ */
+export type ListConflictsResponse = Message<"memoryd.v1.ListConflictsResponse"> & {
+  /**
+   * @generated from field: repeated memoryd.v1.Conflict conflicts = 1;
+   */
+  conflicts: Conflict[];
+};
+
+/**
+ * Describes the message memoryd.v1.ListConflictsResponse.
+ * Use `create(ListConflictsResponseSchema)` to create a new message.
+ */
+export const ListConflictsResponseSchema: GenMessage<ListConflictsResponse> = /*@__PURE__*/
+  messageDesc(file_memoryd_v1_memory, 23);
+
+/**
+ * @generated from message memoryd.v1.ExportRequest
+ */
+export type ExportRequest = Message<"memoryd.v1.ExportRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * default: every scope the agent may read
+   *
+   * @generated from field: repeated string scopes = 2;
+   */
+  scopes: string[];
+};
+
+/**
+ * Describes the message memoryd.v1.ExportRequest.
+ * Use `create(ExportRequestSchema)` to create a new message.
+ */
+export const ExportRequestSchema: GenMessage<ExportRequest> = /*@__PURE__*/
+  messageDesc(file_memoryd_v1_memory, 24);
+
+/**
+ * @generated from message memoryd.v1.ImportRequest
+ */
+export type ImportRequest = Message<"memoryd.v1.ImportRequest"> & {
+  /**
+   * the importing agent; every memory must be in a scope it may write
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * id, scope, text, category, importance, times, metadata are kept;
+   *
+   * @generated from field: memoryd.v1.Memory memory = 2;
+   */
+  memory?: Memory | undefined;
+};
+
+/**
+ * Describes the message memoryd.v1.ImportRequest.
+ * Use `create(ImportRequestSchema)` to create a new message.
+ */
+export const ImportRequestSchema: GenMessage<ImportRequest> = /*@__PURE__*/
+  messageDesc(file_memoryd_v1_memory, 25);
+
+/**
+ * @generated from message memoryd.v1.ImportResponse
+ */
+export type ImportResponse = Message<"memoryd.v1.ImportResponse"> & {
+  /**
+   * @generated from field: uint64 imported = 1;
+   */
+  imported: bigint;
+
+  /**
+   * the id (or an equal text in the scope) already exists
+   *
+   * @generated from field: uint64 skipped_existing = 2;
+   */
+  skippedExisting: bigint;
+
+  /**
+   * one per refused memory; the others are imported
+   *
+   * @generated from field: repeated memoryd.v1.Error errors = 3;
+   */
+  errors: Error[];
+};
+
+/**
+ * Describes the message memoryd.v1.ImportResponse.
+ * Use `create(ImportResponseSchema)` to create a new message.
+ */
+export const ImportResponseSchema: GenMessage<ImportResponse> = /*@__PURE__*/
+  messageDesc(file_memoryd_v1_memory, 26);
+
+/**
  * What kind of thing a memory records. UNSPECIFIED on a Store means "detect it from the text".
  *
  * @generated from enum memoryd.v1.Category
@@ -1065,6 +1307,43 @@ export const CategorySchema: GenEnum<Category> = /*@__PURE__*/
   enumDesc(file_memoryd_v1_memory, 0);
 
 /**
+ * @generated from enum memoryd.v1.Ttl
+ */
+export enum Ttl {
+  /**
+   * permanent unless expires_at is set
+   *
+   * @generated from enum value: TTL_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: TTL_PERMANENT = 1;
+   */
+  PERMANENT = 1,
+
+  /**
+   * expires after store.ttl_session_hours (default 24)
+   *
+   * @generated from enum value: TTL_SESSION = 2;
+   */
+  SESSION = 2,
+
+  /**
+   * expires after store.ttl_short_days (default 14)
+   *
+   * @generated from enum value: TTL_SHORT = 3;
+   */
+  SHORT = 3,
+}
+
+/**
+ * Describes the enum memoryd.v1.Ttl.
+ */
+export const TtlSchema: GenEnum<Ttl> = /*@__PURE__*/
+  enumDesc(file_memoryd_v1_memory, 1);
+
+/**
  * @generated from enum memoryd.v1.StoreOutcome
  */
 export enum StoreOutcome {
@@ -1092,7 +1371,7 @@ export enum StoreOutcome {
  * Describes the enum memoryd.v1.StoreOutcome.
  */
 export const StoreOutcomeSchema: GenEnum<StoreOutcome> = /*@__PURE__*/
-  enumDesc(file_memoryd_v1_memory, 1);
+  enumDesc(file_memoryd_v1_memory, 2);
 
 /**
  * @generated from enum memoryd.v1.FusionMode
@@ -1138,7 +1417,7 @@ export enum FusionMode {
  * Describes the enum memoryd.v1.FusionMode.
  */
 export const FusionModeSchema: GenEnum<FusionMode> = /*@__PURE__*/
-  enumDesc(file_memoryd_v1_memory, 2);
+  enumDesc(file_memoryd_v1_memory, 3);
 
 /**
  * @generated from enum memoryd.v1.RerankMode
@@ -1175,7 +1454,7 @@ export enum RerankMode {
  * Describes the enum memoryd.v1.RerankMode.
  */
 export const RerankModeSchema: GenEnum<RerankMode> = /*@__PURE__*/
-  enumDesc(file_memoryd_v1_memory, 3);
+  enumDesc(file_memoryd_v1_memory, 4);
 
 /**
  * @generated from service memoryd.v1.MemoryService
@@ -1247,6 +1526,36 @@ export const MemoryService: GenService<{
     methodKind: "bidi_streaming";
     input: typeof StreamRequestSchema;
     output: typeof StreamResponseSchema;
+  },
+  /**
+   * The conflict log: decisions that clash with another agent's decisions.
+   *
+   * @generated from rpc memoryd.v1.MemoryService.ListConflicts
+   */
+  listConflicts: {
+    methodKind: "unary";
+    input: typeof ListConflictsRequestSchema;
+    output: typeof ListConflictsResponseSchema;
+  },
+  /**
+   * Every memory the agent may read, one message each (no row cap).
+   *
+   * @generated from rpc memoryd.v1.MemoryService.Export
+   */
+  export: {
+    methodKind: "server_streaming";
+    input: typeof ExportRequestSchema;
+    output: typeof MemorySchema;
+  },
+  /**
+   * Memories from an Export (or a JSONL file of them), re-embedded with this daemon's model.
+   *
+   * @generated from rpc memoryd.v1.MemoryService.Import
+   */
+  import: {
+    methodKind: "client_streaming";
+    input: typeof ImportRequestSchema;
+    output: typeof ImportResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_memoryd_v1_memory, 0);
