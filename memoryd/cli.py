@@ -58,6 +58,24 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reembed(args: argparse.Namespace) -> int:
+    from memoryd.config import load_settings
+    from memoryd.reembed import reembed
+
+    overrides: dict[str, Any] = {}
+    if args.model_dir:
+        overrides["embedder"] = {"model_dir": args.model_dir}
+    logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        settings = load_settings(args.config, overrides)
+        n = reembed(settings, args.source, args.target)
+    except ConfigError as e:
+        print(f"memoryd: {e}", file=sys.stderr)
+        return 2
+    print(f"re-embedded {n} memories into {args.target}")
+    return 0
+
+
 def _print(message: Any, as_json: bool, human: str) -> None:
     if as_json:
         print(
@@ -165,6 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--config", type=Path, help="TOML settings file (also MEMORYD_CONFIG)")
     s.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     s.set_defaults(func=_serve)
+
+    r = sub.add_parser("reembed", help="copy a store into a new one with another model")
+    r.add_argument("--from", dest="source", type=Path, required=True, help="old --data-dir")
+    r.add_argument("--to", dest="target", type=Path, required=True, help="new, empty --data-dir")
+    r.add_argument("--model-dir", type=Path, help="model.onnx + tokenizer.json (default built-in)")
+    r.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
+    r.set_defaults(func=_reembed)
 
     c = sub.add_parser("ctl", help="talk to a running daemon")
     c.add_argument("--address", default=os.environ.get("MEMORYD_ADDRESS", "127.0.0.1:50051"))

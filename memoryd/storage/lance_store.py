@@ -160,6 +160,20 @@ class _Op:
         return len(self.rows) + len(self.ids)
 
 
+def store_identity(
+    uri: str, table: str, storage_options: dict[str, str] | None = None
+) -> tuple[str, int] | None:
+    """The (model name, dimension) a store was made with, or None if it has no table."""
+    db = lancedb.connect(uri, storage_options=storage_options or None)
+    if table not in db.list_tables().tables:
+        return None
+    meta = db.open_table(table).schema.metadata or {}
+    try:
+        return meta[META_MODEL].decode(), int(meta[META_DIM])
+    except (KeyError, ValueError):
+        raise DataCorrupt(f"the store at {uri} has no embedding identity") from None
+
+
 class LanceStore:
     def __init__(
         self,

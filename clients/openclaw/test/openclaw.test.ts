@@ -219,7 +219,11 @@ describe("the memoryd plugin in OpenClaw", () => {
       const run = await home.run(["agent", "--agent", agent, "--session-id", sessionId, "--message", message, "--json"], {
         timeoutMs: 3 * MINUTE,
       });
-      assert.equal(run.code, 0, `openclaw agent failed:\n${run.stdout}\n${run.stderr}`);
+      assert.equal(
+        run.code,
+        0,
+        `openclaw agent failed:\n${run.stdout}\n${run.stderr}\n--- gateway output (tail):\n${gateway.output().slice(-6000)}`,
+      );
       const reply = JSON.parse(run.stdout.slice(run.stdout.indexOf("{"))) as { status?: string };
       assert.equal(reply.status, "ok", run.stdout);
     }
