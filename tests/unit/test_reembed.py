@@ -31,7 +31,7 @@ def old_store(root: Path) -> list[Memory]:
             created_at=datetime(2024, 1, i + 1, tzinfo=UTC),
             updated_at=datetime(2024, 2, 1, tzinfo=UTC),
             metadata={"n": str(i)},
-        )  # fmt: skip
+        )
         for i, t in enumerate(["the cat sleeps on the sofa", "quarterly taxes are due in april"])
     ]
     store.start()
