@@ -49,9 +49,13 @@ def test_reembed_copies_every_memory_with_the_new_model(tmp_path: Path) -> None:
         384,
     )
     assert store_identity(str(tmp_path / "old" / "lancedb"), "memories") == ("old-model", 8)
-    copied = {m.id: (m, v, t) for m, v, t in LanceStore(
-        str(tmp_path / "new" / "lancedb"), table="memories", model_name="all-MiniLM-L6-v2-int8", dim=384
-    ).scan()}  # fmt: skip
+    new = LanceStore(
+        str(tmp_path / "new" / "lancedb"),
+        table="memories",
+        model_name="all-MiniLM-L6-v2-int8",
+        dim=384,
+    )
+    copied = {m.id: (m, v, t) for m, v, t in new.scan()}
     for m in rows:
         got, vector, tokens = copied[m.id]
         assert (got.text, got.created_at, got.metadata) == (m.text, m.created_at, m.metadata)
