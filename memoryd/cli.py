@@ -76,6 +76,21 @@ def _reembed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _restore(args: argparse.Namespace) -> int:
+    from memoryd.config import load_settings
+    from memoryd.reembed import restore
+
+    logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        settings = load_settings(args.config, {"data_dir": args.data_dir})
+        n = restore(settings, args.backup, args.data_dir)
+    except ConfigError as e:
+        print(f"memoryd: {e}", file=sys.stderr)
+        return 2
+    print(f"restored {n} memories into {args.data_dir}")
+    return 0
+
+
 def _print(message: Any, as_json: bool, human: str) -> None:
     if as_json:
         print(
@@ -190,6 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model-dir", type=Path, help="model.onnx + tokenizer.json (default built-in)")
     r.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
     r.set_defaults(func=_reembed)
+
+    b = sub.add_parser("restore", help="load a backup file into an empty data dir")
+    b.add_argument("backup", type=Path, help="memoryd-backup-*.jsonl.gz (or a ctl export file)")
+    b.add_argument("--data-dir", type=Path, required=True, help="an empty data dir")
+    b.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
+    b.set_defaults(func=_restore)
 
     c = sub.add_parser("ctl", help="talk to a running daemon")
     c.add_argument("--address", default=os.environ.get("MEMORYD_ADDRESS", "127.0.0.1:50051"))

@@ -240,6 +240,13 @@ class PolicySettings(_Section):
         )
 
 
+class BackupSettings(_Section):
+    enabled: bool = Field(False, description="write a backup every interval_hours")
+    dir: Path | None = Field(None, description="where; default <data_dir>/backups")
+    keep: int = Field(7, ge=1, description="newest backups kept")
+    interval_hours: float = Field(24.0, gt=0.0)
+
+
 class MetricsSettings(_Section):
     listen: str = Field(
         "", description="HOST:PORT for Prometheus /metrics; empty = no metrics endpoint"
@@ -279,6 +286,7 @@ class Settings(BaseSettings):
     policy: PolicySettings = Field(default_factory=PolicySettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    backup: BackupSettings = Field(default_factory=BackupSettings)
 
     @field_validator("listen")
     @classmethod

@@ -1,4 +1,5 @@
-"""``memoryd reembed``: copy a store into a new one, embedded with another model.
+"""``memoryd reembed`` and ``memoryd restore``: build a new store from an old store or a
+backup file, embedding every text with the configured model.
 
 Offline (no daemon may hold either data dir): reads every row of the old store with the
 identity it was made with, embeds each text with the configured model (the built-in one
@@ -12,8 +13,10 @@ import asyncio
 import logging
 from pathlib import Path
 
+from memoryd.api.backup import read_backup
 from memoryd.config import Settings
 from memoryd.core.errors import ConfigError
+from memoryd.core.records import Memory
 from memoryd.inference.batcher import BatchingEmbedder
 from memoryd.server import build_embedder
 from memoryd.storage.lance_store import LanceStore, Row, store_identity
@@ -26,16 +29,28 @@ BATCH = 256
 
 def reembed(settings: Settings, source: Path, target: Path) -> int:
     """Copy the store under ``source`` into ``target``; returns how many memories."""
+    table = settings.storage.table
+    identity = store_identity(str(source / "lancedb"), table)
+    if identity is None:
+        raise ConfigError(f"no memoryd store at {source}")
+    old = LanceStore(str(source / "lancedb"), table=table, model_name=identity[0], dim=identity[1])
+    return _write_new_store(settings, target, [m for m, _, _ in old.scan()])
+
+
+def restore(settings: Settings, backup: Path, target: Path) -> int:
+    """Load a backup file (``api.backup``) into an empty store under ``target``."""
+    if not backup.is_file():
+        raise ConfigError(f"no backup file at {backup}")
+    return _write_new_store(settings, target, list(read_backup(backup)))
+
+
+def _write_new_store(settings: Settings, target: Path, memories: list[Memory]) -> int:
     r = settings.retrieval
     token_vectors = r.token_vectors or r.rerank == "late-interaction"
     table = settings.storage.table
-    old_uri, new_uri = str(source / "lancedb"), str(target / "lancedb")
-    identity = store_identity(old_uri, table)
-    if identity is None:
-        raise ConfigError(f"no memoryd store at {source}")
+    new_uri = str(target / "lancedb")
     if store_identity(new_uri, table) is not None:
-        raise ConfigError(f"{target} already holds a store; reembed writes into an empty one")
-    old = LanceStore(old_uri, table=table, model_name=identity[0], dim=identity[1])
+        raise ConfigError(f"{target} already holds a store; write into an empty data dir")
     embedder = build_embedder(settings)
     embedder.start()
     try:
@@ -48,7 +63,7 @@ def reembed(settings: Settings, source: Path, target: Path) -> int:
         )
         new.start()
         try:
-            return asyncio.run(_copy(old, new, embedder, token_vectors, r.token_vectors_max))
+            return asyncio.run(_copy(memories, new, embedder, token_vectors, r.token_vectors_max))
         finally:
             new.close()
     finally:
@@ -56,23 +71,20 @@ def reembed(settings: Settings, source: Path, target: Path) -> int:
 
 
 async def _copy(
-    old: LanceStore, new: LanceStore, embedder: BatchingEmbedder, tokens: bool, max_tokens: int
+    rows: list[Memory], new: LanceStore, embedder: BatchingEmbedder, tokens: bool, max_tokens: int
 ) -> int:
-    rows = list(old.scan())
     done = 0
     for start in range(0, len(rows), BATCH):
         chunk = rows[start : start + BATCH]
         if tokens:
-            pairs = await asyncio.gather(
-                *(embedder.embed_one_with_tokens(m.text) for m, _, _ in chunk)
-            )
+            pairs = await asyncio.gather(*(embedder.embed_one_with_tokens(m.text) for m in chunk))
             batch: list[Row] = [
                 (m, v, quantize_tokens(t, max_tokens))
-                for (m, _, _), (v, t) in zip(chunk, pairs, strict=True)
+                for m, (v, t) in zip(chunk, pairs, strict=True)
             ]
         else:
-            vecs = await asyncio.gather(*(embedder.embed_one(m.text) for m, _, _ in chunk))
-            batch = [(m, v, None) for (m, _, _), v in zip(chunk, vecs, strict=True)]
+            vecs = await asyncio.gather(*(embedder.embed_one(m.text) for m in chunk))
+            batch = [(m, v, None) for m, v in zip(chunk, vecs, strict=True)]
         await new.add(batch)
         done += len(batch)
         log.info("re-embedded %d of %d memories", done, len(rows))

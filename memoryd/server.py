@@ -16,7 +16,7 @@ import logging
 import os
 import signal
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
@@ -26,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 
 from memoryd._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, memory_pb2, memory_pb2_grpc
 from memoryd.api.auth import TokenAuthInterceptor
+from memoryd.api.backup import write_backup
 from memoryd.api.errors import ErrorMappingInterceptor
 from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
 from memoryd.api.servicer import HookServicer, MemoryServicer
@@ -126,6 +127,7 @@ class Daemon:
         self.service: MemoryService | None = None
         self._lock_file: IO[str] | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._backups: asyncio.Task[None] | None = None
         self.startup_seconds = 0.0
         self.metrics = Metrics()
         self.metrics_port = 0
@@ -184,6 +186,8 @@ class Daemon:
         self.servicer.set_service(self.service)
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))
         self._sweeper = asyncio.create_task(self._sweep_forever())
+        if s.backup.enabled:
+            self._backups = asyncio.create_task(self._backup_forever())
         retriever.observe = self.metrics.observe_stage
         self.metrics.add_collector(StateCollector(self._metric_state))
         if s.metrics.listen:
@@ -291,6 +295,23 @@ class Daemon:
             "scopes": self.repository.index.scope_sizes(),
         }
 
+    async def backup_now(self) -> Path:
+        """Write a backup of every memory (all scopes), pruning old ones."""
+        assert self.repository is not None
+        b = self.settings.backup
+        directory = b.dir or (self.settings.data_dir / "backups")
+        index = self.repository.index
+        snapshot = index.visible(index.scope_sizes(), now=datetime(1970, 1, 1, tzinfo=UTC))
+        return await asyncio.to_thread(write_backup, snapshot, directory, b.keep, datetime.now(UTC))
+
+    async def _backup_forever(self) -> None:
+        while True:
+            try:
+                await self.backup_now()
+            except Exception:
+                log.exception("backup failed; will retry next interval")
+            await asyncio.sleep(self.settings.backup.interval_hours * 3600)
+
     async def _sweep_forever(self) -> None:
         """Remove expired memories and persist access counts, once a minute."""
         while True:
@@ -309,10 +330,11 @@ class Daemon:
         await self.health.enter_graceful_shutdown()
         if self.server is not None:
             await self.server.stop(grace)
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        for task in (self._sweeper, self._backups):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.repository is not None:
             try:
                 await self.repository.flush_access_counts()
