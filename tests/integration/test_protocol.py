@@ -41,7 +41,9 @@ def test_reflection_lists_and_describes_the_memory_service(channel):
     assert "grpc.health.v1.Health" in services
     service = descriptor_pool.DescriptorPool(db).FindServiceByName(SERVICE)
     methods = {m.name: m for m in service.methods}
-    assert set(methods) == {"Store", "Recall", "Forget", "Update", "Get", "List", "Stats", "Stream"}
+    contract = {"Store", "Recall", "Forget", "Update", "Get", "List", "Stats", "Stream"}
+    assert set(methods) == contract | {"ListConflicts", "Export", "Import"}
+    assert "memoryd.v1.HookService" in services
     assert methods["Stream"].client_streaming and methods["Stream"].server_streaming
     assert methods["Store"].input_type.full_name == "memoryd.v1.StoreRequest"
     assert "idempotency_key" in methods["Store"].input_type.fields_by_name

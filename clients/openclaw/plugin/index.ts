@@ -13,6 +13,7 @@
  * hook (src/connection.ts).
  */
 
+import type { AnyAgentTool } from "openclaw/plugin-sdk/plugin-entry";
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
 
 import { CLI_DESCRIPTOR, registerMemorydCli } from "./src/cli.ts";
@@ -43,8 +44,10 @@ export default definePluginEntry({
     const deps: ToolDeps = { config, connection: () => connectionFor(config), log };
 
     for (const name of TOOL_NAMES) {
-      // A factory: each turn's (or request's) trusted context supplies the agent id.
-      api.registerTool((ctx) => createTool(name, ctx, deps) as never, { name });
+      // A factory: each turn's (or request's) trusted context supplies the agent id. The
+      // parameters are plain JSON Schema, which is what OpenClaw's TypeBox schemas are at
+      // run time.
+      api.registerTool((ctx) => createTool(name, ctx, deps) as AnyAgentTool | null, { name });
     }
 
     api.registerMemoryCapability({ promptBuilder: (params) => memoryPromptLines(params.availableTools) });
@@ -60,7 +63,7 @@ export default definePluginEntry({
     });
     api.on("gateway_stop", () => closeAllConnections());
 
-    api.registerCli(({ program }) => registerMemorydCli(program as never, deps), {
+    api.registerCli(({ program }) => registerMemorydCli(program, deps), {
       descriptors: [CLI_DESCRIPTOR],
     });
   },

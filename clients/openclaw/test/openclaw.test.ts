@@ -327,6 +327,19 @@ describe("the memoryd plugin in OpenClaw", () => {
       assert.equal((mine.memories as { text: string }[])[0]!.text, "The launch code word is pelican");
     });
 
+    it("answers `openclaw memoryd search` for the agent named, and only for it", { timeout: 3 * MINUTE }, async () => {
+      const run = await home.run(["memoryd", "search", "launch code word", "--agent", "alpha", "--json"], {
+        timeoutMs: 3 * MINUTE,
+        env: { MEMORYD_AUTH_TOKEN: MEMORYD_TOKEN },
+      });
+      assert.equal(run.code, 0, run.stderr);
+      const details = JSON.parse(run.stdout.slice(run.stdout.indexOf("{"))) as { memories: { text: string }[] };
+      assert.deepEqual(
+        details.memories.map((m) => m.text),
+        ["The launch code word is pelican"],
+      );
+    });
+
     it("captures a memory in turn 1 and puts it in turn 2's prompt as <relevant-memories>", { timeout: 6 * MINUTE }, async () => {
       await turn("chat", "colour-1", "Remember that my favourite colour is teal");
       const first = userMessageWith(requestWith(model, "Remember that my favourite colour is teal"), "favourite colour is teal");
@@ -346,6 +359,9 @@ describe("the memoryd plugin in OpenClaw", () => {
       assert.ok(block, `no <relevant-memories> block in turn 2's prompt:\n${second}`);
       assert.match(block[0], /favourite colour is teal/);
       assert.match(block[0], /untrusted historical data/);
+      // The memory section of the system prompt (the plugin's memory capability).
+      const system = requestWith(model, "What is my favourite colour?").messages.find((m) => m.role === "system");
+      assert.match(contentText(system?.content), /## Long-term memory[\s\S]*- memory_recall: /);
 
       // Another agent asking the same question gets none of chat's memories.
       await turn("chat2", "colour-3", "What is my favourite colour, chat2 asking?");

@@ -17,10 +17,12 @@ import { createTool } from "./tools.ts";
 interface CommandLike {
   command(name: string): CommandLike;
   description(text: string): CommandLike;
-  argument(name: string, description?: string): CommandLike;
+  argument(name: string, description?: string, defaultValue?: unknown): CommandLike;
   option(flags: string, description?: string, defaultValue?: string): CommandLike;
   requiredOption(flags: string, description?: string): CommandLike;
-  action(fn: (...args: never[]) => void | Promise<void>): CommandLike;
+  // commander passes the positional arguments, then the options object.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  action(fn: (...args: any[]) => void | Promise<void>): CommandLike;
 }
 
 interface Flags {
