@@ -17,6 +17,7 @@ import type { AnyAgentTool } from "openclaw/plugin-sdk/plugin-entry";
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
 
 import { CLI_DESCRIPTOR, registerMemorydCli } from "./src/cli.ts";
+import type { MemorydPluginConfig } from "./src/config.ts";
 import { ConfigError, parseConfig } from "./src/config.ts";
 import { closeAllConnections, connectionFor } from "./src/connection.ts";
 import { captureTurn, recallForPrompt } from "./src/hooks.ts";
@@ -33,7 +34,7 @@ export default definePluginEntry({
   description: "Long-term memory for every agent, kept by the memoryd daemon",
   register(api) {
     const log = new PluginLog(api.logger);
-    let config;
+    let config: MemorydPluginConfig;
     try {
       config = parseConfig(api.pluginConfig);
     } catch (error) {

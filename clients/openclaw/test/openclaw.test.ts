@@ -264,7 +264,18 @@ describe("the memoryd plugin in OpenClaw", () => {
       assert.deepEqual(stats.byScope, { "agent:alpha": 1 });
       assert.equal(stats.embeddingDim, 384);
 
+      const full = ok(await gateway.invoke("memory_recall", "alpha", { query: "editor theme", full_text: true, category: "preference" }));
+      assert.deepEqual(memoryIds(full), [id]);
+
+      const temporary = ok(
+        await gateway.invoke("memory_store", "alpha", { text: "The user is in Lisbon this week", ttl: "session" }),
+      );
+      const expires = Date.parse((temporary.memory as { expiresAt: string }).expiresAt);
+      assert.ok(expires > Date.now() + 20 * 3600_000 && expires < Date.now() + 28 * 3600_000, String(temporary.memory));
+      assert.deepEqual(ok(await gateway.invoke("memory_forget", "alpha", { memoryId: temporary.id })).deleted, [temporary.id]);
+
       const second = ok(await gateway.invoke("memory_store", "alpha", { text: "Deploys happen on Fridays at 5pm", ttl: "permanent" }));
+      assert.equal((second.memory as { expiresAt: string | null }).expiresAt, null);
       const byQuery = ok(await gateway.invoke("memory_forget", "alpha", { query: "Deploys happen on Fridays at 5pm" }));
       assert.deepEqual(byQuery.deleted, [second.id]);
 

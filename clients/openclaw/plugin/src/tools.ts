@@ -19,7 +19,7 @@
 import { createHash } from "node:crypto";
 
 import type { Memory, ScoredMemory, StatsResponse } from "@memoryd/client";
-import { Category, MemorydError, RecallRequestSchema, StoreOutcome, StoreRequestSchema } from "@memoryd/client";
+import { Category, MemorydError, StoreOutcome, Ttl } from "@memoryd/client";
 
 import type { MemorydPluginConfig } from "./config.ts";
 import { agentEnabled } from "./config.ts";
@@ -152,7 +152,7 @@ const SPECS: Record<ToolName, ToolSpec> = {
           limit,
           categories: category === undefined ? [] : [category],
           scopes: scope === undefined ? [] : [scope],
-          ...(fullText && protoHasField(RecallRequestSchema, "fullText") ? { fullText: true } : {}),
+          fullText,
         },
         { signal, timeoutMs: deps.config.toolTimeoutMs },
       );
@@ -161,7 +161,8 @@ const SPECS: Record<ToolName, ToolSpec> = {
         return result("No relevant memories found.", { count: 0, memories, status: "no_results" });
       }
       const lines = memories.map(
-        (m, i) => `${i + 1}. [${m.category}] ${oneLine(m.text)} (score ${m.score.toFixed(2)}, id ${m.id})`,
+        (m, i) =>
+          `${i + 1}. [${m.category}] ${oneLine(m.text)} (score ${m.score.toFixed(2)}, id ${m.id}${m.textIsSummary ? ", summary" : ""})`,
       );
       return result(`Found ${memories.length} memories:\n\n${lines.join("\n")}\n\n${UNTRUSTED_NOTE}`, {
         count: memories.length,
@@ -196,11 +197,6 @@ const SPECS: Record<ToolName, ToolSpec> = {
       const category = params.category();
       const scope = params.scope();
       const ttl = params.choice("ttl", ["permanent", "session", "short"] as const);
-      if (ttl !== undefined && ttl !== "permanent" && !protoHasField(StoreRequestSchema, "ttl")) {
-        throw new ToolInputError(
-          "memory_store: ttl needs a @memoryd/client generated from the current protos (clients/typescript: npm run gen)",
-        );
-      }
       const response = await deps.connection().memories.store(
         {
           agentId,
@@ -211,7 +207,7 @@ const SPECS: Record<ToolName, ToolSpec> = {
           metadata: { source: "openclaw:memory_store" },
           // A retry of this very call (same id, same text) returns the first result.
           idempotencyKey: idempotencyKey(agentId, toolCallId, text),
-          ...(ttl === undefined ? {} : { ttl: TTL_VALUES[ttl] }),
+          ttl: ttl === undefined ? Ttl.UNSPECIFIED : TTL_VALUES[ttl],
         },
         { signal, timeoutMs: deps.config.toolTimeoutMs },
       );
@@ -460,6 +456,8 @@ export interface MemoryView {
   createdAt: string;
   updatedAt: string;
   expiresAt: string | null;
+  /** `text` is the memory's summary (a long memory, recalled without full_text). */
+  textIsSummary: boolean;
 }
 
 /** A memory as plain JSON (no bigint, no protobuf message), for tool details. */
@@ -474,6 +472,7 @@ export function memoryView(memory: Memory | undefined): MemoryView {
     createdAt: isoTime(memory.createdAt),
     updatedAt: isoTime(memory.updatedAt),
     expiresAt: memory.expiresAt ? isoTime(memory.expiresAt) : null,
+    textIsSummary: memory.textIsSummary,
   };
 }
 
@@ -516,10 +515,4 @@ function idempotencyKey(agentId: string, toolCallId: string, text: string): stri
   return `openclaw:${digest}`;
 }
 
-/** memoryd.v1.Ttl numbers (fixed by the proto). */
-const TTL_VALUES = { permanent: 1, session: 2, short: 3 } as const;
-
-/** Whether the generated client knows a field (older generated code may not). */
-function protoHasField(schema: { fields: readonly { localName: string }[] }, localName: string): boolean {
-  return schema.fields.some((field) => field.localName === localName);
-}
+const TTL_VALUES = { permanent: Ttl.PERMANENT, session: Ttl.SESSION, short: Ttl.SHORT } as const;
