@@ -95,11 +95,14 @@ class StoreSettings(_Section):
     reject_injection: bool = Field(
         True, description="refuse texts that look like prompt injection (Store and Capture)"
     )
-    merge_policy: Literal["link", "supersede", "none"] = Field(
+    merge_policy: Literal["link", "supersede", "llm", "none"] = Field(
         "link", description="what to do with a memory in the merge band of another"
     )
     merge_band_low: float = Field(0.70, gt=0.0, lt=1.0)
     supersede_categories: list[CategoryName] = Field(default_factory=_supersede_default)
+    summarizer: Literal["extractive", "llm"] = Field(
+        "extractive", description="llm needs [llm] base_url; falls back to extractive"
+    )
     ttl_session_hours: float = Field(24.0, gt=0.0)
     ttl_short_days: float = Field(14.0, gt=0.0)
 
@@ -247,6 +250,16 @@ class BackupSettings(_Section):
     interval_hours: float = Field(24.0, gt=0.0)
 
 
+class LlmSettings(_Section):
+    """An optional OpenAI-compatible endpoint for LLM merge and summaries (off by default)."""
+
+    base_url: str = Field("", description="e.g. http://127.0.0.1:8080/v1; empty = no LLM")
+    model: str = ""
+    timeout_seconds: float = Field(10.0, gt=0.0)
+    # Secret: environment only (MEMORYD_LLM__API_KEY).
+    api_key: SecretStr | None = None
+
+
 class MetricsSettings(_Section):
     listen: str = Field(
         "", description="HOST:PORT for Prometheus /metrics; empty = no metrics endpoint"
@@ -287,6 +300,7 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     backup: BackupSettings = Field(default_factory=BackupSettings)
+    llm: LlmSettings = Field(default_factory=LlmSettings)
 
     @field_validator("listen")
     @classmethod
@@ -319,6 +333,10 @@ def load_settings(
         if "auth_token" in file_values:
             raise ConfigError(
                 f"config file {path}: auth_token is a secret; set MEMORYD_AUTH_TOKEN instead"
+            )
+        if "api_key" in file_values.get("llm", {}):
+            raise ConfigError(
+                f"config file {path}: llm.api_key is a secret; set MEMORYD_LLM__API_KEY instead"
             )
 
     class _Layered(Settings):

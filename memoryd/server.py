@@ -40,6 +40,7 @@ from memoryd.core.retrieval import LateInteractionReranker, Rerank, Retriever
 from memoryd.core.service import MemoryService, ServiceLimits
 from memoryd.inference.batcher import BatchingEmbedder
 from memoryd.inference.cross_encoder import CrossEncoderReranker
+from memoryd.inference.llm import OpenAICompatibleModel
 from memoryd.inference.onnx_embedder import (
     OnnxEmbedder,
     builtin_model_files,
@@ -84,6 +85,7 @@ def limits_from(settings: Settings) -> ServiceLimits:
                 Category[c.upper()] for c in s.store.supersede_categories
             ),
         ),
+        summarizer=s.store.summarizer,
         ttl=TtlSettings(
             session=timedelta(hours=s.store.ttl_session_hours),
             short=timedelta(days=s.store.ttl_short_days),
@@ -106,6 +108,16 @@ def build_embedder(settings: Settings) -> BatchingEmbedder:
     return BatchingEmbedder(
         factory, workers=e.workers, max_batch=e.max_batch, cache_size=e.cache_size
     )
+
+
+def build_text_model(settings: Settings) -> OpenAICompatibleModel | None:
+    llm = settings.llm
+    if not llm.base_url:
+        if settings.store.merge_policy == "llm" or settings.store.summarizer == "llm":
+            log.warning("store uses the LLM but llm.base_url is empty: falling back")
+        return None
+    key = llm.api_key.get_secret_value() if llm.api_key is not None else ""
+    return OpenAICompatibleModel(llm.base_url, llm.model, api_key=key, timeout=llm.timeout_seconds)
 
 
 def _is_local(uri: str) -> bool:
@@ -182,6 +194,7 @@ class Daemon:
             limits_from(s),
             retriever=retriever,
             conflicts=JsonlConflictLog(s.data_dir / "conflicts.jsonl"),
+            text_model=build_text_model(s),
         )
         self.servicer.set_service(self.service)
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))

@@ -128,6 +128,12 @@ class MemoryStore(Protocol):
     def row_count(self) -> int: ...
 
 
+class TextModel(Protocol):
+    """A language model behind an OpenAI-compatible endpoint (optional)."""
+
+    async def complete(self, system: str, user: str, *, max_tokens: int = 400) -> str: ...
+
+
 class ConflictLog(Protocol):
     """Append-only log of conflicting decisions."""
 

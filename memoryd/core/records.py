@@ -28,6 +28,7 @@ class StoreOutcome(enum.IntEnum):
     UNSPECIFIED = 0
     CREATED = 1
     DUPLICATE = 2
+    MERGED = 3
 
 
 @dataclass(slots=True)

@@ -25,15 +25,18 @@ from memoryd.core.categorize import detect_category
 from memoryd.core.errors import InvalidArgument, NotFound
 from memoryd.core.injection import detect_injection
 from memoryd.core.lifecycle import (
+    MERGE_SYSTEM,
+    SUMMARY_SYSTEM,
     MergePlan,
     MergeSettings,
     TtlSettings,
     expiry_for,
     in_band,
+    merge_prompt,
     plan_merge,
 )
 from memoryd.core.policy import Access, AccessPolicy, agent_scope, validate_scope
-from memoryd.core.protocols import ConflictLog, Embedder, MemoryStore
+from memoryd.core.protocols import ConflictLog, Embedder, MemoryStore, TextModel
 from memoryd.core.records import (
     Category,
     Conflict,
@@ -44,7 +47,7 @@ from memoryd.core.records import (
     StoreResult,
 )
 from memoryd.core.retrieval import Rerank, RetrievalConfig, Retriever, options_to_overrides
-from memoryd.core.summarize import extractive_summary
+from memoryd.core.summarize import count_words, extractive_summary
 from memoryd.core.text import content_hash, normalize_text
 
 log = logging.getLogger(__name__)
@@ -74,6 +77,7 @@ class ServiceLimits:
     merge: MergeSettings = field(default_factory=MergeSettings)
     ttl: TtlSettings = field(default_factory=TtlSettings)
     conflicts_max: int = 1000
+    summarizer: str = "extractive"  # or "llm" (needs a text model)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +168,7 @@ class MemoryService:
         clock: Callable[[], datetime] = _utcnow,
         retriever: Retriever | None = None,
         conflicts: ConflictLog | None = None,
+        text_model: TextModel | None = None,
     ):
         self.store = store
         self.embedder = embedder
@@ -172,6 +177,7 @@ class MemoryService:
         self.clock = clock
         self.retriever = retriever or Retriever(store, RetrievalConfig())
         self.conflicts = conflicts
+        self.text_model = text_model
         # Stores between their duplicate check and their commit, so concurrent twins
         # (same key, same text, or near-same vector) resolve to one memory.
         self._pending: list[_Pending] = []
@@ -289,12 +295,19 @@ class MemoryService:
                 first = await asyncio.shield(p.done)
                 return StoreResult(first.memory, StoreOutcome.DUPLICATE, first.memory.id, score)
 
+        plan = plan_merge(self.limits.merge, category, self.limits.duplicate_threshold, near)
+        if plan.merge_into:
+            merged = await self._llm_merge(plan.merge_into, text, importance)
+            if merged is not None:
+                score = next((s for m, s in near if m.id == plan.merge_into), 0.0)
+                return StoreResult(merged, StoreOutcome.MERGED, merged.id, float(score))
+            plan = MergePlan(related=(plan.merge_into,), decision="linked")
         memory = Memory(
             id=str(uuid.uuid4()),
             agent_id=access.agent_id,
             scope=scope,
             text=text,
-            summary=extractive_summary(text, self.limits.summary_max_words),
+            summary=await self._summary(text),
             category=category,
             importance=importance,
             created_at=created,
@@ -304,7 +317,6 @@ class MemoryService:
             content_hash=digest,
             idempotency_key=key,
         )
-        plan = plan_merge(self.limits.merge, category, self.limits.duplicate_threshold, near)
         memory.related_ids = list(plan.related)
         memory.supersedes = plan.supersedes
         pending = _Pending(scope, digest, vector, asyncio.get_running_loop().create_future())
@@ -322,6 +334,51 @@ class MemoryService:
         if category == Category.DECISION and self.conflicts is not None:
             await self._log_conflicts(access, memory, vector, plan)
         return result
+
+    async def _summary(self, text: str) -> str:
+        """Extractive by default; with ``store.summarizer = "llm"`` and an endpoint, an LLM
+        summary of long texts (at most ``summary_max_words``), extractive on any failure."""
+        words = self.limits.summary_max_words
+        extractive = extractive_summary(text, words)
+        if self.limits.summarizer != "llm" or self.text_model is None or extractive == text:
+            return extractive
+        try:
+            summary = await self.text_model.complete(
+                SUMMARY_SYSTEM.format(words=words), text, max_tokens=words * 3
+            )
+        except Exception as e:
+            log.warning("LLM summary failed (%s); using the extractive one", e)
+            return extractive
+        return summary if count_words(summary) <= words else extractive_summary(summary, words)
+
+    async def _llm_merge(self, target_id: str, text: str, importance: float) -> Memory | None:
+        """Fold ``text`` into memory ``target_id`` with the LLM; None if that is not possible
+        (no endpoint, endpoint failure, or a merged text that fails the store's checks)."""
+        existing = self.store.get(target_id)
+        if self.text_model is None or existing is None:
+            return None
+        try:
+            merged = await self.text_model.complete(MERGE_SYSTEM, merge_prompt(existing.text, text))
+            merged = self._check_text(merged, "merged text")
+            if self.limits.reject_injection and detect_injection(merged):
+                raise InvalidArgument("the merged text looks like a prompt injection")
+            vector, tokens = await self._embed_document(merged)
+        except Exception as e:
+            log.warning("LLM merge failed (%s); linking the memories instead", e)
+            return None
+        current = self.store.get(target_id)
+        if current is None:  # deleted while the model ran
+            return None
+        updated = replace(
+            current,
+            text=merged,
+            content_hash=content_hash(merged),
+            summary=await self._summary(merged),
+            importance=max(current.importance, importance),
+            updated_at=self.clock(),
+        )
+        await self.store.replace(updated, vector, tokens)
+        return updated
 
     def _exact_duplicate(self, scope: str, digest: str) -> Memory | None:
         found = self.store.find_by_hash(scope, digest)
@@ -404,7 +461,7 @@ class MemoryService:
             agent_id=memory.agent_id or agent_id,
             scope=scope,
             text=text,
-            summary=memory.summary or extractive_summary(text, self.limits.summary_max_words),
+            summary=memory.summary or await self._summary(text),
             metadata=metadata,
             content_hash=digest,
             created_at=_aware(memory.created_at, "created_at") or now,
@@ -498,7 +555,7 @@ class MemoryService:
                 changes.update(
                     text=text,
                     content_hash=content_hash(text),
-                    summary=extractive_summary(text, self.limits.summary_max_words),
+                    summary=await self._summary(text),
                 )
         if patch.importance is not None:
             changes["importance"] = self._check_importance(patch.importance)

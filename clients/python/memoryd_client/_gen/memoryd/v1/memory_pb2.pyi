@@ -84,6 +84,8 @@ class _StoreOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StoreOut
     """a new memory was written"""
     STORE_OUTCOME_DUPLICATE: _StoreOutcome.ValueType  # 2
     """an equal or near-equal memory exists in the scope; nothing written"""
+    STORE_OUTCOME_MERGED: _StoreOutcome.ValueType  # 3
+    """merge policy "llm": folded into an existing memory (duplicate_of)"""
 
 class StoreOutcome(_StoreOutcome, metaclass=_StoreOutcomeEnumTypeWrapper): ...
 
@@ -92,6 +94,8 @@ STORE_OUTCOME_CREATED: StoreOutcome.ValueType  # 1
 """a new memory was written"""
 STORE_OUTCOME_DUPLICATE: StoreOutcome.ValueType  # 2
 """an equal or near-equal memory exists in the scope; nothing written"""
+STORE_OUTCOME_MERGED: StoreOutcome.ValueType  # 3
+"""merge policy "llm": folded into an existing memory (duplicate_of)"""
 Global___StoreOutcome: _TypeAlias = StoreOutcome  # noqa: Y015
 
 class _FusionMode:
