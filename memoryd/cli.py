@@ -43,11 +43,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(settings.log_level, settings.log_format)
     try:
         asyncio.run(serve(settings))
     except ConfigError as e:
@@ -89,6 +85,104 @@ def _restore(args: argparse.Namespace) -> int:
         return 2
     print(f"restored {n} memories into {args.data_dir}")
     return 0
+
+
+def _delete_bulk(c: Any, args: argparse.Namespace) -> int:
+    """Forget every memory matching the filters (by id, one at a time); --dry-run lists."""
+    from datetime import UTC, datetime, timedelta
+
+    cutoff = (
+        datetime.now(UTC) - timedelta(days=args.older_than_days)
+        if args.older_than_days is not None
+        else None
+    )
+    matches = [
+        m
+        for m in c.list_all(
+            args.agent,
+            scopes=args.scope or (),
+            categories=[_category_number(x) for x in args.category or ()],
+        )
+        if cutoff is None or m.created_at.ToDatetime(tzinfo=UTC) < cutoff
+    ]
+    deleted = []
+    if not args.dry_run:
+        for m in matches:
+            deleted.extend(c.forget(args.agent, id=m.id).deleted_ids)
+    if args.json:
+        print(json.dumps({"dry_run": args.dry_run, "matched": [m.id for m in matches],
+                          "deleted": deleted}))  # fmt: skip
+    else:
+        verb = "would delete" if args.dry_run else "deleted"
+        print(f"{verb} {len(matches) if args.dry_run else len(deleted)} memories")
+        for m in matches:
+            print(_line(m))
+    return 0
+
+
+def _doctor(c: Any, args: argparse.Namespace) -> int:
+    """Checks a running daemon: reachable, healthy, model and store, a read round trip."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    checks: list[tuple[str, bool, str]] = []
+    channel = grpc.insecure_channel(args.address)
+    try:
+        status = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=""), timeout=args.timeout
+        )
+        serving = status.status == health_pb2.HealthCheckResponse.SERVING
+        name = health_pb2.HealthCheckResponse.ServingStatus.Name(status.status)
+        checks.append(("health", serving, name))
+    except grpc.RpcError as e:
+        checks.append(("health", False, f"{e.code().name}: {e.details()}"))
+    finally:
+        channel.close()
+    try:
+        s = c.stats(args.agent)
+        checks.append(("model", s.embedding_dim > 0, f"{s.embedding_model} ({s.embedding_dim}-d)"))
+        checks.append(("store", True, f"{s.store_rows} memories, index {s.index_bytes} bytes"))
+        checks.append(("version", True, s.version))
+        hits = c.recall(args.agent, "memoryd doctor probe", limit=1)
+        checks.append(("recall", True, f"answered ({len(hits.results)} result)"))
+    except Exception as e:
+        checks.append(("api", False, str(e)))
+    ok = all(passed for _, passed, _ in checks)
+    if args.json:
+        print(json.dumps({"ok": ok, "checks": [
+            {"check": n, "ok": p, "detail": d} for n, p, d in checks
+        ]}))  # fmt: skip
+    else:
+        for name, passed, detail in checks:
+            print(f"{'ok  ' if passed else 'FAIL'} {name}: {detail}")
+    return 0 if ok else 1
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname,
+            "logger": record.name,
+            "request_id": getattr(record, "request_id", "-"),
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    from memoryd.api.errors import RequestIdFilter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RequestIdFilter())
+    handler.setFormatter(
+        _JsonFormatter()
+        if fmt == "json"
+        else logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s")
+    )
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def _print(message: Any, as_json: bool, human: str) -> None:
@@ -141,7 +235,14 @@ def _ctl(args: argparse.Namespace) -> int:
                 m = c.get(args.agent, args.id)
                 _print(m, args.json, _line(m))
             elif args.verb == "list":
-                lr = c.list(args.agent, page_size=args.page_size, page_token=args.page_token or "")
+                lr = c.list(
+                    args.agent,
+                    page_size=args.page_size,
+                    page_token=args.page_token or "",
+                    scopes=args.scope or (),
+                    categories=[_category_number(x) for x in args.category or ()],
+                    oldest_first=args.oldest_first,
+                )
                 lines = [_line(m) for m in lr.memories] or ["(no memories)"]
                 if lr.next_page_token:
                     lines.append(f"next page: --page-token {lr.next_page_token}")
@@ -166,6 +267,10 @@ def _ctl(args: argparse.Namespace) -> int:
                 _print(ir, args.json, human)
                 if ir.errors:
                     return 1
+            elif args.verb == "delete-bulk":
+                return _delete_bulk(c, args)
+            elif args.verb == "doctor":
+                return _doctor(c, args)
             elif args.verb == "conflicts":
                 cr = c.conflicts(args.agent, limit=args.limit)
                 lines = [
@@ -243,6 +348,17 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("agent")
     v.add_argument("--page-size", type=int, default=20)
     v.add_argument("--page-token")
+    v.add_argument("--scope", action="append", help="only this scope (repeatable)")
+    v.add_argument("--category", action="append", choices=CATEGORIES)
+    v.add_argument("--oldest-first", action="store_true", help="default: newest first")
+    v = verbs.add_parser("delete-bulk", parents=[common], help="forget every match")
+    v.add_argument("agent")
+    v.add_argument("--scope", action="append", help="only this scope (repeatable)")
+    v.add_argument("--category", action="append", choices=CATEGORIES)
+    v.add_argument("--older-than-days", type=float)
+    v.add_argument("--dry-run", action="store_true", help="list what would be deleted")
+    v = verbs.add_parser("doctor", parents=[common], help="check a running daemon")
+    v.add_argument("agent", nargs="?", default="doctor")
     v = verbs.add_parser("export", parents=[common], help="JSONL of memories on stdout")
     v.add_argument("agent")
     v.add_argument("--scope", action="append", help="only these scopes (repeatable)")

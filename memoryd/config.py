@@ -284,6 +284,9 @@ class Settings(BaseSettings):
     listen: str = Field("127.0.0.1:50051", description="HOST:PORT to serve gRPC on")
     data_dir: Path = Field(default_factory=default_data_dir)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = Field(
+        "text", description="json: one object per line (ts, level, logger, request_id, msg)"
+    )
     # Secret: environment only (MEMORYD_AUTH_TOKEN); a config file may not set it.
     auth_token: SecretStr | None = Field(
         None, description="when set, every RPC needs 'authorization: Bearer <token>'"

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any
 
 import grpc
@@ -18,6 +19,17 @@ import grpc
 from memoryd.core import errors as e
 
 log = logging.getLogger("memoryd.api")
+
+# The id of the RPC being served (metadata x-request-id, or generated); every log record
+# written while serving it carries it (see RequestIdFilter).
+REQUEST_ID: ContextVar[str] = ContextVar("request_id", default="-")
+
+
+class RequestIdFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = REQUEST_ID.get()
+        return True
+
 
 STATUS: dict[type[e.MemorydError], grpc.StatusCode] = {
     e.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,

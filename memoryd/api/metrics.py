@@ -7,7 +7,9 @@ over HTTP on ``metrics.listen`` when set; nothing is exposed otherwise.
 
 from __future__ import annotations
 
+import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -16,7 +18,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from memoryd.api.errors import Behavior, rewrap
+from memoryd.api.errors import REQUEST_ID, Behavior, rewrap
+
+access_log = logging.getLogger("memoryd.access")
 
 LATENCY_BUCKETS = (
     0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -122,19 +126,26 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
     def _wrap(self, method: str, behavior: Behavior, streaming: bool) -> Behavior:
         m = self.metrics
 
+        def start(context: Any) -> float:
+            given = dict(context.invocation_metadata() or ()).get("x-request-id", "")
+            REQUEST_ID.set(str(given)[:64] or uuid.uuid4().hex[:16])
+            return time.perf_counter()
+
         def finish(context: Any, started: float, failed: bool) -> None:
             code = context.code() if failed else None
             name = (
                 code.name if isinstance(code, grpc.StatusCode) else ("UNKNOWN" if failed else "OK")
             )
             m.rpc_total.labels(method, name).inc()
+            elapsed = time.perf_counter() - started
             if not streaming:
-                m.rpc_seconds.labels(method).observe(time.perf_counter() - started)
+                m.rpc_seconds.labels(method).observe(elapsed)
+            access_log.debug("%s %s %.2fms", method, name, elapsed * 1e3)
 
         if streaming:
 
             async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
-                started, failed = time.perf_counter(), False
+                started, failed = start(context), False
                 try:
                     async for response in behavior(request, context):
                         yield response
@@ -147,7 +158,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
             return stream
 
         async def unary(request: Any, context: Any) -> Any:
-            started, failed = time.perf_counter(), False
+            started, failed = start(context), False
             try:
                 return await behavior(request, context)
             except BaseException:

@@ -62,6 +62,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             page_token=request.page_token,
             scopes=tuple(request.scopes),
             categories=convert.categories(request.categories),
+            oldest_first=request.oldest_first,
         )
         return convert.list_response(page)
 

@@ -603,7 +603,10 @@ class MemoryService:
         page_token: str = "",
         scopes: tuple[str, ...] = (),
         categories: frozenset[Category] = frozenset(),
+        oldest_first: bool = False,
     ) -> Page:
+        """One page of the visible memories, newest first (or oldest first); a page token
+        names the last row shown, so pages never repeat or skip rows while others write."""
         access = self.policy.access(agent_id)
         visible_scopes = access.readable(scopes)
         lim = self.limits
@@ -614,12 +617,15 @@ class MemoryService:
                 "(listing.max_page_size)"
             )
         rows = self.store.visible(visible_scopes, now=self.clock(), categories=categories)
+        if oldest_first:
+            rows.reverse()
         start = 0
         if page_token:
             after = _decode_token(page_token)
             start = len(rows)
             for i, m in enumerate(rows):
-                if (m.created_at, m.id) < after:
+                key = (m.created_at, m.id)
+                if (key > after) if oldest_first else (key < after):
                     start = i
                     break
         page = rows[start : start + size]

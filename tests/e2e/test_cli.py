@@ -147,3 +147,65 @@ def test_ctl_against_no_daemon_fails_cleanly(memoryd_cli):
     assert result.returncode == 1
     assert "UNAVAILABLE" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_ctl_list_filters_order_and_delete_bulk_dry_run(ctl):
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    texts = [
+        ("I prefer oat milk in coffee", "preference"),
+        ("The release train leaves every second Tuesday", "fact"),
+        ("We decided to freeze the API on Friday", "decision"),
+    ]
+    ids = [ok(ctl("store", agent, t, "--category", c)).split()[-1] for t, c in texts]
+    newest = json.loads(ok(ctl("list", agent, as_json=True)))["memories"]
+    oldest = json.loads(ok(ctl("list", agent, "--oldest-first", as_json=True)))["memories"]
+    assert [m["id"] for m in oldest] == ids and [m["id"] for m in newest] == ids[::-1]
+    facts = json.loads(ok(ctl("list", agent, "--category", "fact", as_json=True)))["memories"]
+    assert [m["id"] for m in facts] == [ids[1]]
+
+    dry = json.loads(
+        ok(ctl("delete-bulk", agent, "--category", "preference", "--dry-run", as_json=True))
+    )
+    assert dry == {"dry_run": True, "matched": [ids[0]], "deleted": []}
+    assert json.loads(ok(ctl("stats", agent, as_json=True)))["total"] == "3"
+    done = ok(ctl("delete-bulk", agent, "--category", "preference", "--category", "decision"))
+    assert done.startswith("deleted 2 memories")
+    left = json.loads(ok(ctl("list", agent, as_json=True)))["memories"]
+    assert [m["id"] for m in left] == [ids[1]]
+    none_old = ok(ctl("delete-bulk", agent, "--older-than-days", "30", "--dry-run"))
+    assert none_old.startswith("would delete 0 memories")
+
+
+def test_ctl_doctor_reports_a_healthy_daemon(ctl, memoryd_cli):
+    report = json.loads(ok(ctl("doctor", as_json=True)))
+    assert report["ok"] is True
+    checks = {c["check"]: c for c in report["checks"]}
+    assert checks["health"]["detail"] == "SERVING"
+    assert "all-MiniLM-L6-v2-int8 (384-d)" in checks["model"]["detail"]
+    down = memoryd_cli("ctl", "--address", "127.0.0.1:9", "--timeout", "2", "doctor")
+    assert down.returncode == 1 and "FAIL health" in down.stdout
+
+
+def test_json_logs_carry_request_ids(make_daemon):
+    daemon = make_daemon({"MEMORYD_LOG_FORMAT": "json", "MEMORYD_LOG_LEVEL": "DEBUG"}).start()
+    import grpc
+    from memoryd_client import pb
+    from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
+
+    with grpc.insecure_channel(daemon.address) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        stub.Stats(pb.StatsRequest(agent_id="logs"), metadata=(("x-request-id", "req-42"),))
+        with pytest.raises(grpc.RpcError):
+            stub.Store(
+                pb.StoreRequest(agent_id="logs", text=""), metadata=(("x-request-id", "req-43"),)
+            )
+    assert daemon.stop() == 0
+    entries = [
+        json.loads(line)
+        for line in daemon.log_path.read_text().splitlines()
+        if line.startswith("{")
+    ]
+    access = {e["request_id"]: e["msg"] for e in entries if e["logger"] == "memoryd.access"}
+    assert access["req-42"].startswith("Stats OK")
+    assert access["req-43"].startswith("Store INVALID_ARGUMENT")
+    assert all({"ts", "level", "logger", "request_id", "msg"} <= set(e) for e in entries)

@@ -254,10 +254,12 @@ class MemoryClient:
         page_token: str = "",
         scopes: Iterable[str] = (),
         categories: Iterable[int] = (),
+        oldest_first: bool = False,
         timeout: float | None = None,
     ) -> pb.ListResponse:
         req = pb.ListRequest(
             agent_id=agent_id,
+            oldest_first=oldest_first,
             page_size=page_size,
             page_token=page_token,
             scopes=list(scopes),
@@ -410,10 +412,12 @@ class AsyncMemoryClient:
         page_token: str = "",
         scopes: Iterable[str] = (),
         categories: Iterable[int] = (),
+        oldest_first: bool = False,
         timeout: float | None = None,
     ) -> pb.ListResponse:
         req = pb.ListRequest(
             agent_id=agent_id,
+            oldest_first=oldest_first,
             page_size=page_size,
             page_token=page_token,
             scopes=list(scopes),

@@ -5,6 +5,9 @@
  * `{ agentId: "main", text: "..." }`), so new proto fields are usable without changing
  * this file. Every call has a deadline, may be aborted with an AbortSignal, and fails
  * only with MemorydError. Idempotent calls are retried on UNAVAILABLE (see retry.ts).
+ *
+ * The HookService calls (buildContext, capture) share the client's connection, token
+ * and interceptors; they are never retried.
  */
 
 import type * as http2 from "node:http2";
@@ -15,8 +18,16 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 
 import { MemorydError } from "./errors.js";
+import type { BuildContextResponse, CaptureResponse } from "./gen/memoryd/v1/hooks_pb.js";
+import {
+  BuildContextRequestSchema,
+  CaptureRequestSchema,
+  HookService,
+} from "./gen/memoryd/v1/hooks_pb.js";
 import type {
+  Conflict,
   ForgetResponse,
+  ImportResponse,
   ListResponse,
   Memory,
   RecallResponse,
@@ -25,10 +36,13 @@ import type {
   UpdateResponse,
 } from "./gen/memoryd/v1/memory_pb.js";
 import {
+  ExportRequestSchema,
   ForgetRequestSchema,
   GetRequestSchema,
+  ListConflictsRequestSchema,
   ListRequestSchema,
   MemoryService,
+  MemorySchema,
   RecallRequestSchema,
   StatsRequestSchema,
   StoreRequestSchema,
@@ -71,9 +85,12 @@ export interface CallOptions {
 }
 
 export interface StreamOptions {
-  /** Deadline of the whole session in ms. Default none: a session is long-lived. */
+  /**
+   * Deadline of the whole session (or export, or import) in ms. Default none: these
+   * calls last as long as there is data.
+   */
   timeoutMs?: number;
-  /** Aborting it ends the session; pending ops fail with CANCELLED. */
+  /** Aborting it ends the call; pending ops fail with CANCELLED. */
   signal?: AbortSignal;
   headers?: Record<string, string>;
 }
@@ -84,6 +101,19 @@ export type UpdateInit = MessageInitShape<typeof UpdateRequestSchema>;
 export type GetInit = MessageInitShape<typeof GetRequestSchema>;
 export type ListInit = MessageInitShape<typeof ListRequestSchema>;
 export type StatsInit = MessageInitShape<typeof StatsRequestSchema>;
+export type ListConflictsInit = MessageInitShape<typeof ListConflictsRequestSchema>;
+export type ExportInit = MessageInitShape<typeof ExportRequestSchema>;
+/** A Memory to import: a Memory from `export()`, or a plain object of the same shape. */
+export type MemoryInit = MessageInitShape<typeof MemorySchema>;
+/** What `importMemories` sends: every memory under the importing agent's id. */
+export interface ImportInit {
+  /** The importing agent; every memory must be in a scope it may write. */
+  agentId: string;
+  /** Read lazily, one ImportRequest each, so an export can be piped straight in. */
+  memories: Iterable<MemoryInit> | AsyncIterable<MemoryInit>;
+}
+export type BuildContextInit = MessageInitShape<typeof BuildContextRequestSchema>;
+export type CaptureInit = MessageInitShape<typeof CaptureRequestSchema>;
 /** The proto's oneof form, or the shorthand `{ agentId, id }` / `{ agentId, query }`. */
 export type ForgetInit =
   | MessageInitShape<typeof ForgetRequestSchema>
@@ -93,6 +123,7 @@ export type ForgetInit =
 export class MemorydClient {
   readonly baseUrl: string;
   private readonly rpc: Client<typeof MemoryService>;
+  private readonly hooks: Client<typeof HookService>;
   private readonly sessions: Http2SessionManager;
   private readonly timeoutMs: number;
   private readonly retry: RetryOptions;
@@ -114,6 +145,7 @@ export class MemorydClient {
       interceptors,
     });
     this.rpc = createClient(MemoryService, transport);
+    this.hooks = createClient(HookService, transport);
   }
 
   /** Writes a memory. Retried on UNAVAILABLE only when it carries an idempotencyKey. */
@@ -161,6 +193,72 @@ export class MemorydClient {
 
   stats(request: StatsInit, options?: CallOptions): Promise<StatsResponse> {
     return this.call((o) => this.rpc.stats(request, o), true, options);
+  }
+
+  /** The conflict log: decisions that clash with another agent's, newest first. */
+  async listConflicts(request: ListConflictsInit, options?: CallOptions): Promise<Conflict[]> {
+    const response = await this.call((o) => this.rpc.listConflicts(request, o), true, options);
+    return response.conflicts;
+  }
+
+  /**
+   * Every memory the agent may read, streamed one by one (no row cap). The call starts
+   * on the first iteration; leaving the loop early cancels it. Not retried; the deadline
+   * (default none) covers the whole export.
+   */
+  async *export(request: ExportInit, options: StreamOptions = {}): AsyncGenerator<Memory, void, undefined> {
+    const controller = new AbortController();
+    const unlink = follow(options.signal, controller);
+    try {
+      yield* this.rpc.export(request, streamCallOptions(options, controller.signal));
+    } catch (reason) {
+      throw MemorydError.from(reason);
+    } finally {
+      unlink();
+      controller.abort();
+    }
+  }
+
+  /**
+   * Streams memories (e.g. from `export()`) into the daemon, which re-embeds them and
+   * keeps their ids, scopes, times and metadata. A memory whose id (or text, in its scope)
+   * already exists is counted in `skippedExisting`; a refused one is reported in `errors`
+   * and the others are still imported. Not retried; the deadline (default none) covers
+   * the whole import.
+   */
+  async importMemories(request: ImportInit, options: StreamOptions = {}): Promise<ImportResponse> {
+    const { agentId, memories } = request;
+    async function* requests() {
+      for await (const memory of memories) yield { agentId, memory };
+    }
+    const controller = new AbortController();
+    const unlink = follow(options.signal, controller);
+    try {
+      return await this.rpc.import(requests(), streamCallOptions(options, controller.signal));
+    } catch (reason) {
+      throw MemorydError.from(reason);
+    } finally {
+      unlink();
+    }
+  }
+
+  /**
+   * Before-prompt hook (HookService.BuildContext): the ready `<relevant-memories>` block
+   * for a prompt, or an empty `context` and a `skippedReason` ("greeting", "too_short",
+   * "no_relevant_memories", "time_budget_exceeded", ...). Never retried: the request's
+   * `timeBudgetMs` is the daemon's budget, `timeoutMs` the caller's deadline.
+   */
+  buildContext(request: BuildContextInit, options?: CallOptions): Promise<BuildContextResponse> {
+    return this.call((o) => this.hooks.buildContext(request, o), false, options);
+  }
+
+  /**
+   * After-turn hook (HookService.Capture): stores what the turn's user messages asked to
+   * be remembered, with one decision (and its reason) per message. Never retried: it
+   * writes, and a repeat could store again.
+   */
+  capture(request: CaptureInit, options?: CallOptions): Promise<CaptureResponse> {
+    return this.call((o) => this.hooks.capture(request, o), false, options);
   }
 
   /**
@@ -213,6 +311,28 @@ export function baseUrlOf(address: string, tls?: boolean): string {
     throw new TypeError(`address ${address} contradicts tls: ${tls}`);
   }
   return address;
+}
+
+/** Connect options of a streaming call (no default deadline). */
+function streamCallOptions(options: StreamOptions, signal: AbortSignal): ConnectCallOptions {
+  const callOptions: ConnectCallOptions = { signal };
+  if (options.timeoutMs !== undefined && Number.isFinite(options.timeoutMs)) {
+    callOptions.timeoutMs = Math.max(1, Math.ceil(options.timeoutMs));
+  }
+  if (options.headers) callOptions.headers = options.headers;
+  return callOptions;
+}
+
+/** Aborts `controller` when `signal` does; returns the function that stops following. */
+function follow(signal: AbortSignal | undefined, controller: AbortController): () => void {
+  if (!signal) return () => undefined;
+  if (signal.aborted) {
+    controller.abort(signal.reason);
+    return () => undefined;
+  }
+  const abort = (): void => controller.abort(signal.reason);
+  signal.addEventListener("abort", abort, { once: true });
+  return () => signal.removeEventListener("abort", abort);
 }
 
 function bearer(token: string): Interceptor {

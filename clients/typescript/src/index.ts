@@ -7,11 +7,17 @@
  */
 
 export type {
+  BuildContextInit,
   CallOptions,
+  CaptureInit,
+  ExportInit,
   ForgetInit,
   GetInit,
+  ImportInit,
+  ListConflictsInit,
   ListInit,
   MemorydClientOptions,
+  MemoryInit,
   RecallInit,
   StatsInit,
   StoreInit,

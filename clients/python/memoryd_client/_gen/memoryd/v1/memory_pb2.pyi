@@ -894,11 +894,14 @@ class ListRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     SCOPES_FIELD_NUMBER: _builtins.int
     CATEGORIES_FIELD_NUMBER: _builtins.int
+    OLDEST_FIRST_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     page_size: _builtins.int
     """default 50, at most 500"""
     page_token: _builtins.str
     """from a previous ListResponse"""
+    oldest_first: _builtins.bool
+    """default newest first"""
     @_builtins.property
     def scopes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -911,10 +914,11 @@ class ListRequest(_message.Message):
         page_token: _builtins.str = ...,
         scopes: _abc.Iterable[_builtins.str] | None = ...,
         categories: _abc.Iterable[Global___Category.ValueType] | None = ...,
+        oldest_first: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "categories", b"categories", "page_size", b"page_size", "page_token", b"page_token", "scopes", b"scopes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "categories", b"categories", "oldest_first", b"oldest_first", "page_size", b"page_size", "page_token", b"page_token", "scopes", b"scopes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
