@@ -83,6 +83,11 @@ describe("retries on UNAVAILABLE", () => {
     ["store without one", "Store", (c) => c.store({ agentId: "a", text: "t" }), 1],
     ["forget", "Forget", (c) => c.forget({ agentId: "a", id: "x" }), 1],
     ["update", "Update", (c) => c.update({ agentId: "a", id: "x" }), 1],
+    ["listConflicts", "ListConflicts", (c) => c.listConflicts({ agentId: "a" }), 3],
+    ["buildContext", "BuildContext", (c) => c.buildContext({ agentId: "a", prompt: "p" }), 1],
+    ["capture", "Capture", (c) => c.capture({ agentId: "a", messages: [{ role: "user", text: "t" }] }), 1],
+    ["export", "Export", (c) => c.export({ agentId: "a" }).next(), 1],
+    ["importMemories", "Import", (c) => c.importMemories({ agentId: "a", memories: [] }), 1],
   ];
   for (const [label, method, call, attempts] of cases) {
     it(`${label}: ${attempts} attempt(s)`, async () => {
@@ -140,6 +145,29 @@ describe("deadlines and connection failures", () => {
     const client = new MemorydClient({ address: fake.address, timeoutMs: 200 });
     const started = Date.now();
     await assert.rejects(client.stats({ agentId: "a" }), { name: "MemorydError", code: "DEADLINE_EXCEEDED" });
+    assert.ok(Date.now() - started < 5_000);
+    client.close();
+    await fake.close();
+  });
+
+  it("hooks and exports that get no answer: DEADLINE_EXCEEDED at their deadline", async () => {
+    const fake = await silentServer();
+    const client = new MemorydClient({ address: fake.address, timeoutMs: 200 });
+    const started = Date.now();
+    await assert.rejects(client.buildContext({ agentId: "a", prompt: "p" }), { code: "DEADLINE_EXCEEDED" });
+    await assert.rejects(
+      client.capture({ agentId: "a", messages: [] }, { timeoutMs: 100 }),
+      { code: "DEADLINE_EXCEEDED" },
+    );
+    // A streaming call has no default deadline; given one, it is kept.
+    await assert.rejects(client.export({ agentId: "a" }, { timeoutMs: 100 }).next(), {
+      name: "MemorydError",
+      code: "DEADLINE_EXCEEDED",
+    });
+    await assert.rejects(
+      client.importMemories({ agentId: "a", memories: [] }, { signal: AbortSignal.timeout(100) }),
+      { name: "MemorydError", code: "CANCELLED" },
+    );
     assert.ok(Date.now() - started < 5_000);
     client.close();
     await fake.close();

@@ -1,7 +1,8 @@
 /**
- * The plugin's connection to memoryd: a MemorydClient (MemoryService) and a typed
- * HookService client, created on first use and shared by every registration of the plugin
- * in this process that has the same address, TLS and token.
+ * The plugin's connection to memoryd: one MemorydClient (MemoryService for the tools,
+ * HookService's buildContext/capture for the hooks), created on first use and shared by
+ * every registration of the plugin in this process that has the same address, TLS and
+ * token.
  *
  * OpenClaw calls `register()` several times per process (discovery, tool discovery, full
  * runtime); none of them may connect. Nothing here does I/O until a tool or hook makes a
@@ -11,88 +12,13 @@
 import { readFileSync } from "node:fs";
 import type * as http2 from "node:http2";
 
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Client, Interceptor } from "@connectrpc/connect";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import type {
-  BuildContextRequestSchema,
-  BuildContextResponse,
-  CaptureRequestSchema,
-  CaptureResponse,
-} from "@memoryd/client";
-import { HookService, MemorydClient, MemorydError } from "@memoryd/client";
+import { MemorydClient, MemorydError } from "@memoryd/client";
 
 import type { MemorydPluginConfig } from "./config.ts";
 
-export type BuildContextInit = MessageInitShape<typeof BuildContextRequestSchema>;
-export type CaptureInit = MessageInitShape<typeof CaptureRequestSchema>;
-
-export interface HookCallOptions {
-  /** Deadline of the call in ms. */
-  timeoutMs: number;
-  signal?: AbortSignal;
-}
-
-/**
- * HookService (BuildContext, Capture): what a gateway calls before a prompt and after a
- * turn. Calls are never retried (a hook has a budget, and Capture writes); every failure
- * is a MemorydError, like MemorydClient's.
- */
-export class HookClient {
-  private readonly rpc: Client<typeof HookService>;
-  private readonly sessions: Http2SessionManager;
-
-  constructor(options: {
-    baseUrl: string;
-    token?: string | undefined;
-    nodeOptions?: http2.SecureClientSessionOptions | undefined;
-  }) {
-    const interceptors: Interceptor[] = [];
-    const token = options.token;
-    if (token) {
-      interceptors.push((next) => (request) => {
-        request.header.set("authorization", `Bearer ${token}`);
-        return next(request);
-      });
-    }
-    this.sessions = new Http2SessionManager(options.baseUrl, {}, options.nodeOptions);
-    const transport = createGrpcTransport({
-      baseUrl: options.baseUrl,
-      sessionManager: this.sessions,
-      interceptors,
-    });
-    this.rpc = createClient(HookService, transport);
-  }
-
-  /** The `<relevant-memories>` block for a prompt (empty, with a reason, when skipped). */
-  async buildContext(request: BuildContextInit, options: HookCallOptions): Promise<BuildContextResponse> {
-    try {
-      return await this.rpc.buildContext(request, options);
-    } catch (reason) {
-      throw MemorydError.from(reason);
-    }
-  }
-
-  /** Stores what the turn's user messages asked to be remembered; one decision per message. */
-  async capture(request: CaptureInit, options: HookCallOptions): Promise<CaptureResponse> {
-    try {
-      return await this.rpc.capture(request, options);
-    } catch (reason) {
-      throw MemorydError.from(reason);
-    }
-  }
-
-  /** Closes the HTTP/2 connection; a later call reconnects. */
-  close(): void {
-    this.sessions.abort();
-  }
-}
-
-/** Both clients of one daemon, built lazily. */
+/** The client of one daemon, built lazily. */
 export class Connection {
-  private memoryClient: MemorydClient | undefined;
-  private hookClient: HookClient | undefined;
+  private memorydClient: MemorydClient | undefined;
   private nodeOptions: http2.SecureClientSessionOptions | undefined;
   private readonly config: ConnectionSettings;
 
@@ -100,30 +26,24 @@ export class Connection {
     this.config = config;
   }
 
-  get memories(): MemorydClient {
-    this.memoryClient ??= new MemorydClient({
+  /**
+   * Tools and hooks alike. Every call passes its own deadline (`toolTimeoutMs`,
+   * `hookTimeoutMs`, `captureTimeoutMs`); the hooks' calls are never retried.
+   */
+  get client(): MemorydClient {
+    this.memorydClient ??= new MemorydClient({
       address: this.config.baseUrl,
       token: this.config.token,
       timeoutMs: this.config.toolTimeoutMs,
       nodeOptions: this.tlsOptions(),
     });
-    return this.memoryClient;
+    return this.memorydClient;
   }
 
-  get hooks(): HookClient {
-    this.hookClient ??= new HookClient({
-      baseUrl: this.config.baseUrl,
-      token: this.config.token,
-      nodeOptions: this.tlsOptions(),
-    });
-    return this.hookClient;
-  }
-
+  /** Closes the HTTP/2 connection; a later call reconnects. */
   close(): void {
-    this.memoryClient?.close();
-    this.hookClient?.close();
-    this.memoryClient = undefined;
-    this.hookClient = undefined;
+    this.memorydClient?.close();
+    this.memorydClient = undefined;
   }
 
   private tlsOptions(): http2.SecureClientSessionOptions | undefined {

@@ -1,6 +1,6 @@
 /**
  * Auto-recall (before_prompt_build -> HookService.BuildContext) and auto-capture
- * (agent_end -> HookService.Capture).
+ * (agent_end -> HookService.Capture), through MemorydClient.buildContext / capture.
  *
  * Both take the agent id from the hook context and do nothing without one: memory is never
  * read or written under a guessed or shared id. Neither may hold up the host: recall has
@@ -67,19 +67,17 @@ export async function recallForPrompt(
   }
   const budget = config.hookTimeoutMs;
   const response = await withinBudget(
-    deps
-      .connection()
-      .hooks.buildContext(
-        {
-          agentId,
-          sessionId: sessionIdOf(ctx),
-          prompt,
-          timeBudgetMs: Math.max(Math.floor(budget / 2), budget - BUDGET_MARGIN_MS),
-          ...(config.autoRecallMaxResults === undefined ? {} : { maxResults: config.autoRecallMaxResults }),
-          ...(config.autoRecallMinScore === undefined ? {} : { minScore: config.autoRecallMinScore }),
-        },
-        { timeoutMs: budget },
-      ),
+    deps.connection().client.buildContext(
+      {
+        agentId,
+        sessionId: sessionIdOf(ctx),
+        prompt,
+        timeBudgetMs: Math.max(Math.floor(budget / 2), budget - BUDGET_MARGIN_MS),
+        ...(config.autoRecallMaxResults === undefined ? {} : { maxResults: config.autoRecallMaxResults }),
+        ...(config.autoRecallMinScore === undefined ? {} : { minScore: config.autoRecallMinScore }),
+      },
+      { timeoutMs: budget },
+    ),
     budget,
   ).then(
     (r) => {
@@ -111,7 +109,7 @@ export async function captureTurn(event: AgentEndEvent, ctx: HookContext, deps: 
   if (!messages.some((m) => m.role === "user")) return;
   try {
     const response = await withinBudget(
-      deps.connection().hooks.capture(
+      deps.connection().client.capture(
         { agentId, sessionId: sessionIdOf(ctx), messages },
         { timeoutMs: config.captureTimeoutMs },
       ),

@@ -145,7 +145,7 @@ const SPECS: Record<ToolName, ToolSpec> = {
       const category = params.category();
       const scope = params.scope();
       const fullText = params.boolean("full_text") ?? false;
-      const response = await deps.connection().memories.recall(
+      const response = await deps.connection().client.recall(
         {
           agentId,
           query,
@@ -197,7 +197,7 @@ const SPECS: Record<ToolName, ToolSpec> = {
       const category = params.category();
       const scope = params.scope();
       const ttl = params.choice("ttl", ["permanent", "session", "short"] as const);
-      const response = await deps.connection().memories.store(
+      const response = await deps.connection().client.store(
         {
           agentId,
           text,
@@ -251,10 +251,10 @@ const SPECS: Record<ToolName, ToolSpec> = {
         throw new ToolInputError("memory_forget: give exactly one of memoryId or query");
       }
       const options = { signal, timeoutMs: deps.config.toolTimeoutMs };
-      const memories = deps.connection().memories;
+      const client = deps.connection().client;
       if (memoryId !== undefined) {
         try {
-          const response = await memories.forget({ agentId, id: memoryId }, options);
+          const response = await client.forget({ agentId, id: memoryId }, options);
           return result(`Forgot memory ${memoryId}.`, { deleted: response.deletedIds, candidates: [] });
         } catch (error) {
           if (error instanceof MemorydError && error.code === "NOT_FOUND") {
@@ -267,7 +267,7 @@ const SPECS: Record<ToolName, ToolSpec> = {
           throw error;
         }
       }
-      const response = await memories.forget({ agentId, query: query! }, options);
+      const response = await client.forget({ agentId, query: query! }, options);
       const candidates = response.candidates.map(scoredView);
       if (response.deletedIds.length > 0) {
         return result(`Forgot memory ${response.deletedIds.join(", ")}.`, { deleted: response.deletedIds, candidates });
@@ -313,7 +313,7 @@ const SPECS: Record<ToolName, ToolSpec> = {
         throw new ToolInputError("memory_update: give at least one of text, importance or category to change");
       }
       try {
-        const response = await deps.connection().memories.update(
+        const response = await deps.connection().client.update(
           {
             agentId,
             id: memoryId,
@@ -363,7 +363,7 @@ const SPECS: Record<ToolName, ToolSpec> = {
       let total = 0;
       let pageToken = "";
       do {
-        const page = await deps.connection().memories.list(
+        const page = await deps.connection().client.list(
           { ...request, pageToken, pageSize: Math.min(500, offset + limit - collected.length) },
           options,
         );
@@ -393,7 +393,7 @@ const SPECS: Record<ToolName, ToolSpec> = {
     description: "How many memories this agent can read, by scope and by category, and which embedding model memoryd uses.",
     parameters: { type: "object", properties: {}, additionalProperties: false },
     async run({ agentId, signal, deps }) {
-      const stats = await deps.connection().memories.stats({ agentId }, { signal, timeoutMs: deps.config.toolTimeoutMs });
+      const stats = await deps.connection().client.stats({ agentId }, { signal, timeoutMs: deps.config.toolTimeoutMs });
       const view = statsView(stats);
       const scopes = Object.entries(view.byScope).map(([k, v]) => `${k} ${v}`).join(", ") || "none";
       const categories = Object.entries(view.byCategory).map(([k, v]) => `${k} ${v}`).join(", ") || "none";
