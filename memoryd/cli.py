@@ -205,6 +205,7 @@ def _ctl(args: argparse.Namespace) -> int:
     from memoryd_client import MemoryClient, MemorydError, pb
 
     token = os.environ.get("MEMORYD_AUTH_TOKEN") or None
+    args.verb = {"search": "recall", "delete": "forget"}.get(args.verb, args.verb)
     try:
         with MemoryClient(args.address, token=token, timeout=args.timeout) as c:
             if args.verb == "store":
@@ -293,6 +294,14 @@ def _ctl(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reembed_args(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--from", dest="source", type=Path, required=True, help="old --data-dir")
+    r.add_argument("--to", dest="target", type=Path, required=True, help="new, empty --data-dir")
+    r.add_argument("--model-dir", type=Path, help="model.onnx + tokenizer.json (default built-in)")
+    r.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
+    r.set_defaults(func=_reembed)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="memoryd", description="long-term memory daemon for AI agents")
     sub = p.add_subparsers(dest="command", required=True)
@@ -304,12 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     s.set_defaults(func=_serve)
 
-    r = sub.add_parser("reembed", help="copy a store into a new one with another model")
-    r.add_argument("--from", dest="source", type=Path, required=True, help="old --data-dir")
-    r.add_argument("--to", dest="target", type=Path, required=True, help="new, empty --data-dir")
-    r.add_argument("--model-dir", type=Path, help="model.onnx + tokenizer.json (default built-in)")
-    r.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
-    r.set_defaults(func=_reembed)
+    _reembed_args(sub.add_parser("reembed", help="copy a store into a new one, another model"))
 
     b = sub.add_parser("restore", help="load a backup file into an empty data dir")
     b.add_argument("backup", type=Path, help="memoryd-backup-*.jsonl.gz (or a ctl export file)")
@@ -331,12 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--scope")
     v.add_argument("--category", choices=CATEGORIES)
     v.add_argument("--importance", type=float)
-    v = verbs.add_parser("recall", parents=[common])
+    v = verbs.add_parser("recall", aliases=["search"], parents=[common])
     v.add_argument("agent")
     v.add_argument("query")
     v.add_argument("--limit", type=int, default=5)
     v.add_argument("--min-score", type=float, default=0.0)
-    v = verbs.add_parser("forget", parents=[common])
+    v = verbs.add_parser("forget", aliases=["delete"], parents=[common])
     v.add_argument("agent")
     g = v.add_mutually_exclusive_group(required=True)
     g.add_argument("--id")
@@ -357,6 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--category", action="append", choices=CATEGORIES)
     v.add_argument("--older-than-days", type=float)
     v.add_argument("--dry-run", action="store_true", help="list what would be deleted")
+    v = verbs.add_parser("reembed", help="offline: copy a store into a new one with another model")
+    _reembed_args(v)
     v = verbs.add_parser("doctor", parents=[common], help="check a running daemon")
     v.add_argument("agent", nargs="?", default="doctor")
     v = verbs.add_parser("export", parents=[common], help="JSONL of memories on stdout")

@@ -209,3 +209,11 @@ def test_json_logs_carry_request_ids(make_daemon):
     assert access["req-42"].startswith("Stats OK")
     assert access["req-43"].startswith("Store INVALID_ARGUMENT")
     assert all({"ts", "level", "logger", "request_id", "msg"} <= set(e) for e in entries)
+
+
+def test_ctl_search_and_delete_are_recall_and_forget(ctl):
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    memory_id = ok(ctl("store", agent, "The on-call phone is in the blue drawer")).split()[-1]
+    assert memory_id in ok(ctl("search", agent, "where is the on-call phone?"))
+    assert ok(ctl("delete", agent, "--id", memory_id)).strip() == f"deleted: {memory_id}"
+    assert "(no memories)" in ok(ctl("search", agent, "where is the on-call phone?"))

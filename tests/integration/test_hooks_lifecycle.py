@@ -96,6 +96,7 @@ def test_export_import_and_conflicts(client, new_agent) -> None:  # type: ignore
     again = client.import_memories(a, exported)
     assert (again.imported, again.skipped_existing, list(again.errors)) == (0, 2, [])
     b = new_agent()
+    assert list(client.export(b)) == []  # another agent's export never holds a's memories
     refused = client.import_memories(b, exported)
     assert refused.imported == 0 and len(refused.errors) == 2
     assert all(e.code_name == "PERMISSION_DENIED" for e in refused.errors)
