@@ -21,7 +21,7 @@ import queue
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Literal
 
 import lancedb
@@ -335,10 +335,6 @@ class LanceStore:
         except Exception:  # compaction is an optimisation; never fail writes over it
             log.exception("background compaction failed")
 
-    def compact_now(self) -> None:
-        """Compact synchronously (used at shutdown and by tests)."""
-        self._table.optimize(cleanup_older_than=timedelta(minutes=1))
-
 
 def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:
     if future.done():
@@ -347,7 +343,3 @@ def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:
         future.set_result(None)
     else:
         future.set_exception(error)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
