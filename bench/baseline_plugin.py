@@ -1,7 +1,8 @@
 """memoryd Recall against the plugin path agents use today, on the same rows.
 
-The plugin path, in this process: embed the query with the same ONNX model
-(``OnnxEmbedder(builtin_model_files(), intra_op_threads=1)``), then a LanceDB flat search
+The plugin path, in this process: embed the query with the same ONNX model as the daemon
+(``OnnxEmbedder(embedder_files(settings), intra_op_threads=1)``: the same ``MEMORYD_*``
+settings, so the same int8 model by default), then a LanceDB flat search
 ``table.search(v).distance_type("cosine").where("agent_id = '...'", prefilter=True)
 .limit(k)`` on a table that holds the same rows (bulk-added in one ``create_table``, with
 an ``agent_id`` column). memoryd: ``Recall`` over gRPC with the sync client, every query
@@ -42,7 +43,9 @@ import numpy as np
 import pyarrow as pa
 from memoryd_client import MemoryClient, pb
 
-from memoryd.inference.onnx_embedder import OnnxEmbedder, builtin_model_files
+from memoryd.config import load_settings
+from memoryd.inference.onnx_embedder import OnnxEmbedder
+from memoryd.server import embedder_files
 
 HEADERS = (
     "rows", "plugin p50 ms", "plugin p99 ms", "of which embed p50", "of which search p50",
@@ -165,7 +168,7 @@ def main() -> None:
 
     texts = corpus.memories(args.seed)
     queries = corpus.queries(args.seed)
-    embedder = OnnxEmbedder(builtin_model_files(), intra_op_threads=1)
+    embedder = OnnxEmbedder(embedder_files(load_settings(None, {})), intra_op_threads=1)
     lance_dir = Path(tempfile.mkdtemp(prefix="memoryd-bench-plugin-"))
     db = lancedb.connect(str(lance_dir))
     rows: list[list[object]] = []

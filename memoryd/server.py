@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
@@ -42,10 +43,12 @@ from memoryd.inference.batcher import BatchingEmbedder
 from memoryd.inference.cross_encoder import CrossEncoderReranker
 from memoryd.inference.llm import OpenAICompatibleModel
 from memoryd.inference.onnx_embedder import (
+    ModelFiles,
     OnnxEmbedder,
     builtin_model_files,
     model_files_from_dir,
 )
+from memoryd.inference.quantize import QUANTIZED_SUFFIX, default_cache_dir, quantized_model
 from memoryd.native import warm_up
 from memoryd.storage.conflict_log import JsonlConflictLog
 from memoryd.storage.lance_store import LanceStore
@@ -94,19 +97,36 @@ def limits_from(settings: Settings) -> ServiceLimits:
     )
 
 
+def embedder_files(settings: Settings) -> ModelFiles:
+    """The model the settings name, quantised to int8 when they ask (cached on disk)."""
+    e = settings.embedder
+    if e.model_dir is not None:
+        files = model_files_from_dir(e.model_dir, e.model_name)
+    else:
+        files = builtin_model_files()
+        if e.model_name:
+            files = replace(files, name=e.model_name)
+    quantize = e.quantize == "int8" or (e.quantize == "auto" and e.model_dir is None)
+    if not quantize:
+        return files
+    model = quantized_model(files.model, e.cache_dir or default_cache_dir())
+    name = files.name if e.model_name else f"{files.name}{QUANTIZED_SUFFIX}"
+    return ModelFiles(name, model, files.tokenizer)
+
+
 def build_embedder(settings: Settings) -> BatchingEmbedder:
     e = settings.embedder
-    files = (
-        model_files_from_dir(e.model_dir, e.model_name)
-        if e.model_dir is not None
-        else builtin_model_files()
-    )
+    files = embedder_files(settings)
 
     def factory() -> OnnxEmbedder:
         return OnnxEmbedder(files, max_tokens=e.max_tokens, intra_op_threads=e.intra_op_threads)
 
     return BatchingEmbedder(
-        factory, workers=e.workers, max_batch=e.max_batch, cache_size=e.cache_size
+        factory,
+        workers=e.workers,
+        max_batch=e.max_batch,
+        doc_batch=e.doc_batch,
+        cache_size=e.cache_size,
     )
 
 

@@ -1,15 +1,22 @@
 """Async front of the embedder: micro-batching on dedicated threads, in-flight
 de-duplication and an LRU cache of query embeddings.
 
-Concurrent callers' texts are queued; each worker thread takes everything waiting (up to
-``max_batch``) and runs one ONNX pass for all of it, so N simultaneous requests cost about
-one model run, and the asyncio event loop never waits on the model. Identical texts in
-flight share one computation.
+Concurrent callers' texts are queued; each worker thread takes what is waiting (up to
+``max_batch`` queries, or ``doc_batch`` Store texts) and runs one ONNX pass for it, so N
+simultaneous requests cost about one model run, and the asyncio event loop never waits on
+the model. Identical texts in flight share one computation.
+
+Recall queries go ahead of Store texts: a Recall sits on an agent's turn, and a batch of
+documents would otherwise hold it back for tens of milliseconds. Document batches stay
+small (``doc_batch``) because, on this class of CPU, the model costs about the same per
+token at any batch size (measured in bench/RESULTS.md): a big batch saves nothing and
+only makes the next query wait longer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import queue
 import threading
@@ -28,12 +35,18 @@ log = logging.getLogger(__name__)
 Embedding = tuple[np.ndarray, np.ndarray | None]  # pooled vector, token vectors (or None)
 
 
+QUERY, DOCUMENT, STOP = 0, 1, 2  # queue priorities: lower first
+
+
 @dataclass(slots=True)
 class _Job:
     text: str
     tokens: bool
     future: asyncio.Future[Embedding]
     loop: asyncio.AbstractEventLoop
+
+
+_Item = tuple[int, int, _Job | None]  # (priority, sequence, job); job None = stop
 
 
 class _LRU:
@@ -70,13 +83,16 @@ class BatchingEmbedder:
         *,
         workers: int = 1,
         max_batch: int = 32,
+        doc_batch: int = 4,
         cache_size: int = 10_000,
         max_queue: int = 10_000,
     ):
         self._factory = factory
         self._workers_n = workers
         self.max_batch = max_batch
-        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self.doc_batch = max(1, min(doc_batch, max_batch))
+        self._queue: queue.PriorityQueue[_Item] = queue.PriorityQueue()
+        self._seq = itertools.count()
         self._max_queue = max_queue
         self._cache = _LRU(cache_size)
         self._inflight: dict[tuple[str, bool], asyncio.Future[Embedding]] = {}
@@ -103,7 +119,7 @@ class BatchingEmbedder:
 
     def close(self) -> None:
         for _ in self._threads:
-            self._queue.put(None)
+            self._queue.put((STOP, next(self._seq), None))
         for t in self._threads:
             t.join(timeout=10)
         self._threads.clear()
@@ -123,10 +139,10 @@ class BatchingEmbedder:
 
     async def embed_one(self, text: str) -> np.ndarray:
         """A document vector (documents are not cached: each is usually seen once)."""
-        return (await asyncio.shield(self._submit(text, tokens=False)))[0]
+        return (await asyncio.shield(self._submit(text, tokens=False, priority=DOCUMENT)))[0]
 
     async def embed_one_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        vector, tokens = await asyncio.shield(self._submit(text, tokens=True))
+        vector, tokens = await asyncio.shield(self._submit(text, tokens=True, priority=DOCUMENT))
         assert tokens is not None
         return vector, tokens
 
@@ -135,11 +151,11 @@ class BatchingEmbedder:
         if hit is not None:
             return hit
         # shield: a cancelled caller must not cancel a computation others share.
-        value = await asyncio.shield(self._submit(text, tokens=tokens))
+        value = await asyncio.shield(self._submit(text, tokens=tokens, priority=QUERY))
         self._cache.put((text, tokens), value)
         return value
 
-    def _submit(self, text: str, *, tokens: bool) -> asyncio.Future[Embedding]:
+    def _submit(self, text: str, *, tokens: bool, priority: int) -> asyncio.Future[Embedding]:
         if not self._threads:
             raise NotReady("the embedder is not loaded yet")
         key = (text, tokens)
@@ -152,24 +168,26 @@ class BatchingEmbedder:
         future: asyncio.Future[Embedding] = loop.create_future()
         self._inflight[key] = future
         future.add_done_callback(lambda _f: self._inflight.pop(key, None))
-        self._queue.put(_Job(text, tokens, future, loop))
+        self._queue.put((priority, next(self._seq), _Job(text, tokens, future, loop)))
         return future
 
     def _run(self, model: OnnxEmbedder) -> None:
         while True:
-            job = self._queue.get()
+            priority, _, job = self._queue.get()
             if job is None:
                 return
             jobs = [job]
-            while len(jobs) < self.max_batch:
+            # One kind per batch: a query never waits behind a batch of documents.
+            limit = self.max_batch if priority == QUERY else self.doc_batch
+            while len(jobs) < limit:
                 try:
-                    nxt = self._queue.get_nowait()
+                    item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if nxt is None:
-                    self._queue.put(None)  # keep the stop signal for this loop's next turn
+                if item[0] != priority or item[2] is None:
+                    self._queue.put(item)  # the next turn's (or the stop signal)
                     break
-                jobs.append(nxt)
+                jobs.append(item[2])
             try:
                 want_tokens = any(j.tokens for j in jobs)
                 vectors, token_vectors = model.embed_full(

@@ -21,6 +21,31 @@ from tokenizers import Tokenizer
 from memoryd.core.errors import ConfigError
 
 BUILTIN_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+_NO_TOKENS = np.zeros((0, 0), dtype=np.float32)
+PAD_WASTE = 1.25  # a length group pads at most 25% more tokens than it holds
+
+
+def length_groups(lengths: list[int]) -> list[list[int]]:
+    """Split a batch into groups of similar token length, shortest first.
+
+    The model costs about the same per token whatever the batch size on this class of CPU,
+    so padding a 10-token text to a 120-token neighbour's width wastes more than a batch
+    saves: sorted, a group closes once padding would exceed ``PAD_WASTE`` of its tokens.
+    """
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    groups: list[list[int]] = []
+    group: list[int] = []
+    real = 0
+    for i in order:
+        n = lengths[i]
+        if group and (len(group) + 1) * n > PAD_WASTE * (real + n):
+            groups.append(group)
+            group, real = [], 0
+        group.append(i)
+        real += n
+    if group:
+        groups.append(group)
+    return groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +96,8 @@ class OnnxEmbedder:
         except Exception as e:
             raise ConfigError(f"cannot load embedding model {files.model}: {e}") from e
         # Some tokenizer.json files bake in fixed padding/truncation (e.g. 128): reset both.
-        tokenizer.no_padding()
+        tokenizer.no_padding()  # embed_full pads each length group itself
         tokenizer.enable_truncation(max_length=max_tokens)
-        pad_id = tokenizer.token_to_id("[PAD]")
-        tokenizer.enable_padding(pad_id=pad_id if pad_id is not None else 0, pad_token="[PAD]")
         self._tokenizer = tokenizer
         self._input_names = {i.name for i in self._session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= self._input_names:
@@ -102,23 +125,32 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32), []
         encodings = self._tokenizer.encode_batch(texts)
-        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._input_names:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        (states,) = self._session.run([self._output], feeds)
-        weights = mask[:, :, None].astype(np.float32)
-        summed = (states * weights).sum(axis=1)
-        counts = np.maximum(weights.sum(axis=1), 1e-9)
-        pooled = summed / counts
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        vectors = np.ascontiguousarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
-        token_vectors: list[np.ndarray] = []
-        if tokens:
-            for i, e in enumerate(encodings):
-                keep = np.asarray(e.attention_mask, bool) & ~np.asarray(e.special_tokens_mask, bool)
-                t = states[i][keep[: states.shape[1]]].astype(np.float32)
-                t /= np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
-                token_vectors.append(np.ascontiguousarray(t))
-        return vectors, token_vectors
+        vectors: np.ndarray | None = None
+        token_vectors: list[np.ndarray] = [_NO_TOKENS] * len(texts)
+        for group in length_groups([len(e.ids) for e in encodings]):
+            width = max(len(encodings[i].ids) for i in group)
+            ids = np.zeros((len(group), width), dtype=np.int64)
+            mask = np.zeros((len(group), width), dtype=np.int64)
+            for row, i in enumerate(group):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            (states,) = self._session.run([self._output], feeds)
+            if vectors is None:
+                vectors = np.empty((len(texts), states.shape[2]), dtype=np.float32)
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            vectors[group] = pooled / np.maximum(norms, 1e-12)
+            if tokens:
+                for row, i in enumerate(group):
+                    e = encodings[i]
+                    keep = ~np.asarray(e.special_tokens_mask, bool)
+                    t = states[row, : len(e.ids)][keep].astype(np.float32)
+                    t /= np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
+                    token_vectors[i] = np.ascontiguousarray(t)
+        assert vectors is not None
+        return vectors, token_vectors if tokens else []

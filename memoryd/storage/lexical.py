@@ -99,6 +99,21 @@ class LexicalPartition:
         self.total_len = 0
         # doc_len as float32, kept in step (rebuilding it per query cost 6 ms at 100k rows)
         self._lengths = np.zeros(16, dtype=np.float32)
+        # each queried term's posting as (rows, tf) arrays, dropped when the posting changes:
+        # converting a common term's dict on every query was most of the lexical leg.
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        cached = self._arrays.get(term)
+        if cached is not None:
+            return cached
+        posting = self.postings.get(term)
+        if not posting:
+            return None
+        rows = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
+        tf = np.fromiter(posting.values(), dtype=np.float32, count=len(posting))
+        self._arrays[term] = (rows, tf)
+        return rows, tf
 
     def lengths(self) -> np.ndarray:
         return self._lengths[: len(self.doc_len)]
@@ -128,6 +143,7 @@ class LexicalPartition:
         self.total_len += len(terms)
         for term, tf in counts.items():
             self.postings.setdefault(term, {})[row] = tf
+            self._arrays.pop(term, None)
 
     def move_last_into(self, row: int) -> None:
         """Delete ``row`` by moving the last row into it (mirrors the vector matrix)."""
@@ -139,6 +155,7 @@ class LexicalPartition:
                 posting = self.postings[term]
                 del posting[last]
                 posting[row] = tf
+                self._arrays.pop(term, None)
             self.doc_terms[row] = moved
             self.doc_len[row] = self.doc_len[last]
             self._set_length(row, self.doc_len[last])
@@ -147,6 +164,7 @@ class LexicalPartition:
 
     def _unpost(self, row: int) -> None:
         for term in self.doc_terms[row]:
+            self._arrays.pop(term, None)
             posting = self.postings[term]
             del posting[row]
             if not posting:
@@ -169,11 +187,10 @@ def bm25_all(part: LexicalPartition, query: dict[str, float], avgdl: float) -> n
         return scores
     norm = K1 * (1.0 - B + B * part.lengths() / avgdl)
     for term, weight in query.items():
-        posting = part.postings.get(term)
-        if not posting:
+        arrays = part.posting_arrays(term)
+        if arrays is None:
             continue
-        rows = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
-        tf = np.fromiter(posting.values(), dtype=np.float32, count=len(posting))
+        rows, tf = arrays
         scores[rows] += weight * tf * (K1 + 1.0) / (tf + norm[rows])
     return scores
 

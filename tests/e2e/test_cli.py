@@ -181,7 +181,7 @@ def test_ctl_doctor_reports_a_healthy_daemon(ctl, memoryd_cli):
     assert report["ok"] is True
     checks = {c["check"]: c for c in report["checks"]}
     assert checks["health"]["detail"] == "SERVING"
-    assert "all-MiniLM-L6-v2-int8 (384-d)" in checks["model"]["detail"]
+    assert "all-MiniLM-L6-v2-int8-dynq8 (384-d)" in checks["model"]["detail"]
     down = memoryd_cli("ctl", "--address", "127.0.0.1:9", "--timeout", "2", "doctor")
     assert down.returncode == 1 and "FAIL health" in down.stdout
 

@@ -45,14 +45,14 @@ def test_reembed_copies_every_memory_with_the_new_model(tmp_path: Path) -> None:
     settings = load_settings(None, {"data_dir": tmp_path / "new"})
     assert reembed(settings, tmp_path / "old", tmp_path / "new") == 2
     assert store_identity(str(tmp_path / "new" / "lancedb"), "memories") == (
-        "all-MiniLM-L6-v2-int8",
+        "all-MiniLM-L6-v2-int8-dynq8",
         384,
     )
     assert store_identity(str(tmp_path / "old" / "lancedb"), "memories") == ("old-model", 8)
     new = LanceStore(
         str(tmp_path / "new" / "lancedb"),
         table="memories",
-        model_name="all-MiniLM-L6-v2-int8",
+        model_name="all-MiniLM-L6-v2-int8-dynq8",
         dim=384,
     )
     copied = {m.id: (m, v, t) for m, v, t in new.scan()}

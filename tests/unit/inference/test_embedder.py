@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,15 @@ import pytest
 
 from memoryd.core.errors import ConfigError
 from memoryd.inference.batcher import BatchingEmbedder
-from memoryd.inference.onnx_embedder import OnnxEmbedder, builtin_model_files, model_files_from_dir
+from memoryd.inference.onnx_embedder import (
+    PAD_WASTE,
+    ModelFiles,
+    OnnxEmbedder,
+    builtin_model_files,
+    length_groups,
+    model_files_from_dir,
+)
+from memoryd.inference.quantize import quantized_model
 
 
 @pytest.fixture(scope="module")
@@ -81,5 +90,92 @@ async def test_batcher_shares_runs_dedupes_and_caches(model: OnnxEmbedder) -> No
         again = await embedder.embed_query("cached query")
         assert embedder.batches == runs and again.shape == (384,)
         assert embedder.cache_stats()[0] >= 1
+    finally:
+        embedder.close()
+
+
+def test_mixed_lengths_batch_equals_one_by_one(model: OnnxEmbedder) -> None:
+    # Eight lengths from 1 to ~120 words: the batch is split into length groups, and each
+    # text must still get exactly the vector (and token vectors) it gets alone.
+    texts = [" ".join(["memory"] * n) + f" number {n}" for n in (1, 120, 3, 40, 2, 80, 12, 5)]
+    vectors, tokens = model.embed_full(texts)
+    for i, text in enumerate(texts):
+        alone, alone_tokens = model.embed_full([text])
+        assert np.allclose(vectors[i], alone[0], atol=1e-4), text
+        assert tokens[i].shape == alone_tokens[0].shape
+        assert np.allclose(tokens[i], alone_tokens[0], atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "lengths", [[5, 5, 5], [3, 200, 4, 150, 7, 9, 60, 61, 62], [10], list(range(1, 60))]
+)
+def testlength_groups_cover_the_batch_and_bound_padding(lengths: list[int]) -> None:
+    groups = length_groups(lengths)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    for g in groups:
+        padded = len(g) * max(lengths[i] for i in g)
+        real = sum(lengths[i] for i in g)
+        assert len(g) == 1 or padded <= PAD_WASTE * real
+
+
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
+    cache = tmp_path_factory.mktemp("models")
+    path = quantized_model(builtin_model_files().model, cache)
+    return path, path.stat().st_mtime
+
+
+def test_quantised_model_is_built_once_and_cached(quantized: tuple[Path, float]) -> None:
+    path, built_at = quantized
+    again = quantized_model(builtin_model_files().model, path.parent)
+    assert again == path and again.stat().st_mtime == built_at
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp files left
+
+
+def test_quantised_model_keeps_meaning(model: OnnxEmbedder, quantized: tuple[Path, float]) -> None:
+    files = builtin_model_files()
+    q = OnnxEmbedder(ModelFiles("q", quantized[0], files.tokenizer), intra_op_threads=1)
+    texts = [t for pair in PAIRS + UNRELATED for t in pair]
+    reference, vectors = model.embed(texts), q.embed(texts)
+    assert (np.sum(reference * vectors, axis=1) > 0.95).all()
+    similar = [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(PAIRS))]
+    unrelated = [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(PAIRS), 6)]
+    assert min(similar) - max(unrelated) > 0.3, (similar, unrelated)
+
+
+class _GatedModel:
+    """Stands in for OnnxEmbedder: records each run's texts; the first run waits for a gate."""
+
+    name, dim = "gated", 4
+
+    def __init__(self) -> None:
+        self.runs: list[list[str]] = []
+        self.started = threading.Event()
+        self.gate = threading.Event()
+
+    def embed_full(self, texts: list[str], *, tokens: bool = True):  # type: ignore[no-untyped-def]
+        if not self.runs:
+            self.started.set()
+            self.gate.wait(10)
+        self.runs.append(list(texts))
+        n = len(texts)
+        return np.ones((n, 4), np.float32) / 2, [np.ones((1, 4), np.float32)] * n
+
+
+async def test_queries_jump_ahead_of_queued_documents() -> None:
+    fake = _GatedModel()
+    embedder = BatchingEmbedder(lambda: fake, workers=1, doc_batch=3)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        first = asyncio.ensure_future(embedder.embed_one("doc 0"))
+        assert await asyncio.to_thread(fake.started.wait, 10)
+        docs = [asyncio.ensure_future(embedder.embed_one(f"doc {i}")) for i in range(1, 8)]
+        queries = [asyncio.ensure_future(embedder.embed_query(f"query {i}")) for i in range(2)]
+        await asyncio.sleep(0.05)  # all queued behind the gated run
+        fake.gate.set()
+        await asyncio.gather(first, *docs, *queries)
+        assert fake.runs[0] == ["doc 0"]
+        assert fake.runs[1] == ["query 0", "query 1"]  # one run, before any waiting document
+        assert [len(r) for r in fake.runs[2:]] == [3, 3, 1]  # documents in runs of doc_batch
     finally:
         embedder.close()
