@@ -114,7 +114,31 @@ def rewrap(handler: grpc.RpcMethodHandler, wrap: Callable[[Behavior, bool], Beha
     )
 
 
+class WrapCache:
+    """Wrapped handlers, made once per (method, registered handler) instead of per call."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[tuple[str, int], tuple[grpc.RpcMethodHandler, Any]] = {}
+
+    def get(
+        self,
+        method: str,
+        handler: grpc.RpcMethodHandler,
+        wrap: Callable[[Behavior, bool], Behavior],
+    ) -> Any:
+        key = (method, id(handler))
+        hit = self._wrapped.get(key)
+        if hit is not None and hit[0] is handler:
+            return hit[1]
+        wrapped = rewrap(handler, wrap)
+        self._wrapped[key] = (handler, wrapped)  # holding handler keeps its id unique
+        return wrapped
+
+
 class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+    def __init__(self) -> None:
+        self._cache = WrapCache()
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -123,6 +147,8 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler
-        return rewrap(
-            handler, lambda b, streaming: _wrap_streaming(b) if streaming else _wrap_unary(b)
+        return self._cache.get(
+            handler_call_details.method,
+            handler,
+            lambda b, streaming: _wrap_streaming(b) if streaming else _wrap_unary(b),
         )

@@ -310,8 +310,9 @@ class Retriever:
         w = cfg.rerank_weight
         blended = fused.copy()
         blended[top] = (1.0 - w) * fused[top] + w * np.clip(scores, 0.0, 1.0)
-        rest = np.setdiff1d(np.arange(n), top)
-        if rest.size:
+        rest = np.ones(n, dtype=bool)
+        rest[top] = False
+        if rest.any():
             floor = np.float32(blended[top].min())
             blended[rest] = np.minimum(blended[rest], np.nextafter(floor, np.float32(-np.inf)))
         return np.ascontiguousarray(blended, dtype=np.float32), cfg.rerank.value
@@ -352,12 +353,15 @@ class LateInteractionReranker:
             raise FailedPrecondition("no-token-vectors")
         offsets = np.zeros(len(docs) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([d.shape[0] for d in docs if d is not None])
+        # Stored token vectors are int8 (value * 127): score them as they are against the
+        # query scaled by 1/127 instead of converting every candidate's tokens to float.
         flat = (
-            np.concatenate([d for d in docs if d is not None]).astype(np.float32) / 127.0
+            np.concatenate([d for d in docs if d is not None])
             if docs
-            else np.zeros((0, q_tokens.shape[1]), dtype=np.float32)
+            else np.zeros((0, q_tokens.shape[1]), dtype=np.int8)
         )
-        scores = maxsim(np.ascontiguousarray(q_tokens, dtype=np.float32), flat, offsets)
+        query = np.ascontiguousarray(q_tokens, dtype=np.float32) * np.float32(1.0 / 127.0)
+        scores = maxsim(query, flat, offsets)
         return np.clip(scores, 0.0, 1.0)
 
 

@@ -496,7 +496,7 @@ def mmr_select(vectors: F32, scores: F32, k: int, lam: float) -> I64:
 def maxsim(query_tokens: F32, doc_tokens: F32, doc_offsets: I64) -> F32:
     """ColBERT-style late-interaction scores of n documents against one query.
 
-    ``query_tokens`` float32[q, d]; ``doc_tokens`` float32[t, d] holds every document's
+    ``query_tokens`` float32[q, d]; ``doc_tokens`` float32 or int8 [t, d] holds every document's
     token vectors back to back, document i owning rows doc_offsets[i]:doc_offsets[i+1];
     ``doc_offsets`` int64[n + 1], non-decreasing, from 0 to at most t. Returns float32[n]:
         score_i = (1/q) * sum over query tokens u of max over doc-i tokens w of dot(u, w)
