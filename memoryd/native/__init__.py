@@ -21,7 +21,9 @@ from memoryd.native.kernels import (
     make_params,
     maxsim,
     mmr_select,
+    quantize_rows,
     topk_dot,
+    topk_dot_q8,
     topk_scores,
 )
 from memoryd.native.warmup import warm_up
@@ -42,7 +44,9 @@ __all__ = [
     "make_params",
     "maxsim",
     "mmr_select",
+    "quantize_rows",
     "topk_dot",
+    "topk_dot_q8",
     "topk_scores",
     "warm_up",
 ]

@@ -248,6 +248,99 @@ def topk_dot(matrix: F32, query: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     return heap_i, heap_s
 
 
+I8 = npt.NDArray[np.int8]
+Q8_SLACK = 1e-4  # absolute slack on the error bound: covers float32 rounding of scores
+
+
+def quantize_rows(vectors: F32) -> tuple[I8, F32, F32]:
+    """Per-row int8 codes of float32 rows, for ``topk_dot_q8``.
+
+    Row i is ``codes[i] * scales[i]`` to within ``scales[i] / 2`` per component, with
+    ``scales[i] = max |vectors[i]| / 127``; ``l1[i]`` is the L1 norm of that approximation.
+    """
+    vectors = np.asarray(vectors, dtype=np.float32).reshape(-1, vectors.shape[-1])
+    peak = np.abs(vectors).max(axis=1) if vectors.shape[1] else np.zeros(len(vectors))
+    scales = (peak / 127.0).astype(np.float32)
+    safe = np.where(scales > 0, scales, 1.0).astype(np.float32)
+    codes = np.clip(np.rint(vectors / safe[:, None]), -127, 127).astype(np.int8)
+    l1 = (np.abs(codes).sum(axis=1, dtype=np.int64) * scales).astype(np.float32)
+    return codes, scales, l1
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_DOT_FASTMATH)
+def _dot_i8(a: I8, b: npt.NDArray[np.int16]) -> int:
+    acc = np.int32(0)
+    for i in range(a.shape[0]):
+        acc += np.int32(a[i]) * np.int32(b[i])
+    return acc
+
+
+@numba.njit(cache=True, nogil=True)
+def topk_dot_q8(
+    matrix: F32, codes: I8, scales: F32, l1: F32, query: F32, mask: Mask, k: int
+) -> tuple[I64, F32]:
+    """``topk_dot``'s exact answer, found by scanning int8 codes first.
+
+    ``codes``, ``scales``, ``l1`` are ``quantize_rows(matrix)`` (rows beyond ``codes``
+    must not exist: all four arrays have n rows). The float32 matrix is 4x the bytes of
+    the codes, and at 10k+ rows the scan is bound by memory, not arithmetic; so:
+
+    1. every allowed row gets an approximate score from integer dot products of its codes
+       with the int8-quantised query, and a proven error bound
+       ``|exact - approx| <= scales[i]/2 * |query|_1 + s_q/2 * l1[i]`` (+ ``Q8_SLACK``);
+    2. L = the k-th best lower bound (approx - bound); only a row whose upper bound
+       reaches L can be in the top k, and only those rows are scored exactly, with the same
+       float32 dot product as ``topk_dot``.
+
+    So the result is the same rows and scores as ``topk_dot`` (same tie rule), not an
+    approximation; the saving depends on how many rows' bounds reach L (few, for
+    embeddings whose scores spread out).
+    """
+    n = matrix.shape[0]
+    d = matrix.shape[1]
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    if query.shape[0] != d:
+        raise ValueError("query length differs from the matrix's row length")
+    if mask.shape[0] != n or codes.shape[0] != n or scales.shape[0] != n or l1.shape[0] != n:
+        raise ValueError("mask, codes, scales and l1 must have one entry per matrix row")
+    if codes.shape[1] != d:
+        raise ValueError("codes differ in row length from the matrix")
+    m = min(k, _count_nonzero(mask))
+    heap_s = np.empty(m, dtype=np.float32)
+    heap_i = np.empty(m, dtype=np.int64)
+    if m == 0:
+        return heap_i, heap_s
+    peak = 0.0
+    q_l1 = 0.0
+    for j in range(d):
+        a = abs(float(query[j]))
+        q_l1 += a
+        if a > peak:
+            peak = a
+    q_scale = peak / 127.0
+    q8 = np.zeros(d, dtype=np.int16)
+    if q_scale > 0.0:
+        for j in range(d):
+            q8[j] = np.int16(np.rint(query[j] / q_scale))
+    upper = np.empty(n, dtype=np.float64)
+    size = 0
+    for i in range(n):
+        if not mask[i]:
+            continue
+        approx = float(_dot_i8(codes[i], q8)) * float(scales[i]) * q_scale
+        bound = 0.5 * float(scales[i]) * q_l1 + 0.5 * q_scale * float(l1[i]) + Q8_SLACK
+        upper[i] = approx + bound
+        size = _heap_offer(heap_s, heap_i, size, np.float32(approx - bound), i)
+    floor = float(heap_s[0]) - Q8_SLACK  # the m-th best lower bound (float32-rounded)
+    size = 0
+    for i in range(n):
+        if mask[i] and upper[i] >= floor:
+            size = _heap_offer(heap_s, heap_i, size, _dot(matrix[i], query), i)
+    _heap_sort_best_first(heap_s, heap_i, size)
+    return heap_i, heap_s
+
+
 @numba.njit(cache=True, nogil=True)
 def topk_scores(scores: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     """Top-k of a precomputed score vector over the entries the mask allows.

@@ -56,6 +56,14 @@ def topk_dot(matrix: F32, query: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     return topk_scores(scores, mask, k)
 
 
+def topk_dot_q8(
+    matrix: F32, codes: object, scales: object, l1: object, query: F32, mask: Mask, k: int
+) -> tuple[I64, F32]:
+    """Twin of ``kernels.topk_dot_q8``: the codes only speed the kernel up; the answer is
+    ``topk_dot``'s."""
+    return topk_dot(matrix, query, mask, k)
+
+
 def topk_scores(scores: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     """Twin of ``kernels.topk_scores``."""
     if k < 0:

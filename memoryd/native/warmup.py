@@ -19,7 +19,9 @@ from memoryd.native.kernels import (
     make_params,
     maxsim,
     mmr_select,
+    quantize_rows,
     topk_dot,
+    topk_dot_q8,
     topk_scores,
 )
 
@@ -35,6 +37,7 @@ def warm_up() -> float:
 
     for mask in (np.ones(n, dtype=np.uint8), np.ones(n, dtype=np.bool_)):
         topk_dot(matrix, query, mask, k)
+        topk_dot_q8(matrix, *quantize_rows(matrix), query, mask, k)
         topk_scores(scores, mask, k)
 
     ranks = np.arange(n, dtype=np.int64)

@@ -98,6 +98,54 @@ def test_topk_dot_matches_twin_on_random_floats(seed: int, n: int, d: int) -> No
         assert not np.any(exact[outside] > scores[-1] + tol)
 
 
+@FAST
+@given(integer_topk_cases())
+def test_topk_dot_q8_is_topk_dot_exactly_including_ties(case: tuple[Any, ...]) -> None:
+    matrix, query, mask, k = case
+    want = kernels.topk_dot(matrix, query, mask, k)
+    got = kernels.topk_dot_q8(matrix, *kernels.quantize_rows(matrix), query, mask, k)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+@FAST
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 400),
+    d=st.sampled_from([1, 7, 384]),
+    spread=st.sampled_from([0.05, 0.5, 2.0]),
+)
+def test_topk_dot_q8_is_topk_dot_exactly_on_embeddings(
+    seed: int, n: int, d: int, spread: float
+) -> None:
+    # Unit vectors around a few centres (like sentence embeddings), near-duplicates included:
+    # the int8 shortlist must never lose a row the exact scan ranks in the top k.
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((4, d)).astype(np.float32)
+    matrix = centres[rng.integers(0, 4, n)] + spread * rng.standard_normal((n, d))
+    matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    if n:
+        matrix[rng.integers(0, n)] = 0.0  # a zero row quantises to zero codes
+    query = (centres[0] + spread * rng.standard_normal(d)).astype(np.float32)
+    query /= np.float32(np.linalg.norm(query))
+    mask = (rng.random(n) < 0.8).astype(np.bool_)
+    k = int(rng.integers(0, 60))
+    want = kernels.topk_dot(matrix, query, mask, k)
+    got = kernels.topk_dot_q8(matrix, *kernels.quantize_rows(matrix), query, mask, k)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_quantize_rows_error_is_within_half_a_step() -> None:
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((50, 384)).astype(np.float32)
+    codes, scales, l1 = kernels.quantize_rows(rows)
+    approx = codes.astype(np.float32) * scales[:, None]
+    assert codes.dtype == np.int8 and np.abs(codes).max() == 127
+    assert (np.abs(rows - approx) <= scales[:, None] / 2 + 1e-7).all()
+    np.testing.assert_allclose(l1, np.abs(approx).sum(axis=1), rtol=1e-5)
+
+
 @st.composite
 def topk_scores_cases(draw: st.DrawFn) -> tuple[Any, ...]:
     n = draw(st.integers(0, 60))
