@@ -95,7 +95,9 @@ class EmbedderSettings(_Section):
         description="inference threads, one session each; a second one only works when "
         "requests queue up, and Recall queries go ahead of Store texts",
     )
-    max_batch: int = Field(32, ge=1, le=1024, description="queries per model run")
+    max_batch: int = Field(
+        4, ge=1, le=1024, description="queries per model run (bigger runs cost more per text here)"
+    )
     doc_batch: int = Field(
         4, ge=1, le=1024, description="Store texts per model run (small keeps queries quick)"
     )

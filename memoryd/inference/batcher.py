@@ -7,10 +7,10 @@ simultaneous requests cost about one model run, and the asyncio event loop never
 the model. Identical texts in flight share one computation.
 
 Recall queries go ahead of Store texts: a Recall sits on an agent's turn, and a batch of
-documents would otherwise hold it back for tens of milliseconds. Document batches stay
-small (``doc_batch``) because, on this class of CPU, the model costs about the same per
-token at any batch size (measured in bench/RESULTS.md): a big batch saves nothing and
-only makes the next query wait longer.
+documents would otherwise hold it back for tens of milliseconds. Runs stay small (4 by
+default) because on this class of CPU (2 cores, AVX2) a run of 4 short texts costs the
+least per text; at 16-32 the activations outgrow the caches and each text costs 2-5x more
+(bench/RESULTS.md), and a long run only makes the next query wait longer.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class BatchingEmbedder:
         factory: Callable[[], OnnxEmbedder],
         *,
         workers: int = 1,
-        max_batch: int = 32,
+        max_batch: int = 4,
         doc_batch: int = 4,
         cache_size: int = 10_000,
         max_queue: int = 10_000,
