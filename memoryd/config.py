@@ -63,6 +63,9 @@ class StorageSettings(_Section):
     compact_every_writes: int = Field(
         200, ge=1, description="compact the table after this many write commits"
     )
+    cache_mib: int = Field(
+        64, ge=1, description="LanceDB index and metadata caches, each (its default is 6 GB + 1 GB)"
+    )
 
 
 class EmbedderSettings(_Section):

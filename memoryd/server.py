@@ -283,6 +283,7 @@ class Daemon:
             storage_options=dict(s.storage.storage_options),
             max_batch=s.storage.max_batch,
             compact_every=s.storage.compact_every_writes,
+            cache_bytes=s.storage.cache_mib << 20,
         )
         try:
             analyzer = Analyzer(s.retrieval.analyzer_language)

@@ -185,6 +185,7 @@ class LanceStore:
         storage_options: dict[str, str] | None = None,
         max_batch: int = 512,
         compact_every: int = 200,
+        cache_bytes: int = 64 << 20,
     ):
         self.uri = uri
         self.model_name = model_name
@@ -192,7 +193,13 @@ class LanceStore:
         self.max_batch = max_batch
         self.compact_every = compact_every
         self.schema = make_schema(model_name, dim)
-        self._db = lancedb.connect(uri, storage_options=storage_options or None)
+        # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
+        # manifests of every version group commit writes: measured, RSS grew ~250 MB per
+        # 6k rows in 1.5k commits. Reads are served by the hot index, so small caches do.
+        session = lancedb.Session(
+            index_cache_size_bytes=cache_bytes, metadata_cache_size_bytes=cache_bytes
+        )
+        self._db = lancedb.connect(uri, storage_options=storage_options or None, session=session)
         self._table = self._open_or_create(table)
         self._queue: queue.Queue[_Op | None] = queue.Queue()
         self._thread: threading.Thread | None = None
