@@ -292,8 +292,16 @@ class Daemon:
                 f"retrieval.analyzer_language {s.retrieval.analyzer_language!r} is not a "
                 "Snowball language (e.g. english, german, czech)"
             ) from None
-        repository = Repository(durable, analyzer, max_tokens=s.retrieval.token_vectors_max)
+        repository = Repository(
+            durable,
+            analyzer,
+            max_tokens=s.retrieval.token_vectors_max,
+            ann_threshold=s.retrieval.ann_threshold,
+            ann_ef_search=s.retrieval.ann_ef_search,
+            ann_build_threads=s.retrieval.ann_build_threads,
+        )
         repository.open()
+        repository.index.maintain_ann()  # big scopes start their HNSW build now
         t2 = time.perf_counter()
         if s.retrieval.cross_encoder_dir is not None:
             self.cross_encoder = CrossEncoderReranker(
@@ -356,6 +364,7 @@ class Daemon:
                 if removed:
                     log.info("swept %d expired memories", removed)
                 await self.repository.flush_access_counts()
+                self.repository.index.maintain_ann()  # install finished builds, start due ones
             except Exception:
                 log.exception("background sweep failed; will retry")
 

@@ -360,8 +360,8 @@ class LateInteractionReranker:
             if docs
             else np.zeros((0, q_tokens.shape[1]), dtype=np.int8)
         )
-        query = np.ascontiguousarray(q_tokens, dtype=np.float32) * np.float32(1.0 / 127.0)
-        scores = maxsim(query, flat, offsets)
+        scaled = np.ascontiguousarray(q_tokens, dtype=np.float32) * np.float32(1.0 / 127.0)
+        scores = maxsim(scaled, flat, offsets)
         return np.clip(scores, 0.0, 1.0)
 
 

@@ -268,7 +268,7 @@ def quantize_rows(vectors: F32) -> tuple[I8, F32, F32]:
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_DOT_FASTMATH)
-def _dot_i8(a: I8, b: npt.NDArray[np.int16]) -> int:
+def _dot_i8(a: I8, b: npt.NDArray[np.int16]) -> np.int32:
     acc = np.int32(0)
     for i in range(a.shape[0]):
         acc += np.int32(a[i]) * np.int32(b[i])
@@ -586,7 +586,7 @@ def mmr_select(vectors: F32, scores: F32, k: int, lam: float) -> I64:
 
 
 @numba.njit(cache=True, nogil=True)
-def maxsim(query_tokens: F32, doc_tokens: F32, doc_offsets: I64) -> F32:
+def maxsim(query_tokens: F32, doc_tokens: F32 | I8, doc_offsets: I64) -> F32:
     """ColBERT-style late-interaction scores of n documents against one query.
 
     ``query_tokens`` float32[q, d]; ``doc_tokens`` float32 or int8 [t, d] holds every document's

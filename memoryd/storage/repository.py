@@ -22,10 +22,25 @@ log = logging.getLogger(__name__)
 
 
 class Repository:
-    def __init__(self, durable: LanceStore, analyzer: Analyzer | None = None, max_tokens: int = 64):
+    def __init__(
+        self,
+        durable: LanceStore,
+        analyzer: Analyzer | None = None,
+        max_tokens: int = 64,
+        *,
+        ann_threshold: int = 200_000,
+        ann_ef_search: int = 128,
+        ann_build_threads: int = 1,
+    ):
         self.durable = durable
         self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
-        self.index = HotIndex(durable.dim, analyzer)
+        self.index = HotIndex(
+            durable.dim,
+            analyzer,
+            ann_threshold=ann_threshold,
+            ann_ef_search=ann_ef_search,
+            ann_build_threads=ann_build_threads,
+        )
         self._touched: set[str] = set()
 
     def open(self) -> float:
@@ -39,6 +54,7 @@ class Repository:
         return took
 
     def close(self) -> None:
+        self.index.close()
         self.durable.close()
 
     async def add(

@@ -1,0 +1,69 @@
+"""The hot index's exact scan on partitions big enough for the int8-first kernel
+(``Q8_MIN_ROWS``): after inserts, vector updates and swap-deletes its answers are exactly
+those of a plain float32 scan over the vectors the index should hold."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from memoryd.core.records import Category, Memory
+from memoryd.storage.hot_index import Q8_MIN_ROWS, HotIndex
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+DIM = 64
+
+
+def mem(i: int, category: Category = Category.FACT) -> Memory:
+    return Memory(
+        id=f"m{i:06d}",
+        agent_id="a",
+        scope="agent:a",
+        text=f"text {i}",
+        summary="",
+        category=category,
+        importance=0.5,
+        created_at=NOW,
+        updated_at=NOW,
+    )
+
+
+def unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    centres = rng.standard_normal((8, DIM)).astype(np.float32)
+    x = centres[rng.integers(0, 8, n)] + 0.7 * rng.standard_normal((n, DIM)).astype(np.float32)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_scan_matches_float32_reference_after_updates_and_deletes(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = Q8_MIN_ROWS + 600
+    index = HotIndex(DIM, ann_threshold=0)
+    truth: dict[str, tuple[np.ndarray, Category]] = {}
+    vectors = unit(rng, n)
+    for i in range(n):
+        category = Category.FACT if i % 3 else Category.PREFERENCE
+        index.put(mem(i, category), vectors[i])
+        truth[f"m{i:06d}"] = (vectors[i], category)
+    fresh = unit(rng, 300)
+    for j, i in enumerate(rng.choice(n, 300, replace=False)):  # new vectors for old rows
+        memory_id = f"m{int(i):06d}"
+        index.put(mem(int(i), truth[memory_id][1]), fresh[j])
+        truth[memory_id] = (fresh[j], truth[memory_id][1])
+    for i in rng.choice(n, 500, replace=False):  # swap-deletes move rows (and their codes)
+        index.remove(f"m{int(i):06d}")
+        del truth[f"m{int(i):06d}"]
+    ids = sorted(truth)
+    matrix = np.stack([truth[i][0] for i in ids])
+    for categories in (frozenset(), frozenset({Category.PREFERENCE})):
+        for q in unit(rng, 20):
+            got = index.search(q, ["agent:a"], 15, now=NOW, categories=categories)
+            allowed = [not categories or truth[i][1] in categories for i in ids]
+            scores = np.where(allowed, matrix @ q, -np.inf)
+            want = [ids[r] for r in np.argsort(-scores, kind="stable")[:15]]
+            assert [m.id for m, _ in got] == want
+            np.testing.assert_allclose(
+                [s for _, s in got], scores[[ids.index(w) for w in want]], atol=1e-5
+            )
