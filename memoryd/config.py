@@ -182,7 +182,15 @@ class RetrievalSettings(_Section):
 
     def to_config(self) -> RetrievalConfig:
         values = self.model_dump(
-            exclude={"analyzer_language", "token_vectors", "token_vectors_max", "cross_encoder_dir"}
+            exclude={
+                "analyzer_language",
+                "token_vectors",
+                "token_vectors_max",
+                "cross_encoder_dir",
+                "ann_threshold",
+                "ann_ef_search",
+                "ann_build_threads",
+            }
         )
         values["fusion"] = Fusion(values["fusion"])
         values["rerank"] = Rerank(values["rerank"])

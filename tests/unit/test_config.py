@@ -67,3 +67,12 @@ def test_policy_settings_become_a_policy(tmp_path: Path) -> None:
     policy = load_settings(cfg).policy.to_policy()
     assert policy.access("ops").write == {"agent:ops", "global"}
     assert policy.access("dev").read == {"agent:dev", "global", "workspace:t"}
+
+
+def test_retrieval_settings_become_the_pipeline_config(tmp_path: Path) -> None:
+    config_file = tmp_path / "memoryd.toml"
+    config_file.write_text('[retrieval]\nfusion = "rrf"\nann_threshold = 5000\nrerank_top = 7\n')
+    settings = load_settings(config_file)
+    config = settings.retrieval.to_config()  # index-only settings must not leak into it
+    assert (config.fusion.value, config.rerank_top) == ("rrf", 7)
+    assert settings.retrieval.ann_threshold == 5000
