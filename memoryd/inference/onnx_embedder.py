@@ -85,6 +85,9 @@ class OnnxEmbedder:
         self.max_tokens = max_tokens
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
+        # Idle intra-op threads would spin for the next run, burning a core the other worker
+        # and the event loop need: on a 2-core server they sleep instead.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
