@@ -64,6 +64,22 @@ def topk_dot_q8(
     return topk_dot(matrix, query, mask, k)
 
 
+def bm25_accumulate(
+    rows: I64,
+    tf: F32,
+    weights: F32,
+    lengths: F32,
+    avgdl: float,
+    k1: float,
+    b: float,
+    scores: F32,
+) -> None:
+    """Twin of ``kernels.bm25_accumulate``."""
+    norm = k1 * (1.0 - b + b * lengths[rows].astype(np.float64) / avgdl)
+    terms = weights.astype(np.float64) * tf * (k1 + 1.0) / (tf + norm)
+    np.add.at(scores, rows, terms.astype(np.float32))
+
+
 def topk_scores(scores: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     """Twin of ``kernels.topk_scores``."""
     if k < 0:

@@ -31,7 +31,7 @@ import numpy as np
 from memoryd.core.records import Candidates, Category, Memory
 from memoryd.native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
-from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_all, bm25_rows, idf
+from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_rows, bm25_touched, idf
 
 _NO_EXPIRY = math.inf
 Q8_MIN_ROWS = 4096  # from about here the int8-first scan beats the float32 one (bench/kernels.py)
@@ -335,9 +335,9 @@ class HotIndex:
                 idx, sc = self._vector_topk(part, q, mask, pool)
                 vec_hits += [(float(s), pi, int(r)) for r, s in zip(idx, sc, strict=True)]
             if weights:
-                scores = bm25_all(part.lexical, weights, avgdl)
-                idx, sc = topk_scores(scores, mask & (scores > 0), pool)
-                lex_hits += [(float(s), pi, int(r)) for r, s in zip(idx, sc, strict=True)]
+                rows, scores = bm25_touched(part.lexical, weights, avgdl)
+                idx, sc = topk_scores(scores, mask[rows], pool)
+                lex_hits += [(float(s), pi, int(rows[i])) for i, s in zip(idx, sc, strict=True)]
         chosen: dict[tuple[int, int], None] = {}
         for hits in (vec_hits, lex_hits):
             hits.sort(key=lambda h: (-h[0], h[1], h[2]))

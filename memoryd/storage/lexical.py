@@ -22,6 +22,8 @@ from functools import lru_cache
 import numpy as np
 import Stemmer
 
+from memoryd.native import bm25_accumulate
+
 K1 = 1.2
 B = 0.75
 
@@ -185,14 +187,25 @@ def bm25_all(part: LexicalPartition, query: dict[str, float], avgdl: float) -> n
     scores = np.zeros(len(part), dtype=np.float32)
     if not query or avgdl <= 0:
         return scores
-    norm = K1 * (1.0 - B + B * part.lengths() / avgdl)
+    lengths = part.lengths()
     for term, weight in query.items():
         arrays = part.posting_arrays(term)
         if arrays is None:
             continue
         rows, tf = arrays
-        scores[rows] += weight * tf * (K1 + 1.0) / (tf + norm[rows])
+        weights = np.full(rows.shape[0], weight, dtype=np.float32)
+        bm25_accumulate(rows, tf, weights, lengths, avgdl, K1, B, scores)
     return scores
+
+
+def bm25_touched(
+    part: LexicalPartition, query: dict[str, float], avgdl: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows holding at least one query term (ascending) and their BM25 scores: the
+    lexical leg ranks only these, not every row of the partition."""
+    scores = bm25_all(part, query, avgdl)
+    rows = np.flatnonzero(scores)  # idf > 0, so a row holding a term scores > 0
+    return rows, scores[rows]
 
 
 def bm25_rows(
