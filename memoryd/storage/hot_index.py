@@ -357,8 +357,8 @@ class HotIndex:
             for i, (pi, _) in enumerate(keys):
                 by_part.setdefault(pi, []).append(i)
             for pi, positions in by_part.items():
-                rows = [keys[i][1] for i in positions]
-                lex[positions] = bm25_rows(parts[pi].lexical, rows, weights, avgdl)
+                part_rows = [keys[i][1] for i in positions]
+                lex[positions] = bm25_rows(parts[pi].lexical, part_rows, weights, avgdl)
         vec = vectors @ q if n else np.zeros(0, dtype=np.float32)
         return Candidates(
             memories=memories,
