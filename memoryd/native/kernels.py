@@ -267,14 +267,6 @@ def quantize_rows(vectors: F32) -> tuple[I8, F32, F32]:
     return codes, scales, l1
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_DOT_FASTMATH)
-def _dot_i8(a: I8, b: npt.NDArray[np.int16]) -> np.int32:
-    acc = np.int32(0)
-    for i in range(a.shape[0]):
-        acc += np.int32(a[i]) * np.int32(b[i])
-    return acc
-
-
 @numba.njit(cache=True, nogil=True)
 def topk_dot_q8(
     matrix: F32, codes: I8, scales: F32, l1: F32, query: F32, mask: Mask, k: int
@@ -323,15 +315,26 @@ def topk_dot_q8(
     if q_scale > 0.0:
         for j in range(d):
             q8[j] = np.int16(np.rint(query[j] / q_scale))
+    # Integer dot products in a loop of their own: it vectorises; with the bookkeeping
+    # below inside the same loop it ran at half the speed (measured at 100k rows).
+    dots = np.zeros(n, dtype=np.int32)
+    for i in range(n):
+        if mask[i]:
+            acc = np.int32(0)
+            for j in range(d):
+                acc += np.int32(codes[i, j]) * np.int32(q8[j])
+            dots[i] = acc
     upper = np.empty(n, dtype=np.float64)
     size = 0
     for i in range(n):
         if not mask[i]:
             continue
-        approx = float(_dot_i8(codes[i], q8)) * float(scales[i]) * q_scale
+        approx = float(dots[i]) * float(scales[i]) * q_scale
         bound = 0.5 * float(scales[i]) * q_l1 + 0.5 * q_scale * float(l1[i]) + Q8_SLACK
         upper[i] = approx + bound
-        size = _heap_offer(heap_s, heap_i, size, np.float32(approx - bound), i)
+        lower = approx - bound
+        if size < m or lower > heap_s[0]:
+            size = _heap_offer(heap_s, heap_i, size, np.float32(lower), i)
     floor = float(heap_s[0]) - Q8_SLACK  # the m-th best lower bound (float32-rounded)
     size = 0
     for i in range(n):
