@@ -104,6 +104,11 @@ class EmbedderSettings(_Section):
     doc_batch: int = Field(
         4, ge=1, le=1024, description="Store texts per model run (small keeps queries quick)"
     )
+    doc_max_wait_ms: float = Field(
+        50.0,
+        ge=0.0,
+        description="a Store text waiting this long is embedded next, ahead of queued queries",
+    )
     cache_size: int = Field(10_000, ge=0, description="query embeddings kept (LRU)")
 
 

@@ -126,6 +126,7 @@ def build_embedder(settings: Settings) -> BatchingEmbedder:
         workers=e.workers,
         max_batch=e.max_batch,
         doc_batch=e.doc_batch,
+        doc_max_wait=e.doc_max_wait_ms / 1000.0,
         cache_size=e.cache_size,
     )
 

@@ -164,7 +164,7 @@ class _GatedModel:
 
 async def test_queries_jump_ahead_of_queued_documents() -> None:
     fake = _GatedModel()
-    embedder = BatchingEmbedder(lambda: fake, workers=1, doc_batch=3)  # type: ignore[arg-type,return-value]
+    embedder = BatchingEmbedder(lambda: fake, workers=1, doc_batch=3, doc_max_wait=10.0)  # type: ignore[arg-type,return-value]
     embedder.start()
     try:
         first = asyncio.ensure_future(embedder.embed_one("doc 0"))
@@ -177,5 +177,23 @@ async def test_queries_jump_ahead_of_queued_documents() -> None:
         assert fake.runs[0] == ["doc 0"]
         assert fake.runs[1] == ["query 0", "query 1"]  # one run, before any waiting document
         assert [len(r) for r in fake.runs[2:]] == [3, 3, 1]  # documents in runs of doc_batch
+    finally:
+        embedder.close()
+
+
+async def test_a_store_text_that_waited_goes_ahead_of_queued_queries() -> None:
+    fake = _GatedModel()
+    embedder = BatchingEmbedder(lambda: fake, workers=1, max_batch=2, doc_max_wait=0.02)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        first = asyncio.ensure_future(embedder.embed_query("query 0"))
+        assert await asyncio.to_thread(fake.started.wait, 10)
+        doc = asyncio.ensure_future(embedder.embed_one("the store text"))
+        queries = [asyncio.ensure_future(embedder.embed_query(f"query {i}")) for i in range(1, 7)]
+        await asyncio.sleep(0.05)  # the document has now waited longer than doc_max_wait
+        fake.gate.set()
+        await asyncio.gather(first, doc, *queries)
+        assert fake.runs[1] == ["the store text"]  # not after the three runs of queries
+        assert [len(r) for r in fake.runs[2:]] == [2, 2, 2]
     finally:
         embedder.close()
