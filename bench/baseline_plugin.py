@@ -48,9 +48,9 @@ from memoryd.inference.onnx_embedder import OnnxEmbedder
 from memoryd.server import embedder_files
 
 HEADERS = (
-    "rows", "plugin p50 ms", "plugin p99 ms", "of which embed p50", "of which search p50",
-    "memoryd p50 ms", "memoryd p99 ms", "plugin/memoryd p50", "plugin/memoryd p99",
-    "top-k overlap", "queries",
+    "rows", "memoryd rows", "plugin p50 ms", "plugin p99 ms", "of which embed p50",
+    "of which search p50", "memoryd p50 ms", "memoryd p99 ms", "plugin/memoryd p50",
+    "plugin/memoryd p99", "top-k overlap", "queries",
 )  # fmt: skip
 # Recall ranked as the plugin ranks: cosine only; no rerank, boosts, decay or MMR.
 VECTOR_ONLY = pb.RecallOptions(
@@ -214,10 +214,17 @@ def main() -> None:
                 plug, ours = harness.summary_ms(m["plugin"]), harness.summary_ms(m["memoryd"])
                 embed, search = harness.summary_ms(m["embed"]), harness.summary_ms(m["search"])
                 ratio50, ratio99 = plug["p50"] / ours["p50"], plug["p99"] / ours["p99"]
+                held = int(harness.stats(target.address, args.agent).total)
+                if held != table.count_rows():
+                    harness.log(
+                        f"the daemon's agent holds {held} memories, the plugin table "
+                        f"{table.count_rows()}: this row does not compare like with like "
+                        "(a kept --data-dir from a run with bigger --sizes?)"
+                    )
                 rows.append(
-                    [table.count_rows(), plug["p50"], plug["p99"], embed["p50"], search["p50"],
-                     ours["p50"], ours["p99"], ratio50, ratio99, float(np.mean(m["overlap"])),
-                     len(m["plugin"])]
+                    [table.count_rows(), held, plug["p50"], plug["p99"], embed["p50"],
+                     search["p50"], ours["p50"], ours["p99"], ratio50, ratio99,
+                     float(np.mean(m["overlap"])), len(m["plugin"])]
                 )  # fmt: skip
     finally:
         shutil.rmtree(lance_dir, ignore_errors=True)
