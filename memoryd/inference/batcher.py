@@ -190,8 +190,7 @@ class BatchingEmbedder:
                     return None
                 self._cond.wait()
             docs_due = bool(self._docs) and (
-                not self._queries
-                or time.monotonic() - self._docs[0].queued_at >= self.doc_max_wait
+                not self._queries or time.monotonic() - self._docs[0].queued_at >= self.doc_max_wait
             )
             source, limit = (
                 (self._docs, self.doc_batch) if docs_due else (self._queries, self.max_batch)
