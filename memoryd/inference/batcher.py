@@ -11,8 +11,8 @@ documents would otherwise hold it back for tens of milliseconds. But a Store tex
 has waited ``doc_max_wait`` (50 ms) goes next whatever is queued, so a steady stream of
 Recalls cannot starve Stores (measured with 32 clients at 90/10 before this rule: Store
 p99 1-3.7 s). Runs stay small (4 by
-default) because on this class of CPU (2 cores, AVX2) a run of 4 short texts costs the
-least per text; at 16-32 the activations outgrow the caches and each text costs 2-5x more
+default): on this class of CPU (2 cores, AVX2) runs of 4 short texts gave the most texts
+per second, longer runs 10-25% fewer on an idle machine and up to 5x fewer on a busy one
 (bench/RESULTS.md), and a long run only makes the next query wait longer.
 """
 
