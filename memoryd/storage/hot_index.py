@@ -19,11 +19,12 @@ index's builder thread reads a partition's matrix; ``ann`` explains why that is 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 import numpy as np
@@ -53,6 +54,7 @@ class _Partition:
         self.by_hash: dict[str, str] = {}
         self.lexical = LexicalPartition()
         self.ann: PartitionAnn | None = None  # told of every vector write and move
+        self.codes_stale = False  # set while bulk loading: codes are made in one pass after
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -87,8 +89,9 @@ class _Partition:
 
     def _write_vector(self, row: int, vector: np.ndarray) -> None:
         self.vectors[row] = vector
-        codes, scales, l1 = quantize_rows(self.vectors[row : row + 1])
-        self.codes[row], self.scales[row], self.l1[row] = codes[0], scales[0], l1[0]
+        if not self.codes_stale:
+            codes, scales, l1 = quantize_rows(self.vectors[row : row + 1])
+            self.codes[row], self.scales[row], self.l1[row] = codes[0], scales[0], l1[0]
         if self.ann is not None:
             self.ann.wrote(row)
 
@@ -154,6 +157,7 @@ class HotIndex:
         )
         self._ann_build_lock = threading.Lock()  # one build at a time: two cores are shared
         self._closed = False
+        self._bulk = False
         self._parts: dict[str, _Partition] = {}
         self._memories: dict[str, Memory] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
@@ -169,6 +173,24 @@ class HotIndex:
     def __len__(self) -> int:
         return len(self._memories)
 
+    @contextlib.contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Put many rows (the load at start-up) and make their int8 codes in one pass per
+        scope at the end rather than one call per row (~3 s of a 100k-row load)."""
+        self._bulk = True
+        for part in self._parts.values():
+            part.codes_stale = True
+        try:
+            yield
+        finally:
+            self._bulk = False
+            for part in self._parts.values():
+                if part.codes_stale:
+                    n = len(part)
+                    codes, scales, l1 = quantize_rows(part.vectors[:n])
+                    part.codes[:n], part.scales[:n], part.l1[:n] = codes, scales, l1
+                    part.codes_stale = False
+
     def put(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None) -> None:
         """Insert or overwrite (same id; the scope never changes)."""
         if tokens is None:
@@ -183,9 +205,10 @@ class HotIndex:
             old_part = self._parts[old.scope]
             if old_part.by_hash.get(old.content_hash) == old.id:
                 del old_part.by_hash[old.content_hash]
-        part = self._parts.get(memory.scope) or self._parts.setdefault(
-            memory.scope, _Partition(self.dim)
-        )
+        part = self._parts.get(memory.scope)
+        if part is None:
+            part = self._parts[memory.scope] = _Partition(self.dim)
+            part.codes_stale = self._bulk
         part.put(memory, vector, terms)
         self._memories[memory.id] = memory
         self._text_bytes += len(memory.text) + len(memory.summary)
@@ -416,7 +439,7 @@ class HotIndex:
             hit = ann.search(part.vectors, n, q, mask, k)
             if hit is not None:
                 return hit
-        if n < Q8_MIN_ROWS:
+        if n < Q8_MIN_ROWS or part.codes_stale:
             return topk_dot(part.vectors[:n], q, mask, k)
         # The same answer as topk_dot, reading a quarter of the bytes for most rows.
         return topk_dot_q8(

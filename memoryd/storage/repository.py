@@ -46,8 +46,9 @@ class Repository:
     def open(self) -> float:
         """Load every stored memory into the hot index, start the writer; returns seconds."""
         start = time.perf_counter()
-        for memory, vector, tokens in self.durable.scan():
-            self.index.put(memory, vector, tokens)
+        with self.index.bulk_load():
+            for memory, vector, tokens in self.durable.scan():
+                self.index.put(memory, vector, tokens)
         self.durable.start()
         took = time.perf_counter() - start
         log.info("loaded %d memories into the hot index in %.2fs", len(self.index), took)
