@@ -19,8 +19,9 @@ import corpus
 import harness
 import numpy as np
 
-from memoryd.inference.onnx_embedder import ModelFiles, OnnxEmbedder, builtin_model_files
-from memoryd.inference.quantize import default_cache_dir, quantized_model
+from memoryd.config import load_settings
+from memoryd.inference.onnx_embedder import OnnxEmbedder, builtin_model_files
+from memoryd.server import embedder_files
 
 
 def per_text(model: OnnxEmbedder, texts: list[str], batch: int, rounds: int) -> float:
@@ -47,10 +48,11 @@ def main() -> None:
     args = p.parse_args()
     batches = [int(b) for b in args.batches.split(",") if b]
 
-    files = builtin_model_files()
-    int8 = ModelFiles("int8", quantized_model(files.model, default_cache_dir()), files.tokenizer)
+    int8 = embedder_files(load_settings(None, {"embedder": {"quantize": "int8"}}))
     models = {
-        "packaged (fp32 compute)": OnnxEmbedder(files, intra_op_threads=args.threads),
+        "packaged (fp32 compute)": OnnxEmbedder(
+            builtin_model_files(), intra_op_threads=args.threads
+        ),
         "int8 re-quantised (default)": OnnxEmbedder(int8, intra_op_threads=args.threads),
     }
     texts = corpus.take(corpus.memories(args.seed), args.texts)

@@ -77,8 +77,8 @@ class EmbedderSettings(_Section):
     model_name: str = Field(
         "",
         description="Identity recorded in the store. Empty = 'all-MiniLM-L6-v2-int8' for "
-        "the built-in model, else the model directory's name; '-dynq8' is appended when "
-        "the daemon quantises the model.",
+        "the built-in model, else the model directory's name; to that default name "
+        "'-dynq8' is appended when the daemon quantises the model.",
     )
     quantize: Literal["auto", "int8", "none"] = Field(
         "auto",

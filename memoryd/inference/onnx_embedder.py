@@ -28,9 +28,9 @@ PAD_WASTE = 1.25  # a length group pads at most 25% more tokens than it holds
 def length_groups(lengths: list[int]) -> list[list[int]]:
     """Split a batch into groups of similar token length, shortest first.
 
-    The model costs about the same per token whatever the batch size on this class of CPU,
-    so padding a 10-token text to a 120-token neighbour's width wastes more than a batch
-    saves: sorted, a group closes once padding would exceed ``PAD_WASTE`` of its tokens.
+    Batching saves little per text on this class of CPU (bench/RESULTS.md), so padding a
+    10-token text to a 120-token neighbour's width wastes more than the batch saves: sorted,
+    a group closes once padding would exceed ``PAD_WASTE`` of its tokens.
     """
     order = sorted(range(len(lengths)), key=lengths.__getitem__)
     groups: list[list[int]] = []

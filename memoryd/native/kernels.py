@@ -592,29 +592,29 @@ def mmr_select(vectors: F32, scores: F32, k: int, lam: float) -> I64:
 def bm25_accumulate(
     rows: I64,
     tf: F32,
-    weights: F32,
+    weight: float,
     lengths: F32,
     avgdl: float,
     k1: float,
     b: float,
     scores: F32,
 ) -> None:
-    """Add each posting's BM25 term score to ``scores`` in place.
+    """Add one query term's BM25 scores to ``scores`` in place.
 
-    Posting i says row ``rows[i]`` holds a query term ``tf[i]`` times; ``weights[i]`` is
-    that term's idf x its count in the query; ``lengths[r]`` is row r's length in terms:
-        scores[r] += w * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[r] / avgdl))
-    Only the rows that hold a query term are touched (a numpy version computed the length
+    The term's posting: row ``rows[i]`` holds it ``tf[i]`` times; ``weight`` is the term's
+    idf x its count in the query; ``lengths[r]`` is row r's length in terms:
+        scores[r] += weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[r] / avgdl))
+    Only the rows that hold the term are touched (a numpy version computed the length
     norm of every row of the partition on every query).
     """
-    if tf.shape[0] != rows.shape[0] or weights.shape[0] != rows.shape[0]:
-        raise ValueError("rows, tf and weights must have one entry per posting")
+    if tf.shape[0] != rows.shape[0]:
+        raise ValueError("rows and tf must have one entry per posting")
     for i in range(rows.shape[0]):
         r = rows[i]
         if r < 0 or r >= scores.shape[0] or r >= lengths.shape[0]:
             raise ValueError("a posting points outside the partition")
         norm = k1 * (1.0 - b + b * lengths[r] / avgdl)
-        scores[r] += np.float32(weights[i] * tf[i] * (k1 + 1.0) / (tf[i] + norm))
+        scores[r] += np.float32(weight * tf[i] * (k1 + 1.0) / (tf[i] + norm))
 
 
 # --- 4. late interaction -----------------------------------------------------------------

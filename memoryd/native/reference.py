@@ -67,7 +67,7 @@ def topk_dot_q8(
 def bm25_accumulate(
     rows: I64,
     tf: F32,
-    weights: F32,
+    weight: float,
     lengths: F32,
     avgdl: float,
     k1: float,
@@ -76,7 +76,7 @@ def bm25_accumulate(
 ) -> None:
     """Twin of ``kernels.bm25_accumulate``."""
     norm = k1 * (1.0 - b + b * lengths[rows].astype(np.float64) / avgdl)
-    terms = weights.astype(np.float64) * tf * (k1 + 1.0) / (tf + norm)
+    terms = weight * tf.astype(np.float64) * (k1 + 1.0) / (tf + norm)
     np.add.at(scores, rows, terms.astype(np.float32))
 
 

@@ -193,8 +193,7 @@ def bm25_all(part: LexicalPartition, query: dict[str, float], avgdl: float) -> n
         if arrays is None:
             continue
         rows, tf = arrays
-        weights = np.full(rows.shape[0], weight, dtype=np.float32)
-        bm25_accumulate(rows, tf, weights, lengths, avgdl, K1, B, scores)
+        bm25_accumulate(rows, tf, weight, lengths, avgdl, K1, B, scores)
     return scores
 
 
