@@ -117,6 +117,13 @@ class MemoryStore(Protocol):
         """All unexpired memories in the scopes, newest first (ties by id)."""
         ...
 
+    def count_visible(
+        self, scopes: Iterable[str], *, now: datetime
+    ) -> tuple[dict[str, int], dict[Category, int]]:
+        """How many unexpired memories the scopes hold, by scope and by category (what
+        ``visible`` would list, counted without listing)."""
+        ...
+
     def count_expired(self, scopes: Iterable[str], *, now: datetime) -> int: ...
 
     def expired_ids(self, *, now: datetime) -> list[str]:

@@ -636,17 +636,11 @@ class MemoryService:
     def stats(self, agent_id: str) -> AgentStats:
         access = self.policy.access(agent_id)
         now = self.clock()
-        rows = self.store.visible(access.read, now=now)
-        by_scope: dict[str, int] = {}
-        by_category: dict[str, int] = {}
-        for m in rows:
-            by_scope[m.scope] = by_scope.get(m.scope, 0) + 1
-            name = f"CATEGORY_{m.category.name}"
-            by_category[name] = by_category.get(name, 0) + 1
+        by_scope, by_category = self.store.count_visible(access.read, now=now)
         return AgentStats(
-            total=len(rows),
+            total=sum(by_scope.values()),
             by_scope=by_scope,
-            by_category=by_category,
+            by_category={f"CATEGORY_{c.name}": n for c, n in by_category.items()},
             expired_pending=self.store.count_expired(access.read, now=now),
             embedding_model=self.embedder.model_name,
             embedding_dim=self.embedder.dim,

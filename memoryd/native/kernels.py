@@ -617,6 +617,76 @@ def bm25_accumulate(
         scores[r] += np.float32(weight * tf[i] * (k1 + 1.0) / (tf[i] + norm))
 
 
+@numba.njit(cache=True, nogil=True)
+def bm25_sparse(
+    rows: I64,
+    tf: F32,
+    starts: I64,
+    weights: F64,
+    lengths: F32,
+    avgdl: float,
+    k1: float,
+    b: float,
+    scratch: F32,
+) -> tuple[I64, F32]:
+    """BM25 of the rows that hold at least one query term, without touching the others.
+
+    Term t's posting is ``rows[starts[t]:starts[t+1]]`` with counts ``tf`` (> 0) and
+    weight ``weights[t]`` (idf x count in the query, > 0); ``lengths[r]`` is row r's
+    length. Each term adds, in term order, exactly what ``bm25_accumulate`` adds, into
+    ``scratch`` (float32, at least as long as ``lengths``, all zero on entry and all zero
+    again on return). Returns the touched rows ascending and their scores.
+
+    O(postings) time and no per-query array the size of the partition: the rows come from
+    the postings (sorted when few; collected by one pass over the scratch in row order when
+    they are more than an eighth of the rows).
+    """
+    n_terms = weights.shape[0]
+    if starts.shape[0] != n_terms + 1:
+        raise ValueError("starts must have one entry per term plus one")
+    if tf.shape[0] != rows.shape[0] or starts[0] != 0 or starts[n_terms] != rows.shape[0]:
+        raise ValueError("starts must cover rows and tf exactly")
+    n = lengths.shape[0]
+    if scratch.shape[0] < n:
+        raise ValueError("scratch is shorter than the partition")
+    for t in range(n_terms):
+        if not weights[t] > 0.0 or starts[t + 1] < starts[t]:
+            raise ValueError("term weights must be > 0 and starts non-decreasing")
+    for i in range(rows.shape[0]):
+        if rows[i] < 0 or rows[i] >= n:
+            raise ValueError("a posting points outside the partition")
+        if not tf[i] > 0.0:
+            raise ValueError("term counts must be > 0")
+    touched = np.empty(rows.shape[0], dtype=np.int64)
+    count = 0
+    for t in range(n_terms):
+        w = weights[t]
+        for i in range(starts[t], starts[t + 1]):
+            r = rows[i]
+            if scratch[r] == 0.0:  # every term adds > 0: zero means not seen yet
+                touched[count] = r
+                count += 1
+            norm = k1 * (1.0 - b + b * lengths[r] / avgdl)
+            scratch[r] += np.float32(w * tf[i] * (k1 + 1.0) / (tf[i] + norm))
+    out_rows = np.empty(count, dtype=np.int64)
+    out = np.empty(count, dtype=np.float32)
+    if count * 8 > n:
+        c = 0
+        for r in range(n):
+            if scratch[r] != 0.0:
+                out_rows[c] = r
+                out[c] = scratch[r]
+                scratch[r] = 0.0
+                c += 1
+    else:
+        out_rows[:] = np.sort(touched[:count])
+        for j in range(count):
+            r = out_rows[j]
+            out[j] = scratch[r]
+            scratch[r] = 0.0
+    return out_rows, out
+
+
 # --- 4. late interaction -----------------------------------------------------------------
 
 

@@ -80,6 +80,33 @@ def bm25_accumulate(
     np.add.at(scores, rows, terms.astype(np.float32))
 
 
+def bm25_sparse(
+    rows: I64,
+    tf: F32,
+    starts: I64,
+    weights: F64,
+    lengths: F32,
+    avgdl: float,
+    k1: float,
+    b: float,
+    scratch: F32,
+) -> tuple[I64, F32]:
+    """Twin of ``kernels.bm25_sparse`` (``scratch`` is not used: it scores densely)."""
+    if starts.shape[0] != weights.shape[0] + 1:
+        raise ValueError("starts must have one entry per term plus one")
+    if np.any(weights <= 0) or np.any(tf <= 0):
+        raise ValueError("term weights and counts must be > 0")
+    scores = np.zeros(lengths.shape[0], dtype=np.float32)
+    for t in range(weights.shape[0]):
+        s, e = int(starts[t]), int(starts[t + 1])
+        # one term at a time, as the kernel adds them (float32 sums depend on the order)
+        part = np.zeros_like(scores)
+        bm25_accumulate(rows[s:e], tf[s:e], float(weights[t]), lengths, avgdl, k1, b, part)
+        scores += part
+    touched = np.flatnonzero(scores).astype(np.int64)
+    return touched, scores[touched]
+
+
 def topk_scores(scores: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     """Twin of ``kernels.topk_scores``."""
     if k < 0:

@@ -16,6 +16,7 @@ import numpy as np
 from memoryd.native.kernels import (
     N_STAGES,
     bm25_accumulate,
+    bm25_sparse,
     fuse_and_boost,
     make_params,
     maxsim,
@@ -60,6 +61,8 @@ def warm_up() -> float:
     mmr_select(matrix, scores, k, 0.5)
     rows = np.arange(n, dtype=np.int64)
     bm25_accumulate(rows, scores, 1.0, scores, 1.0, 1.2, 0.75, np.zeros(n, np.float32))
+    starts = np.array([0, n], dtype=np.int64)
+    bm25_sparse(rows, scores, starts, np.ones(1), scores, 1.0, 1.2, 0.75, np.zeros(n, np.float32))
     maxsim(matrix, matrix, np.array([0, 2, 4], dtype=np.int64))
     maxsim(matrix, (matrix * 127).astype(np.int8), np.array([0, 2, 4], dtype=np.int64))
     return time.perf_counter() - start

@@ -32,7 +32,7 @@ import numpy as np
 from memoryd.core.records import Candidates, Category, Memory
 from memoryd.native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
-from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_rows, bm25_touched, idf
+from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, idf
 
 _NO_EXPIRY = math.inf
 # Below this either exact scan takes well under 0.1 ms (bench/kernels.py: 50 vs 73 us at
@@ -57,11 +57,17 @@ class _Partition:
         self.lexical = LexicalPartition()
         self.ann: PartitionAnn | None = None  # told of every vector write and move
         self.codes_stale = False  # set while bulk loading: codes are made in one pass after
+        # The last filter mask without a category filter, reused while nothing changed and
+        # no row's expiry falls between the time it was made and the query's time.
+        self._mask: np.ndarray | None = None
+        self._mask_from = 0.0
+        self._mask_until = 0.0
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def _grow(self) -> None:
+        self._mask = None
         cap = self.vectors.shape[0] * 2
         for name in ("vectors", "expires", "category", "hidden", "codes", "scales", "l1"):
             old = getattr(self, name)
@@ -71,6 +77,7 @@ class _Partition:
 
     def put(self, memory: Memory, vector: np.ndarray, terms: list[str] | None) -> None:
         """Insert or overwrite; ``terms`` None keeps the row's indexed terms (text unchanged)."""
+        self._mask = None
         row = self.row_of.get(memory.id)
         if row is None:
             row = len(self.ids)
@@ -99,6 +106,7 @@ class _Partition:
 
     def remove(self, memory: Memory) -> None:
         row = self.row_of.pop(memory.id)
+        self._mask = None
         self.lexical.move_last_into(row)
         last = len(self.ids) - 1
         if self.ann is not None:
@@ -118,14 +126,36 @@ class _Partition:
         if self.by_hash.get(memory.content_hash) == memory.id:
             del self.by_hash[memory.content_hash]
 
+    def set_hidden(self, row: int, hidden: bool) -> None:
+        self.hidden[row] = 1 if hidden else 0
+        self._mask = None
+
     def mask(self, now_ts: float, categories: frozenset[Category]) -> np.ndarray:
+        """uint8 per row: not expired at ``now_ts``, not superseded, in ``categories``
+        (when given). Callers must not write to it: without categories it is cached."""
         n = len(self.ids)
-        keep = (self.expires[:n] > now_ts) & (self.hidden[:n] == 0)
+        cached = self._mask
+        if (
+            not categories
+            and cached is not None
+            and self._mask_from <= now_ts < self._mask_until
+            and cached.shape[0] == n
+        ):
+            return cached
+        expires = self.expires[:n]
+        alive = expires > now_ts
+        keep = alive & (self.hidden[:n] == 0)
         if categories:
             allowed = np.zeros(256, dtype=np.bool_)  # a lookup: np.isin sorts, ~10x slower
             allowed[[int(c) for c in categories]] = True
             keep &= allowed[self.category[:n].view(np.uint8)]
-        return keep.astype(np.uint8)
+            return keep.astype(np.uint8)
+        out = keep.astype(np.uint8)
+        # Valid until the next expiry after now_ts (inf when nothing alive expires).
+        self._mask = out
+        self._mask_from = now_ts
+        self._mask_until = float(expires[alive].min()) if alive.any() else math.inf
+        return out
 
     def nbytes(self) -> int:
         columns = (
@@ -165,6 +195,7 @@ class HotIndex:
         self._idempotency: dict[tuple[str, str], str] = {}
         self._tokens: dict[str, np.ndarray] = {}  # int8 token vectors (late interaction)
         self._text_bytes = 0
+        self._token_bytes = 0  # sum of _tokens' nbytes, kept in step
         # Links are stored one way (the newer memory names the older); the other direction
         # is derived here, so linking or superseding costs no extra write.
         self._forward: dict[str, set[str]] = {}
@@ -195,10 +226,12 @@ class HotIndex:
 
     def put(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None) -> None:
         """Insert or overwrite (same id; the scope never changes)."""
-        if tokens is None:
-            self._tokens.pop(memory.id, None)
-        else:
+        previous = self._tokens.pop(memory.id, None)
+        if previous is not None:
+            self._token_bytes -= previous.nbytes
+        if tokens is not None:
             self._tokens[memory.id] = tokens
+            self._token_bytes += tokens.nbytes
         old = self._memories.get(memory.id)
         same_text = old is not None and old.text == memory.text
         terms = None if same_text else self.analyzer.terms(memory.text)
@@ -257,13 +290,15 @@ class HotIndex:
         newer = self._superseded_by.get(memory_id, "")
         memory.superseded_by = newer if newer in self._memories else ""
         part = self._parts[memory.scope]
-        part.hidden[part.row_of[memory_id]] = 1 if memory.superseded_by else 0
+        part.set_hidden(part.row_of[memory_id], bool(memory.superseded_by))
 
     def remove(self, memory_id: str) -> Memory | None:
         memory = self._memories.pop(memory_id, None)
         if memory is None:
             return None
-        self._tokens.pop(memory_id, None)
+        previous = self._tokens.pop(memory_id, None)
+        if previous is not None:
+            self._token_bytes -= previous.nbytes
         self._text_bytes -= len(memory.text) + len(memory.summary)
         part = self._parts[memory.scope]
         part.remove(memory)
@@ -350,40 +385,51 @@ class HotIndex:
                     weights[term] = idf(df, n_docs) * count
         else:
             avgdl = 0.0
-        vec_hits: list[tuple[float, int, int]] = []  # (score, part index, row)
-        lex_hits: list[tuple[float, int, int]] = []
-        masks = []
-        for pi, part in enumerate(parts):
+        vec_parts: list[tuple[np.ndarray, np.ndarray]] = []  # per partition: rows, scores
+        lex_parts: list[tuple[np.ndarray, np.ndarray]] = []
+        touched: list[tuple[np.ndarray, np.ndarray]] = []  # rows with a query term, scores
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.float32))
+        for part in parts:
             mask = part.mask(now_ts, categories)
-            masks.append(mask)
-            if vector:
-                idx, sc = self._vector_topk(part, q, mask, pool)
-                vec_hits += [(float(s), pi, int(r)) for r, s in zip(idx, sc, strict=True)]
+            vec_parts.append(self._vector_topk(part, q, mask, pool) if vector else empty)
             if weights:
                 rows, scores = bm25_touched(part.lexical, weights, avgdl)
                 idx, sc = topk_scores(scores, mask[rows], pool)
-                lex_hits += [(float(s), pi, int(rows[i])) for i, s in zip(idx, sc, strict=True)]
-        chosen: dict[tuple[int, int], None] = {}
-        for hits in (vec_hits, lex_hits):
-            hits.sort(key=lambda h: (-h[0], h[1], h[2]))
-            for _, pi, row in hits[:pool]:
-                chosen[(pi, row)] = None
-        keys = list(chosen)
-        n = len(keys)
+                lex_parts.append((rows[idx], sc))
+                touched.append((rows, scores))
+            else:
+                lex_parts.append(empty)
+                touched.append(empty)
+        # The union of the best ``pool`` of each leg, vector hits first, each leg best
+        # first with ties by (partition, row); as (partition, row) pairs.
+        vec_pi, vec_rows = _best(vec_parts, pool)
+        lex_pi, lex_rows = _best(lex_parts, pool)
+        seen = set(zip(vec_pi.tolist(), vec_rows.tolist(), strict=True))
+        extra = [
+            i
+            for i, key in enumerate(zip(lex_pi.tolist(), lex_rows.tolist(), strict=True))
+            if key not in seen
+        ]
+        cand_pi = np.concatenate([vec_pi, lex_pi[extra]])
+        cand_rows = np.concatenate([vec_rows, lex_rows[extra]])
+        n = cand_rows.size
         vectors = np.empty((n, self.dim), dtype=np.float32)
         lex = np.zeros(n, dtype=np.float32)
-        memories = []
-        for i, (pi, row) in enumerate(keys):
-            part = parts[pi]
-            vectors[i] = part.vectors[row]
-            memories.append(self._memories[part.ids[row]])
-        if weights:
-            by_part: dict[int, list[int]] = {}
-            for i, (pi, _) in enumerate(keys):
-                by_part.setdefault(pi, []).append(i)
-            for pi, positions in by_part.items():
-                part_rows = [keys[i][1] for i in positions]
-                lex[positions] = bm25_rows(parts[pi].lexical, part_rows, weights, avgdl)
+        memories = [
+            self._memories[parts[pi].ids[row]]
+            for pi, row in zip(cand_pi.tolist(), cand_rows.tolist(), strict=True)
+        ]
+        for pi, part in enumerate(parts):
+            at = np.flatnonzero(cand_pi == pi) if len(parts) > 1 else np.arange(n)
+            if at.size == 0:
+                continue
+            rows = cand_rows[at]
+            vectors[at] = part.vectors[rows]
+            t_rows, t_scores = touched[pi]
+            if t_rows.size:  # a candidate's BM25 is its score among the touched rows, or 0
+                pos = np.minimum(np.searchsorted(t_rows, rows), t_rows.size - 1)
+                found = t_rows[pos] == rows
+                lex[at[found]] = t_scores[pos[found]]
         vec = vectors @ q if n else np.zeros(0, dtype=np.float32)
         return Candidates(
             memories=memories,
@@ -413,6 +459,24 @@ class HotIndex:
                 out.append(m)
         out.sort(key=lambda m: (m.created_at, m.id), reverse=True)
         return out
+
+    def count_visible(
+        self, scopes: Iterable[str], *, now: datetime
+    ) -> tuple[dict[str, int], dict[Category, int]]:
+        now_ts = now.timestamp()
+        by_scope: dict[str, int] = {}
+        by_category = np.zeros(256, dtype=np.int64)
+        for scope in set(scopes):
+            part = self._parts.get(scope)
+            if part is None or not part:
+                continue
+            n = len(part)
+            alive = part.expires[:n] > now_ts
+            count = int(alive.sum())
+            if count:
+                by_scope[scope] = count
+                by_category += np.bincount(part.category[:n][alive].view(np.uint8), minlength=256)
+        return by_scope, {c: int(by_category[int(c)]) for c in Category if by_category[int(c)]}
 
     def count_expired(self, scopes: Iterable[str], *, now: datetime) -> int:
         now_ts = now.timestamp()
@@ -507,9 +571,20 @@ class HotIndex:
 
     def nbytes(self) -> int:
         # Vectors and columns exactly; records approximately (text plus a fixed overhead).
-        tokens = sum(t.nbytes for t in self._tokens.values())
         parts = sum(p.nbytes() for p in self._parts.values())
-        return parts + tokens + self._text_bytes + 400 * len(self)
+        return parts + self._token_bytes + self._text_bytes + 400 * len(self)
+
+
+def _best(per_part: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best of several partitions' hits (rows, scores; each best first, ties by
+    row), as (partition index, row) arrays: by score desc, then partition, then row."""
+    if not per_part:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    pis = np.concatenate([np.full(r.size, i, np.int64) for i, (r, _) in enumerate(per_part)])
+    rows = np.concatenate([r for r, _ in per_part]).astype(np.int64)
+    scores = np.concatenate([s for _, s in per_part]).astype(np.float32)
+    order = np.lexsort((rows, pis, -scores))[:k]
+    return pis[order], rows[order]
 
 
 def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 import Stemmer
 
-from memoryd.native import bm25_accumulate
+from memoryd.native import bm25_accumulate, bm25_sparse
 
 K1 = 1.2
 B = 0.75
@@ -104,6 +104,7 @@ class LexicalPartition:
         # each queried term's posting as (rows, tf) arrays, dropped when the posting changes:
         # converting a common term's dict on every query was most of the lexical leg.
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._scratch = np.zeros(16, dtype=np.float32)
 
     def posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         cached = self._arrays.get(term)
@@ -119,6 +120,15 @@ class LexicalPartition:
 
     def lengths(self) -> np.ndarray:
         return self._lengths[: len(self.doc_len)]
+
+    def scratch(self) -> np.ndarray:
+        """A zeroed float32 buffer as long as the partition, for ``bm25_sparse`` (which
+        leaves it zeroed); one per partition, reused by every query (the index is used
+        from one thread)."""
+        n = len(self.doc_len)
+        if self._scratch.shape[0] < n:
+            self._scratch = np.zeros(max(16, 2 * n), dtype=np.float32)
+        return self._scratch
 
     def _set_length(self, row: int, value: int) -> None:
         if row >= self._lengths.shape[0]:
@@ -200,11 +210,34 @@ def bm25_all(part: LexicalPartition, query: dict[str, float], avgdl: float) -> n
 def bm25_touched(
     part: LexicalPartition, query: dict[str, float], avgdl: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The rows holding at least one query term (ascending) and their BM25 scores: the
-    lexical leg ranks only these, not every row of the partition."""
-    scores = bm25_all(part, query, avgdl)
-    rows = np.flatnonzero(scores)  # idf > 0, so a row holding a term scores > 0
-    return rows, scores[rows]
+    """The rows holding at least one query term (ascending) and their BM25 scores, the
+    same float32 values ``bm25_all`` gives them: the lexical leg ranks only these rows,
+    and the work is proportional to the query terms' postings, not to the partition."""
+    if not query or avgdl <= 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    rows, tf, weights = [], [], []
+    for term, weight in query.items():
+        arrays = part.posting_arrays(term)
+        if arrays is not None:
+            rows.append(arrays[0])
+            tf.append(arrays[1])
+            weights.append(weight)
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    starts = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([r.size for r in rows], out=starts[1:])
+    lengths = part.lengths()
+    return bm25_sparse(
+        np.concatenate(rows) if len(rows) > 1 else rows[0],
+        np.concatenate(tf) if len(tf) > 1 else tf[0],
+        starts,
+        np.array(weights, dtype=np.float64),
+        lengths,
+        avgdl,
+        K1,
+        B,
+        part.scratch(),
+    )
 
 
 def bm25_rows(

@@ -159,6 +159,11 @@ class Repository:
     ) -> list[Memory]:
         return self.index.visible(scopes, now=now, categories=categories)
 
+    def count_visible(
+        self, scopes: Iterable[str], *, now: datetime
+    ) -> tuple[dict[str, int], dict[Category, int]]:
+        return self.index.count_visible(scopes, now=now)
+
     def count_expired(self, scopes: Iterable[str], *, now: datetime) -> int:
         return self.index.count_expired(scopes, now=now)
 

@@ -551,3 +551,64 @@ def test_bm25_accumulate_refuses_postings_outside_the_partition() -> None:
     one = np.ones(1, np.float32)
     with pytest.raises(ValueError):
         kernels.bm25_accumulate(np.array([3]), one, 1.0, one, 1.0, 1.2, 0.75, one.copy())
+
+
+# --- bm25_sparse ---------------------------------------------------------------------------
+
+
+def _postings(rng: np.random.Generator, n: int, per_term: list[int]) -> tuple[Any, ...]:
+    """Terms' postings back to back, each in a random row order (as a dict keeps them)."""
+    rows, tf, starts = [], [], [0]
+    for size in per_term:
+        rows.append(rng.permutation(n)[: min(n, size)].astype(np.int64))
+        tf.append(rng.integers(1, 5, rows[-1].size).astype(np.float32))
+        starts.append(starts[-1] + rows[-1].size)
+    return (
+        np.concatenate(rows) if rows else np.zeros(0, np.int64),
+        np.concatenate(tf) if tf else np.zeros(0, np.float32),
+        np.array(starts, dtype=np.int64),
+        rng.uniform(0.1, 5.0, len(per_term)),
+    )
+
+
+@FAST
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 300),
+    per_term=st.lists(st.integers(0, 300), max_size=4),
+)
+def test_bm25_sparse_scores_the_touched_rows_as_the_dense_twin_does(
+    seed: int, n: int, per_term: list[int]
+) -> None:
+    """Few or many touched rows (both of the kernel's ways of listing them), postings in
+    any order: the same rows ascending and the same float32 sums, and the scratch is left
+    all zero for the next query."""
+    rng = np.random.default_rng(seed)
+    rows, tf, starts, weights = _postings(rng, n, per_term)
+    lengths = rng.integers(1, 40, n).astype(np.float32)
+    scratch = np.zeros(n + 3, np.float32)
+    got_rows, got = kernels.bm25_sparse(rows, tf, starts, weights, lengths, 9.5, 1.2, 0.75, scratch)
+    want_rows, want = reference.bm25_sparse(
+        rows, tf, starts, weights, lengths, 9.5, 1.2, 0.75, scratch
+    )
+    np.testing.assert_array_equal(got_rows, want_rows)
+    np.testing.assert_array_equal(got, want)
+    assert not scratch.any()
+    assert set(got_rows.tolist()) == set(rows.tolist())
+
+
+def test_bm25_sparse_refuses_bad_postings_and_keeps_the_scratch_clean() -> None:
+    one = np.ones(1, np.float32)
+    scratch = np.zeros(1, np.float32)
+    starts = np.array([0, 1], dtype=np.int64)
+    cases = [
+        (np.array([3]), one, starts, np.ones(1), one),  # row outside the partition
+        (np.array([0]), one, starts, np.zeros(1), one),  # weight 0 would hide the row
+        (np.array([0]), np.zeros(1, np.float32), starts, np.ones(1), one),  # tf 0
+        (np.array([0]), one, np.array([0, 2]), np.ones(1), one),  # starts overrun
+        (np.array([0]), one, starts, np.ones(1), np.ones(2, np.float32)),  # scratch short
+    ]
+    for rows, tf, st_, weights, lengths in cases:
+        with pytest.raises(ValueError):
+            kernels.bm25_sparse(rows, tf, st_, weights, lengths, 1.0, 1.2, 0.75, scratch)
+        assert not scratch.any()
