@@ -5,8 +5,12 @@ everything queued (up to ``max_batch`` rows), turns each run of the same kind in
 LanceDB operation (one ``add`` for many new rows, one ``delete`` for many ids) and only
 then resolves the callers' futures. So an acknowledged write is on disk (it survives a
 kill -9), and concurrent writers share commits instead of growing one fragment each.
-Every ``compact_every`` commits the writer compacts the table and drops old versions,
-because single-row commits otherwise grow the table to thousands of files (MEASURED.md).
+Every ``compact_every`` commits the table is compacted and old versions dropped, because
+single-row commits otherwise grow the table to thousands of files (MEASURED.md). That runs
+on a thread of its own, so appends (Stores) keep committing meanwhile: Lance lets an append
+commit beside a compaction, while a delete or an update committed during one makes the
+compaction fail (and its work is lost). So the writer holds deletes and updates back until
+a compaction in progress ends; appends never wait for one.
 
 The table's schema carries the embedding identity (model name and dimension); opening a
 store made by another model is refused with a clear message.
@@ -19,6 +23,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -204,6 +209,13 @@ class LanceStore:
         self._queue: queue.Queue[_Op | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._commits_since_compact = 0
+        # Held by the compactor while it rewrites the table; deletes and updates take it.
+        self._rewrite_lock = threading.Lock()
+        self._compact_due = threading.Event()
+        self._compacting = False  # set by the writer when it asks, cleared by the compactor
+        self._compactor: threading.Thread | None = None
+        self._stopping = False
+        self.compactions = 0
         self.commits = 0
         self.rows_written = 0
 
@@ -227,15 +239,25 @@ class LanceStore:
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self) -> None:
+        self._stopping = False
         self._thread = threading.Thread(target=self._run, name="memoryd-writer", daemon=True)
+        self._compactor = threading.Thread(
+            target=self._compact_forever, name="memoryd-compactor", daemon=True
+        )
         self._thread.start()
+        self._compactor.start()
 
     def close(self) -> None:
-        """Finish every queued write, then stop the writer."""
+        """Finish every queued write and a compaction in progress, then stop both threads."""
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join()
             self._thread = None
+        if self._compactor is not None:
+            self._stopping = True
+            self._compact_due.set()
+            self._compactor.join()
+            self._compactor = None
 
     def scan(self) -> Iterator[Row]:
         """Every stored row (for rebuilding the in-memory index at start)."""
@@ -308,6 +330,15 @@ class LanceStore:
                 self._maybe_compact()
 
     def _commit(self, kind: str, group: list[_Op]) -> None:
+        if kind == "add":
+            self._commit_rows(kind, group)
+        else:  # would make a compaction in progress fail: wait for it to end
+            with self._rewrite_lock:
+                self._commit_rows(kind, group)
+        self.commits += 1
+        self._commits_since_compact += 1
+
+    def _commit_rows(self, kind: str, group: list[_Op]) -> None:
         if kind == "delete":
             ids = [i for g in group for i in g.ids]
             if ids:
@@ -325,22 +356,36 @@ class LanceStore:
             else:
                 self._table.merge_insert("id").when_matched_update_all().execute(data)
             self.rows_written += len(rows)
-        self.commits += 1
-        self._commits_since_compact += 1
 
     def _maybe_compact(self, *, idle: bool = False) -> None:
-        """Compact after ``compact_every`` commits once the writer is idle, or after
-        ``COMPACT_FORCE_FACTOR`` times that many under sustained writes (a stalled commit
-        now and then beats thousands of fragments slowing every later one)."""
+        """Ask for a compaction after ``compact_every`` commits once the writer is idle,
+        or after ``COMPACT_FORCE_FACTOR`` times that many under sustained writes (then a
+        delete or update may wait for it, which beats thousands of fragments slowing every
+        later commit)."""
         due = self._commits_since_compact >= self.compact_every
         overdue = self._commits_since_compact >= self.compact_every * COMPACT_FORCE_FACTOR
-        if not (due and idle) and not (overdue and self._queue.empty()):
+        if self._compacting or (not (due and idle) and not (overdue and self._queue.empty())):
             return
         self._commits_since_compact = 0
-        try:
-            self._table.optimize(cleanup_older_than=timedelta(minutes=1))
-        except Exception:  # compaction is an optimisation; never fail writes over it
-            log.exception("background compaction failed")
+        self._compacting = True
+        self._compact_due.set()
+
+    def _compact_forever(self) -> None:
+        while True:
+            self._compact_due.wait()
+            self._compact_due.clear()
+            if self._stopping:
+                return
+            started = time.perf_counter()
+            try:
+                with self._rewrite_lock:
+                    self._table.optimize(cleanup_older_than=timedelta(minutes=1))
+                self.compactions += 1
+                log.debug("compacted in %.2fs", time.perf_counter() - started)
+            except Exception:  # compaction is an optimisation; never fail writes over it
+                log.exception("background compaction failed")
+            finally:
+                self._compacting = False
 
 
 def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:

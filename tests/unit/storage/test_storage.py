@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -78,6 +79,41 @@ async def test_concurrent_writes_share_commits_and_round_trip(tmp_path: Path) ->
     assert t3 is not None and np.array_equal(t3, tok)
     assert m3.expires_at == NOW + timedelta(days=1) and m3.metadata == {"i": "3"}
     assert m3.created_at == rows[3].created_at and m3.category == Category.FACT
+
+
+async def test_stores_commit_during_a_compaction_and_deletes_wait_for_its_end(
+    tmp_path: Path,
+) -> None:
+    """Compaction runs beside the writer: an append is acknowledged (durably) while one is
+    in progress, a delete waits for it (committed during it, the delete would make the
+    compaction fail), and nothing is lost either way."""
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=3)
+    entered, release = threading.Event(), threading.Event()
+    real = store._table.optimize
+
+    def slow_optimize(**kw: object) -> object:
+        entered.set()
+        release.wait(30)
+        return real(**kw)
+
+    store._table.optimize = slow_optimize
+    store.start()
+    try:
+        for i in range(3):  # three commits, then a quiet second: a compaction is due
+            await store.add([(mem(i), unit(i), None)])
+        assert await asyncio.to_thread(entered.wait, 10), "no compaction started"
+        await asyncio.wait_for(store.add([(mem(10), unit(10), None)]), 5)
+        delete = asyncio.ensure_future(store.delete([mem(0).id]))
+        await asyncio.sleep(0.5)
+        assert not delete.done()
+        release.set()
+        await asyncio.wait_for(delete, 30)
+    finally:
+        release.set()
+        store.close()
+    assert store.compactions == 1
+    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+    assert sorted(m.id for m, _, _ in reopened) == [mem(i).id for i in (1, 2, 10)]
 
 
 def test_hot_index_searches_only_the_given_scopes_and_skips_expired() -> None:
