@@ -190,6 +190,7 @@ class HotIndex:
         self._ann_build_lock = threading.Lock()  # one build at a time: two cores are shared
         self._closed = False
         self._bulk = False
+        self._pending_refresh: set[str] = set()  # bulk loading: links derived at the end
         self._parts: dict[str, _Partition] = {}
         self._memories: dict[str, Memory] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
@@ -208,8 +209,10 @@ class HotIndex:
 
     @contextlib.contextmanager
     def bulk_load(self) -> Iterator[None]:
-        """Put many rows (the load at start-up) and make their int8 codes in one pass per
-        scope at the end rather than one call per row (~3 s of a 100k-row load)."""
+        """Put many rows (the load at start-up): their int8 codes are made in one pass per
+        scope at the end rather than one call per row (~3 s of a 100k-row load), and each
+        memory's links are derived once at the end rather than again for every memory that
+        links to it. Nothing may read the index until the block ends."""
         self._bulk = True
         for part in self._parts.values():
             part.codes_stale = True
@@ -217,6 +220,9 @@ class HotIndex:
             yield
         finally:
             self._bulk = False
+            pending, self._pending_refresh = self._pending_refresh, set()
+            for memory_id in pending:
+                self._refresh(memory_id)
             for part in self._parts.values():
                 if part.codes_stale:
                     n = len(part)
@@ -250,7 +256,13 @@ class HotIndex:
         if memory.idempotency_key:
             self._idempotency[(memory.agent_id, memory.idempotency_key)] = memory.id
         affected = self._unlink(memory.id) | self._link(memory)
-        for memory_id in affected | {memory.id}:
+        affected.add(memory.id)
+        if old is None:  # memories that link to it (e.g. read back first) now see it
+            affected |= self._backlinks.get(memory.id, set())
+        if self._bulk:  # once per memory at the end, not once per memory linking to it
+            self._pending_refresh |= affected
+            return
+        for memory_id in affected:
             self._refresh(memory_id)
 
     def _link(self, memory: Memory) -> set[str]:

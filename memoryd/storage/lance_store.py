@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import lancedb
@@ -117,13 +117,49 @@ def to_arrow(schema: pa.Schema, rows: Sequence[Row]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+_TIMESTAMPS = ("created_at", "updated_at", "expires_at", "last_accessed_at")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _datetimes(column: pa.Array) -> list[datetime | None]:
+    """A timestamp[us, UTC] column as aware datetimes: from the integers, ~10x faster than
+    Arrow's own conversion (which costs ~1 s per 100k values)."""
+    micros = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).tolist()
+    if column.null_count == 0:
+        return [_EPOCH + timedelta(microseconds=us) for us in micros]
+    valid = column.is_valid().to_numpy(zero_copy_only=False).tolist()
+    return [
+        _EPOCH + timedelta(microseconds=us) if ok else None
+        for us, ok in zip(micros, valid, strict=True)
+    ]
+
+
+def _token_blobs(column: pa.Array, dim: int) -> list[np.ndarray | None]:
+    """The int8 [t, dim] token vectors of each row (views of the column's buffer)."""
+    if column.null_count == len(column):
+        return [None] * len(column)
+    _, offset_buffer, data = column.buffers()
+    offsets = np.frombuffer(offset_buffer, dtype=np.int32)[
+        column.offset : column.offset + len(column) + 1
+    ]
+    flat = np.frombuffer(data, dtype=np.int8) if data is not None else np.zeros(0, np.int8)
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    return [
+        flat[offsets[i] : offsets[i + 1]].reshape(-1, dim) if valid[i] else None
+        for i in range(len(column))
+    ]
+
+
 def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
-    d = batch.to_pydict()
+    names = [n for n in batch.schema.names if n not in ("vector", "token_vectors", *_TIMESTAMPS)]
+    d: dict[str, list[Any]] = {n: batch.column(n).to_pylist() for n in names}
+    for name in _TIMESTAMPS:
+        d[name] = _datetimes(batch.column(name))
     dim = batch.schema.field("vector").type.list_size
     vectors = (
         batch.column("vector").flatten().to_numpy(zero_copy_only=False).astype(np.float32)
     ).reshape(-1, dim)
-    tokens = d["token_vectors"]
+    tokens = _token_blobs(batch.column("token_vectors"), dim)
     for i in range(batch.num_rows):
         try:
             memory = Memory(
@@ -147,9 +183,7 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
             )
         except (ValueError, TypeError) as e:
             raise DataCorrupt(f"stored memory {d['id'][i]!r} cannot be read: {e}") from e
-        raw = tokens[i]
-        tok = None if raw is None else np.frombuffer(raw, dtype=np.int8).reshape(-1, dim)
-        yield memory, vectors[i], tok
+        yield memory, vectors[i], tokens[i]
 
 
 @dataclass(slots=True)
