@@ -12,6 +12,12 @@ commit beside a compaction, while a delete or an update committed during one mak
 compaction fail (and its work is lost). So the writer holds deletes and updates back until
 a compaction in progress ends; appends never wait for one.
 
+Access counts (bumped by every Recall that returns a memory) go to a log table of their
+own, ``<table>_access`` (id, count, last access), appended a batch at a time and folded to
+one row per id now and then; loading applies the newest entry per id. Rewriting the
+memories' rows for them instead (vectors and token vectors included) took the writer
+seconds once a minute under read load, and every Store waited behind it.
+
 The table's schema carries the embedding identity (model name and dimension); opening a
 store made by another model is refused with a clear message.
 """
@@ -49,6 +55,19 @@ META_SCHEMA = b"memoryd.schema_version"
 # A stored memory: the record, its vector, and its token vectors (int8, see tokens.py; late
 # interaction) when they were computed.
 Row = tuple[Memory, np.ndarray, np.ndarray | None]
+
+
+# An access-count entry: memory id, its access count, when it was last recalled.
+Access = tuple[str, int, datetime | None]
+ACCESS_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("access_count", pa.int64(), nullable=False),
+        pa.field("last_accessed_at", pa.timestamp("us", tz="UTC"), nullable=True),
+    ]
+)
+ACCESS_FOLD_ROWS = 50_000  # fold the access log once it holds this many entries (or more)
+ACCESS_FOLD_COMMITS = 60  # ... or after this many appends (hourly at one flush a minute)
 
 
 def make_schema(model_name: str, dim: int) -> pa.Schema:
@@ -188,15 +207,16 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
 
 @dataclass(slots=True)
 class _Op:
-    kind: Literal["add", "update", "delete"]
+    kind: Literal["add", "update", "delete", "access"]
     rows: list[Row] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
+    access: list[Access] = field(default_factory=list)
     future: asyncio.Future[None] | None = None
     loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def size(self) -> int:
-        return len(self.rows) + len(self.ids)
+        return len(self.rows) + len(self.ids) + len(self.access)
 
 
 def store_identity(
@@ -225,6 +245,7 @@ class LanceStore:
         max_batch: int = 512,
         compact_every: int = 200,
         cache_bytes: int = 64 << 20,
+        access_fold_rows: int = ACCESS_FOLD_ROWS,
     ):
         self.uri = uri
         self.model_name = model_name
@@ -240,6 +261,17 @@ class LanceStore:
         )
         self._db = lancedb.connect(uri, storage_options=storage_options or None, session=session)
         self._table = self._open_or_create(table)
+        # The access log is made by its first write, so opening a store never writes to it.
+        self._access_name = f"{table}_access"
+        existing = self._db.list_tables().tables
+        self._access = (
+            self._db.open_table(self._access_name) if self._access_name in existing else None
+        )
+        self._access_rows = 0 if self._access is None else int(self._access.count_rows())
+        self._access_commits = 0
+        self.access_fold_rows = access_fold_rows
+        self._access_fold_at = max(access_fold_rows, 2 * self._access_rows)
+        self.access_folds = 0
         self._queue: queue.Queue[_Op | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._commits_since_compact = 0
@@ -294,9 +326,30 @@ class LanceStore:
             self._compactor = None
 
     def scan(self) -> Iterator[Row]:
-        """Every stored row (for rebuilding the in-memory index at start)."""
+        """Every stored row (for rebuilding the in-memory index at start), with the newest
+        access count of each from the access log."""
+        access = self.read_access()
         for batch in self._table.to_arrow().to_batches(max_chunksize=8192):
-            yield from from_arrow(batch)
+            for row in from_arrow(batch):
+                entry = access.get(row[0].id)
+                if entry is not None:
+                    memory = row[0]
+                    memory.access_count = max(memory.access_count, entry[0])
+                    if entry[1] is not None and (
+                        memory.last_accessed_at is None or entry[1] > memory.last_accessed_at
+                    ):
+                        memory.last_accessed_at = entry[1]
+                yield row
+
+    def read_access(self) -> dict[str, tuple[int, datetime | None]]:
+        """The access log folded: per id, the highest count and the latest access."""
+        if self._access is None:
+            return {}
+        folded = _fold(self._access.to_arrow())
+        ids = folded.column("id").to_pylist()
+        counts = folded.column("access_count").to_pylist()
+        last = _datetimes(folded.column("last_accessed_at"))
+        return {i: (c, t) for i, c, t in zip(ids, counts, last, strict=True)}
 
     def count_rows(self) -> int:
         return int(self._table.count_rows())
@@ -312,6 +365,10 @@ class LanceStore:
 
     async def delete(self, ids: Sequence[str]) -> None:
         await self._submit(_Op("delete", ids=list(ids)))
+
+    async def record_access(self, entries: Sequence[Access]) -> None:
+        """Persist access counts (one append to the access log; the rows stay as they are)."""
+        await self._submit(_Op("access", access=list(entries)))
 
     def _submit(self, op: _Op) -> asyncio.Future[None]:
         if self._thread is None:
@@ -364,6 +421,9 @@ class LanceStore:
                 self._maybe_compact()
 
     def _commit(self, kind: str, group: list[_Op]) -> None:
+        if kind == "access":  # another table: neither waits for nor counts toward compaction
+            self._append_access([e for g in group for e in g.access])
+            return
         if kind == "add":
             self._commit_rows(kind, group)
         else:  # would make a compaction in progress fail: wait for it to end
@@ -390,6 +450,43 @@ class LanceStore:
             else:
                 self._table.merge_insert("id").when_matched_update_all().execute(data)
             self.rows_written += len(rows)
+
+    def _append_access(self, entries: list[Access]) -> None:
+        if not entries:
+            return
+        ids, counts, last = zip(*entries, strict=True)
+        data = pa.Table.from_arrays(
+            [
+                pa.array(ids, pa.string()),
+                pa.array(counts, pa.int64()),
+                pa.array(last, ACCESS_SCHEMA.field("last_accessed_at").type),
+            ],
+            schema=ACCESS_SCHEMA,
+        )
+        if self._access is None:
+            self._access = self._db.create_table(self._access_name, schema=ACCESS_SCHEMA)
+        self._access.add(data)
+        self._access_rows += len(entries)
+        self._access_commits += 1
+        if self._access_rows >= self._access_fold_at or self._access_commits >= ACCESS_FOLD_COMMITS:
+            self._fold_access()
+
+    def _fold_access(self) -> None:
+        """Rewrite the access log as one entry per id (on the writer thread, so no append
+        can slip in between the read and the overwrite)."""
+        assert self._access is not None
+        try:
+            folded = _fold(self._access.to_arrow())
+            self._access = self._db.create_table(self._access_name, folded, mode="overwrite")
+            self._access.optimize(cleanup_older_than=timedelta(minutes=1))
+        except Exception:  # the log is still whole; fold again after the next appends
+            log.exception("folding the access log failed")
+            self._access_commits = 0
+            return
+        self._access_rows = folded.num_rows
+        self._access_commits = 0
+        self._access_fold_at = max(self.access_fold_rows, 2 * folded.num_rows)
+        self.access_folds += 1
 
     def _maybe_compact(self, *, idle: bool = False) -> None:
         """Ask for a compaction after ``compact_every`` commits once the writer is idle,
@@ -420,6 +517,23 @@ class LanceStore:
                 log.exception("background compaction failed")
             finally:
                 self._compacting = False
+
+
+def _fold(log_table: pa.Table) -> pa.Table:
+    """One row per id: its highest access count and its latest access."""
+    grouped = log_table.group_by("id").aggregate(
+        [("access_count", "max"), ("last_accessed_at", "max")]
+    )
+    return pa.Table.from_arrays(
+        [
+            grouped.column("id"),
+            grouped.column("access_count_max"),
+            grouped.column("last_accessed_at_max").cast(
+                ACCESS_SCHEMA.field("last_accessed_at").type
+            ),
+        ],
+        schema=ACCESS_SCHEMA,
+    )
 
 
 def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:

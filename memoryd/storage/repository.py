@@ -138,17 +138,17 @@ class Repository:
                 self._touched.add(memory_id)
 
     async def flush_access_counts(self) -> int:
-        """Persist the access counts changed since the last flush (one batched write)."""
+        """Persist the access counts changed since the last flush (one append to the
+        access log, not a rewrite of the memories' rows)."""
         ids, self._touched = self._touched, set()
-        rows = []
+        entries = []
         for memory_id in ids:
             memory = self.index.get(memory_id)
-            vector = self.index.vector_of(memory_id)
-            if memory is not None and vector is not None:
-                rows.append((memory, vector, self.index.tokens_of(memory_id)))
-        if rows:
-            await self.durable.update(rows)
-        return len(rows)
+            if memory is not None:
+                entries.append((memory_id, memory.access_count, memory.last_accessed_at))
+        if entries:
+            await self.durable.record_access(entries)
+        return len(entries)
 
     def visible(
         self,

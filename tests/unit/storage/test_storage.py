@@ -15,6 +15,7 @@ from memoryd.core.errors import ConfigError
 from memoryd.core.records import Category, Memory
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import LanceStore
+from memoryd.storage.repository import Repository
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -115,6 +116,70 @@ async def test_stores_commit_during_a_compaction_and_deletes_wait_for_its_end(
     assert store.compactions == 1
     reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
     assert sorted(m.id for m, _, _ in reopened) == [mem(i).id for i in (1, 2, 10)]
+
+
+async def test_access_counts_survive_a_restart_without_rewriting_any_memory(
+    tmp_path: Path,
+) -> None:
+    """Access counts go to the access log (appends, folded to one entry per id once it
+    grows): the memories' rows are not rewritten, and a reopened store reads back the
+    highest count and latest access of each memory; a forgotten one stays forgotten."""
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, access_fold_rows=10)
+    t1 = NOW + timedelta(hours=1)
+    store.start()
+    try:
+        await store.add([(mem(i), unit(i), None) for i in range(3)])
+        written = store.rows_written
+        await store.record_access([(mem(0).id, 3, t1), (mem(1).id, 1, None)])
+        await store.record_access([(mem(0).id, 5, t1 + timedelta(minutes=1))])
+        await store.delete([mem(2).id])
+        await store.record_access([(mem(2).id, 9, t1)])
+        for k in range(12):  # past the fold threshold
+            await store.record_access([(mem(1).id, 2 + k, t1 + timedelta(seconds=k))])
+        assert store.rows_written == written
+        assert store.access_folds >= 1
+    finally:
+        store.close()
+    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
+    assert len(reopened.read_access()) == 3
+    rows = {m.id: m for m, _, _ in reopened.scan()}
+    assert set(rows) == {mem(0).id, mem(1).id}
+    assert (rows[mem(0).id].access_count, rows[mem(0).id].last_accessed_at) == (
+        5,
+        t1 + timedelta(minutes=1),
+    )
+    assert (rows[mem(1).id].access_count, rows[mem(1).id].last_accessed_at) == (
+        13,
+        t1 + timedelta(seconds=11),
+    )
+
+
+async def test_recalled_memories_keep_their_access_counts_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
+    repo = Repository(store)
+    repo.open()
+    try:
+        for i in range(3):
+            await repo.add(mem(i), unit(i))
+        repo.touch([mem(0).id, mem(1).id], NOW + timedelta(days=1))
+        repo.touch([mem(0).id], NOW + timedelta(days=2))
+        assert await repo.flush_access_counts() == 2
+        assert await repo.flush_access_counts() == 0  # nothing new since
+    finally:
+        repo.close()
+    again = Repository(LanceStore(str(tmp_path), table="m", model_name="x", dim=8))
+    again.open()
+    try:
+        got = {i: again.get(mem(i).id) for i in range(3)}
+        assert [(m.access_count, m.last_accessed_at) for m in got.values() if m] == [
+            (2, NOW + timedelta(days=2)),
+            (1, NOW + timedelta(days=1)),
+            (0, None),
+        ]
+    finally:
+        again.close()
 
 
 def test_hot_index_searches_only_the_given_scopes_and_skips_expired() -> None:
