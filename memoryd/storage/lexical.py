@@ -219,8 +219,9 @@ def bm25_touched(
     part: LexicalPartition, query: dict[str, float], avgdl: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """The rows holding at least one query term (ascending) and their BM25 scores, the
-    same float32 values ``bm25_all`` gives them: the lexical leg ranks only these rows,
-    and the work is proportional to the query terms' postings, not to the partition."""
+    same float32 values ``bm25_all`` gives them: the lexical leg ranks only these rows.
+    The work is proportional to the query terms' postings, plus one pass over the
+    partition when they touch more than an eighth of its rows."""
     if not query or avgdl <= 0:
         return np.zeros(0, np.int64), np.zeros(0, np.float32)
     rows, tf, weights = [], [], []
