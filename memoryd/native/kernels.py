@@ -589,35 +589,6 @@ def mmr_select(vectors: F32, scores: F32, k: int, lam: float) -> I64:
 
 
 @numba.njit(cache=True, nogil=True)
-def bm25_accumulate(
-    rows: I64,
-    tf: F32,
-    weight: float,
-    lengths: F32,
-    avgdl: float,
-    k1: float,
-    b: float,
-    scores: F32,
-) -> None:
-    """Add one query term's BM25 scores to ``scores`` in place.
-
-    The term's posting: row ``rows[i]`` holds it ``tf[i]`` times; ``weight`` is the term's
-    idf x its count in the query; ``lengths[r]`` is row r's length in terms:
-        scores[r] += weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[r] / avgdl))
-    Only the rows that hold the term are touched (a numpy version computed the length
-    norm of every row of the partition on every query).
-    """
-    if tf.shape[0] != rows.shape[0]:
-        raise ValueError("rows and tf must have one entry per posting")
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        if r < 0 or r >= scores.shape[0] or r >= lengths.shape[0]:
-            raise ValueError("a posting points outside the partition")
-        norm = k1 * (1.0 - b + b * lengths[r] / avgdl)
-        scores[r] += np.float32(weight * tf[i] * (k1 + 1.0) / (tf[i] + norm))
-
-
-@numba.njit(cache=True, nogil=True)
 def bm25_sparse(
     rows: I64,
     tf: F32,
@@ -633,9 +604,11 @@ def bm25_sparse(
 
     Term t's posting is ``rows[starts[t]:starts[t+1]]`` with counts ``tf`` (> 0) and
     weight ``weights[t]`` (idf x count in the query, > 0); ``lengths[r]`` is row r's
-    length. Each term adds, in term order, exactly what ``bm25_accumulate`` adds, into
+    length. Term by term, in order, each posting adds (rounded to float32) into
     ``scratch`` (float32, at least as long as ``lengths``, all zero on entry and all zero
-    again on return). Returns the touched rows ascending and their scores.
+    again on return)
+        scratch[r] += weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[r] / avgdl))
+    Returns the touched rows ascending and their scores.
 
     O(postings) time and no per-query array the size of the partition: the rows come from
     the postings (sorted when few; collected by one pass over the scratch in row order when

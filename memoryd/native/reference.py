@@ -64,20 +64,12 @@ def topk_dot_q8(
     return topk_dot(matrix, query, mask, k)
 
 
-def bm25_accumulate(
-    rows: I64,
-    tf: F32,
-    weight: float,
-    lengths: F32,
-    avgdl: float,
-    k1: float,
-    b: float,
-    scores: F32,
-) -> None:
-    """Twin of ``kernels.bm25_accumulate``."""
+def _bm25_term(
+    rows: I64, tf: F32, weight: float, lengths: F32, avgdl: float, k1: float, b: float
+) -> F32:
+    """One query term's BM25 score for each of its postings, float32 (as the kernel adds)."""
     norm = k1 * (1.0 - b + b * lengths[rows].astype(np.float64) / avgdl)
-    terms = weight * tf.astype(np.float64) * (k1 + 1.0) / (tf + norm)
-    np.add.at(scores, rows, terms.astype(np.float32))
+    return (weight * tf.astype(np.float64) * (k1 + 1.0) / (tf + norm)).astype(np.float32)
 
 
 def bm25_sparse(
@@ -100,9 +92,8 @@ def bm25_sparse(
     for t in range(weights.shape[0]):
         s, e = int(starts[t]), int(starts[t + 1])
         # one term at a time, as the kernel adds them (float32 sums depend on the order)
-        part = np.zeros_like(scores)
-        bm25_accumulate(rows[s:e], tf[s:e], float(weights[t]), lengths, avgdl, k1, b, part)
-        scores += part
+        terms = _bm25_term(rows[s:e], tf[s:e], float(weights[t]), lengths, avgdl, k1, b)
+        np.add.at(scores, rows[s:e], terms)
     touched = np.flatnonzero(scores).astype(np.int64)
     return touched, scores[touched]
 

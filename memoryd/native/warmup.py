@@ -15,7 +15,6 @@ import numpy as np
 
 from memoryd.native.kernels import (
     N_STAGES,
-    bm25_accumulate,
     bm25_sparse,
     fuse_and_boost,
     make_params,
@@ -60,7 +59,6 @@ def warm_up() -> float:
 
     mmr_select(matrix, scores, k, 0.5)
     rows = np.arange(n, dtype=np.int64)
-    bm25_accumulate(rows, scores, 1.0, scores, 1.0, 1.2, 0.75, np.zeros(n, np.float32))
     starts = np.array([0, n], dtype=np.int64)
     bm25_sparse(rows, scores, starts, np.ones(1), scores, 1.0, 1.2, 0.75, np.zeros(n, np.float32))
     maxsim(matrix, matrix, np.array([0, 2, 4], dtype=np.int64))

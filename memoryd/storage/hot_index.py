@@ -67,7 +67,6 @@ class _Partition:
         return len(self.ids)
 
     def _grow(self) -> None:
-        self._mask = None
         cap = self.vectors.shape[0] * 2
         for name in ("vectors", "expires", "category", "hidden", "codes", "scales", "l1"):
             old = getattr(self, name)
@@ -232,9 +231,7 @@ class HotIndex:
 
     def put(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None) -> None:
         """Insert or overwrite (same id; the scope never changes)."""
-        previous = self._tokens.pop(memory.id, None)
-        if previous is not None:
-            self._token_bytes -= previous.nbytes
+        self._drop_tokens(memory.id)
         if tokens is not None:
             self._tokens[memory.id] = tokens
             self._token_bytes += tokens.nbytes
@@ -264,6 +261,11 @@ class HotIndex:
             return
         for memory_id in affected:
             self._refresh(memory_id)
+
+    def _drop_tokens(self, memory_id: str) -> None:
+        previous = self._tokens.pop(memory_id, None)
+        if previous is not None:
+            self._token_bytes -= previous.nbytes
 
     def _link(self, memory: Memory) -> set[str]:
         forward = set(memory.related_ids) - {memory.id}
@@ -308,9 +310,7 @@ class HotIndex:
         memory = self._memories.pop(memory_id, None)
         if memory is None:
             return None
-        previous = self._tokens.pop(memory_id, None)
-        if previous is not None:
-            self._token_bytes -= previous.nbytes
+        self._drop_tokens(memory_id)
         self._text_bytes -= len(memory.text) + len(memory.summary)
         part = self._parts[memory.scope]
         part.remove(memory)

@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 import Stemmer
 
-from memoryd.native import bm25_accumulate, bm25_sparse
+from memoryd.native import bm25_sparse
 
 K1 = 1.2
 B = 0.75
@@ -200,26 +200,11 @@ def idf(df: int, n_docs: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-def bm25_all(part: LexicalPartition, query: dict[str, float], avgdl: float) -> np.ndarray:
-    """BM25 of every row of ``part``; ``query`` maps term -> idf * query term count."""
-    scores = np.zeros(len(part), dtype=np.float32)
-    if not query or avgdl <= 0:
-        return scores
-    lengths = part.lengths()
-    for term, weight in query.items():
-        arrays = part.posting_arrays(term)
-        if arrays is None:
-            continue
-        rows, tf = arrays
-        bm25_accumulate(rows, tf, weight, lengths, avgdl, K1, B, scores)
-    return scores
-
-
 def bm25_touched(
     part: LexicalPartition, query: dict[str, float], avgdl: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The rows holding at least one query term (ascending) and their BM25 scores, the
-    same float32 values ``bm25_all`` gives them: the lexical leg ranks only these rows.
+    """The rows holding at least one query term (ascending) and their BM25 scores: the
+    lexical leg ranks only these rows.
     The work is proportional to the query terms' postings, plus one pass over the
     partition when they touch more than an eighth of its rows."""
     if not query or avgdl <= 0:
@@ -247,22 +232,3 @@ def bm25_touched(
         B,
         part.scratch(),
     )
-
-
-def bm25_rows(
-    part: LexicalPartition, rows: Sequence[int], query: dict[str, float], avgdl: float
-) -> np.ndarray:
-    """BM25 of the given rows only (for candidates found by the vector leg)."""
-    out = np.zeros(len(rows), dtype=np.float32)
-    if not query or avgdl <= 0:
-        return out
-    for i, row in enumerate(rows):
-        counts = part.doc_terms[row]
-        norm = K1 * (1.0 - B + B * part.doc_len[row] / avgdl)
-        s = 0.0
-        for term, weight in query.items():
-            tf = counts.get(term)
-            if tf:
-                s += weight * tf * (K1 + 1.0) / (tf + norm)
-        out[i] = s
-    return out

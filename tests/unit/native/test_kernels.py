@@ -529,30 +529,6 @@ def test_warm_up_compiles_every_signature_production_uses() -> None:
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
 
 
-# --- bm25_accumulate -----------------------------------------------------------------------
-
-
-@FAST
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 200), postings=st.integers(0, 400))
-def test_bm25_accumulate_matches_twin(seed: int, n: int, postings: int) -> None:
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, 40, n).astype(np.float32)
-    got, want = np.zeros(n, np.float32), np.zeros(n, np.float32)
-    for term in range(3):  # several terms add up on the rows that hold more than one
-        rows = np.sort(rng.choice(n, min(n, postings // 3 + term), replace=False)).astype(np.int64)
-        tf = rng.integers(1, 5, rows.size).astype(np.float32)
-        weight = float(rng.uniform(0.1, 5.0))
-        kernels.bm25_accumulate(rows, tf, weight, lengths, 12.5, 1.2, 0.75, got)
-        reference.bm25_accumulate(rows, tf, weight, lengths, 12.5, 1.2, 0.75, want)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-
-
-def test_bm25_accumulate_refuses_postings_outside_the_partition() -> None:
-    one = np.ones(1, np.float32)
-    with pytest.raises(ValueError):
-        kernels.bm25_accumulate(np.array([3]), one, 1.0, one, 1.0, 1.2, 0.75, one.copy())
-
-
 # --- bm25_sparse ---------------------------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from memoryd.storage.lexical import LexicalPartition, bm25_all, idf
+from memoryd.storage.lexical import LexicalPartition, bm25_touched, idf
 
 WORDS = ["alpha", "beta", "gamma", "delta", "kappa", "sigma", "omega", "zeta"]
 
@@ -49,7 +49,8 @@ def test_scores_match_a_partition_built_from_scratch(seed: int) -> None:
         if docs and rng.random() < 0.5:  # query often, so cached arrays get reused
             query = rng.choices(WORDS, k=2)
             avgdl = part.total_len / len(part)
-            got = bm25_all(part, weights(part, query), avgdl)
+            got_rows, got = bm25_touched(part, weights(part, query), avgdl)
             reference = fresh(docs)
-            want = bm25_all(reference, weights(reference, query), avgdl)
+            want_rows, want = bm25_touched(reference, weights(reference, query), avgdl)
+            np.testing.assert_array_equal(got_rows, want_rows)
             assert np.allclose(got, want, atol=1e-5)
