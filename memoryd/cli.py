@@ -38,6 +38,8 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["data_dir"] = args.data_dir
     if args.log_level:
         overrides["log_level"] = args.log_level
+    if args.insecure:
+        overrides["server"] = {"insecure": True}
     try:
         settings = load_settings(args.config, overrides)
     except ConfigError as e:
@@ -201,13 +203,45 @@ def _line(m: Any, score: float | None = None) -> str:
     return f"{head}\n    {m.text}"
 
 
+def _keys_new(args: argparse.Namespace) -> int:
+    """A fresh API key: the secret once on stdout, and the entry for the keys file."""
+    from memoryd.api.auth import hash_secret, new_secret
+    from memoryd.core.principals import AGENT_PATTERN_RE
+
+    bad = [a for a in args.agents if not AGENT_PATTERN_RE.match(a)]
+    if bad or not args.agents:
+        print(f"memoryd keys: invalid agent pattern(s): {', '.join(bad) or '(none)'}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    secret = new_secret()
+    agents = ", ".join(json.dumps(a) for a in args.agents)
+    print(f"secret (give it to the client; it is not stored anywhere): {secret}")
+    print("\nappend to the keys file (auth.keys_file):\n")
+    print(f'[[key]]\nname = {json.dumps(args.name)}\nsha256 = "{hash_secret(secret)}"')
+    print(f"agents = [{agents}]\noperator = {'true' if args.operator else 'false'}")
+    return 0
+
+
+def _client_credentials(args: argparse.Namespace) -> Any:
+    if not (args.tls_ca or args.tls_cert or args.tls_key):
+        return None
+    from memoryd_client import tls_credentials
+
+    return tls_credentials(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key)
+
+
 def _ctl(args: argparse.Namespace) -> int:
     from memoryd_client import MemoryClient, MemorydError, pb
 
     token = os.environ.get("MEMORYD_AUTH_TOKEN") or None
     args.verb = {"search": "recall", "delete": "forget"}.get(args.verb, args.verb)
     try:
-        with MemoryClient(args.address, token=token, timeout=args.timeout) as c:
+        creds = _client_credentials(args)
+    except OSError as e:
+        print(f"memoryd ctl: cannot read {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
+    try:
+        with MemoryClient(args.address, token=token, timeout=args.timeout, credentials=creds) as c:
             if args.verb == "store":
                 r = c.store(
                     args.agent,
@@ -250,7 +284,8 @@ def _ctl(args: argparse.Namespace) -> int:
                 _print(lr, args.json, "\n".join(lines))
             elif args.verb == "export":
                 count = 0
-                for m in c.export(args.agent, scopes=args.scope or ()):
+                exported = c.export(args.agent, scopes=args.scope or (), all_scopes=args.all_scopes)
+                for m in exported:
                     print(MessageToJson(m, preserving_proto_field_name=True, indent=None))
                     count += 1
                 print(f"exported {count} memories", file=sys.stderr)
@@ -281,7 +316,7 @@ def _ctl(args: argparse.Namespace) -> int:
                 ] or ["(no conflicts)"]
                 _print(cr, args.json, "\n".join(lines))
             elif args.verb == "stats":
-                s = c.stats(args.agent)
+                s = c.stats(args.agent, daemon_wide=args.daemon_wide)
                 human = "\n".join(
                     [f"memories visible to {args.agent}: {s.total}"]
                     + [f"  {k}: {v}" for k, v in sorted(s.by_scope.items())]
@@ -311,7 +346,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data-dir", type=Path, help="where the embedded store lives")
     s.add_argument("--config", type=Path, help="TOML settings file (also MEMORYD_CONFIG)")
     s.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    s.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve a non-loopback --listen address without any credential (refused otherwise)",
+    )
     s.set_defaults(func=_serve)
+
+    k = sub.add_parser("keys", help="API keys for the keys file (auth.keys_file)")
+    kv = k.add_subparsers(dest="keys_verb", required=True)
+    kn = kv.add_parser("new", help="make a new API key: prints the secret and its keys-file entry")
+    kn.add_argument("name", help="the principal's name (shown in the access log)")
+    kn.add_argument(
+        "--agents",
+        nargs="+",
+        required=True,
+        help="agent ids or patterns the key may act for, e.g. 'tenant-a-*'",
+    )
+    kn.add_argument("--operator", action="store_true", help="daemon-wide Export and Stats")
+    kn.set_defaults(func=_keys_new)
 
     _reembed_args(sub.add_parser("reembed", help="copy a store into a new one, another model"))
 
@@ -325,6 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--address", default=os.environ.get("MEMORYD_ADDRESS", "127.0.0.1:50051"))
     c.add_argument("--timeout", type=float, default=10.0)
     c.add_argument("--json", action="store_true", help="print the response as JSON")
+    c.add_argument("--tls-ca", type=Path, help="PEM of the CA that signed the daemon's cert (TLS)")
+    c.add_argument("--tls-cert", type=Path, help="client certificate PEM (mTLS)")
+    c.add_argument("--tls-key", type=Path, help="client private key PEM (mTLS)")
     # --json is accepted after the verb too: `memoryd ctl stats main --json`.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
@@ -368,6 +424,9 @@ def build_parser() -> argparse.ArgumentParser:
     v = verbs.add_parser("export", parents=[common], help="JSONL of memories on stdout")
     v.add_argument("agent")
     v.add_argument("--scope", action="append", help="only these scopes (repeatable)")
+    v.add_argument(
+        "--all-scopes", action="store_true", help="every agent's memories (operator credential)"
+    )
     v = verbs.add_parser("import", parents=[common], help="JSONL from export (file or -)")
     v.add_argument("agent")
     v.add_argument("file")
@@ -376,6 +435,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--limit", type=int, default=20)
     v = verbs.add_parser("stats", parents=[common])
     v.add_argument("agent")
+    v.add_argument(
+        "--daemon-wide",
+        action="store_true",
+        help="index bytes and rows of the whole daemon (operator credential)",
+    )
     c.set_defaults(func=_ctl)
     return p
 

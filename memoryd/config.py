@@ -311,12 +311,37 @@ class MetricsSettings(_Section):
     )
 
 
+class AuthSettings(_Section):
+    """Credentials beyond the single MEMORYD_AUTH_TOKEN; see memoryd/api/auth.py."""
+
+    keys_file: Path | None = Field(
+        None,
+        description="TOML file of API keys (SHA-256 of each secret) and client-certificate "
+        "identities, each mapped to the agents it may act for and optionally the operator "
+        "role; read again on SIGHUP and when it changes",
+    )
+    access_log: bool = Field(
+        False,
+        description="one line per RPC on the memoryd.access logger: principal, RPC, agent, "
+        "status, milliseconds (never memory text)",
+    )
+
+
 class ServerSettings(_Section):
     max_concurrent_rpcs: int = Field(1024, ge=1)
     stream_max_in_flight: int = Field(64, ge=1, le=10_000, description="ops per Stream")
     shutdown_grace_seconds: float = Field(5.0, ge=0.0)
     tls_cert: Path | None = Field(None, description="PEM certificate; with tls_key enables TLS")
     tls_key: Path | None = None
+    tls_client_ca: Path | None = Field(
+        None,
+        description="PEM of the CA(s) whose client certificates are required (mTLS); "
+        "needs tls_cert and tls_key; identities map to principals in auth.keys_file",
+    )
+    insecure: bool = Field(
+        False,
+        description="allow serving a non-loopback address without any credential (--insecure)",
+    )
 
 
 class Settings(BaseSettings):
@@ -336,6 +361,7 @@ class Settings(BaseSettings):
     auth_token: SecretStr | None = Field(
         None, description="when set, every RPC needs 'authorization: Bearer <token>'"
     )
+    auth: AuthSettings = Field(default_factory=AuthSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import fcntl
 import gc
+import ipaddress
 import logging
 import os
 import signal
@@ -27,7 +28,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from memoryd._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, memory_pb2, memory_pb2_grpc
-from memoryd.api.auth import TokenAuthInterceptor
+from memoryd.api.auth import AuthInterceptor, KeyRing
 from memoryd.api.backup import write_backup
 from memoryd.api.errors import ErrorMappingInterceptor
 from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
@@ -169,10 +170,42 @@ def _is_local(uri: str) -> bool:
     return "://" not in uri or uri.startswith("file://")
 
 
+def is_loopback(listen: str) -> bool:
+    """Whether HOST:PORT names only this machine (127.0.0.0/8, ::1, localhost)."""
+    host = listen.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere, or 0.0.0.0-style wildcards
+
+
+def build_keys(settings: Settings) -> KeyRing | None:
+    """The credentials the settings name, or None when auth is off. Refuses to start
+    (ConfigError) on a weak token or a bad keys file, and when a non-loopback address
+    would be served without any credential unless ``server.insecure`` says so."""
+    s = settings
+    token = s.auth_token.get_secret_value() if s.auth_token is not None else None
+    mtls = s.server.tls_client_ca is not None
+    if mtls and s.server.tls_cert is None:
+        raise ConfigError("server.tls_client_ca needs server.tls_cert and server.tls_key")
+    if token is None and s.auth.keys_file is None and not mtls:
+        if not is_loopback(s.listen) and not s.server.insecure:
+            raise ConfigError(
+                f"listen {s.listen} is reachable from other machines and no credential is "
+                "configured: set MEMORYD_AUTH_TOKEN or auth.keys_file (or server.tls_client_ca), "
+                "or pass --insecure to serve it open"
+            )
+        return None
+    return KeyRing(token, s.auth.keys_file)
+
+
 class Daemon:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.policy = settings.policy.to_policy()  # validate before binding anything
+        self.keys = build_keys(settings)
         self.port = 0
         self.server: grpc.aio.Server | None = None
         self.health = health.aio.HealthServicer()
@@ -185,6 +218,7 @@ class Daemon:
         self._lock_file: IO[str] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._backups: asyncio.Task[None] | None = None
+        self._keys_watch: asyncio.Task[None] | None = None
         self.startup_seconds = 0.0
         self.metrics = Metrics()
         self.metrics_port = 0
@@ -194,11 +228,12 @@ class Daemon:
         s = self.settings
         self._lock_data_dir()
         interceptors: list[grpc.aio.ServerInterceptor] = [
-            MetricsInterceptor(self.metrics),
+            MetricsInterceptor(self.metrics, access_log=s.auth.access_log),
             ErrorMappingInterceptor(),
         ]
-        if s.auth_token is not None:
-            interceptors.append(TokenAuthInterceptor(s.auth_token.get_secret_value()))
+        if self.keys is not None:
+            interceptors.append(AuthInterceptor(self.keys))
+            self._keys_watch = asyncio.create_task(self.keys.watch())
         server = grpc.aio.server(
             interceptors=interceptors,
             maximum_concurrent_rpcs=s.server.max_concurrent_rpcs,
@@ -266,7 +301,12 @@ class Daemon:
         if (s.tls_cert is None) != (s.tls_key is None):
             raise ConfigError("server.tls_cert and server.tls_key must be set together")
         if s.tls_cert is not None and s.tls_key is not None:
-            creds = grpc.ssl_server_credentials([(s.tls_key.read_bytes(), s.tls_cert.read_bytes())])
+            ca = s.tls_client_ca.read_bytes() if s.tls_client_ca is not None else None
+            creds = grpc.ssl_server_credentials(
+                [(s.tls_key.read_bytes(), s.tls_cert.read_bytes())],
+                root_certificates=ca,
+                require_client_auth=ca is not None,
+            )
             port = server.add_secure_port(address, creds)
         else:
             port = server.add_insecure_port(address)
@@ -400,7 +440,7 @@ class Daemon:
         await self.health.enter_graceful_shutdown()
         if self.server is not None:
             await self.server.stop(grace)
-        for task in (self._sweeper, self._backups):
+        for task in (self._sweeper, self._backups, self._keys_watch):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -428,6 +468,8 @@ async def serve(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if daemon.keys is not None:
+        loop.add_signal_handler(signal.SIGHUP, daemon.keys.reload)
     try:
         port = await daemon.start()
         host = settings.listen.rpartition(":")[0]

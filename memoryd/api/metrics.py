@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import grpc
@@ -20,8 +21,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from memoryd.api.errors import REQUEST_ID, Behavior, WrapCache
+from memoryd.core import principals
 
 access_log = logging.getLogger("memoryd.access")
+AGENT: ContextVar[str] = ContextVar("memoryd_access_agent", default="-")
 
 LATENCY_BUCKETS = (
     0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -123,8 +126,9 @@ def new_request_id() -> str:
 class MetricsInterceptor(grpc.aio.ServerInterceptor):
     """Outermost interceptor: sees the final status of every RPC."""
 
-    def __init__(self, metrics: Metrics):
+    def __init__(self, metrics: Metrics, *, access_log: bool = False):
         self.metrics = metrics
+        self.access_log = access_log
         self._cache = WrapCache()
 
     async def intercept_service(
@@ -144,12 +148,15 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
         seconds = m.rpc_seconds.labels(method)
         totals: dict[str, Any] = {}
 
-        def start(context: Any) -> float:
+        def start(context: Any, request: Any) -> float:
             given = ""
             for key, value in context.invocation_metadata() or ():
                 if key == "x-request-id":
                     given = str(value)[:64]
             REQUEST_ID.set(given or new_request_id())
+            if self.access_log:
+                agent = getattr(request, "agent_id", None)
+                AGENT.set(agent if isinstance(agent, str) and agent else "-")
             return time.perf_counter()
 
         def finish(context: Any, started: float, failed: bool) -> None:
@@ -164,12 +171,21 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
             elapsed = time.perf_counter() - started
             if not streaming:
                 seconds.observe(elapsed)
-            access_log.debug("%s %s %.2fms", method, name, elapsed * 1e3)
+            if self.access_log:
+                # Who, for which agent, what, how it ended: never memory text.
+                access_log.info(
+                    "principal=%s rpc=%s agent=%s code=%s ms=%.2f",
+                    principals.current().name,
+                    method,
+                    AGENT.get(),
+                    name,
+                    elapsed * 1e3,
+                )
 
         if streaming:
 
             async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
-                started, failed = start(context), False
+                started, failed = start(context, request), False
                 try:
                     async for response in behavior(request, context):
                         yield response
@@ -182,7 +198,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
             return stream
 
         async def unary(request: Any, context: Any) -> Any:
-            started, failed = start(context), False
+            started, failed = start(context, request), False
             try:
                 return await behavior(request, context)
             except BaseException:

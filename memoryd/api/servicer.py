@@ -67,7 +67,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return convert.list_response(page)
 
     async def Stats(self, request: pb.StatsRequest, context: Any) -> pb.StatsResponse:
-        stats = self.service.stats(request.agent_id)
+        stats = self.service.stats(request.agent_id, daemon_wide=request.daemon_wide)
         return convert.stats_response(stats, time.monotonic() - self._started, __version__)
 
     async def ListConflicts(
@@ -77,7 +77,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return convert.conflicts_response(items)
 
     async def Export(self, request: pb.ExportRequest, context: Any) -> AsyncIterator[pb.Memory]:
-        for memory in self.service.export(request.agent_id, tuple(request.scopes)):
+        memories = self.service.export(
+            request.agent_id, tuple(request.scopes), all_scopes=request.all_scopes
+        )
+        for memory in memories:
             yield convert.memory_to_pb(memory)
 
     async def Import(

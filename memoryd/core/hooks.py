@@ -74,7 +74,7 @@ class HookService:
         time_budget_ms: int = 0,
         scopes: tuple[str, ...] = (),
     ) -> ContextResult:
-        access = self.memories.policy.access(agent_id)
+        access = self.memories.access(agent_id)
         access.readable(scopes)  # an unreadable scope is an error, not an empty block
         _check_session(session_id)
         cfg = self.settings.context
@@ -119,7 +119,7 @@ class HookService:
         *,
         scope: str = "",
     ) -> CaptureResult:
-        access = self.memories.policy.access(agent_id)
+        access = self.memories.access(agent_id)
         _check_session(session_id)
         if scope:
             access.check_write(scope)

@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from memoryd.core.records import Candidates, Category, Conflict, Memory
+from memoryd.core.records import Candidates, Category, Conflict, KeyRecord, Memory
 
 
 class Embedder(Protocol):
@@ -80,6 +80,14 @@ class MemoryStore(Protocol):
 
     def find_by_idempotency_key(self, agent_id: str, key: str) -> Memory | None: ...
 
+    def key_record(self, agent_id: str, key: str) -> KeyRecord | None:
+        """The recorded answer of a keyed Store that created nothing, if any."""
+        ...
+
+    async def record_key(self, record: KeyRecord) -> None:
+        """Durably record such an answer; returns once it survives a crash."""
+        ...
+
     def search(
         self,
         query: np.ndarray,
@@ -126,13 +134,21 @@ class MemoryStore(Protocol):
 
     def count_expired(self, scopes: Iterable[str], *, now: datetime) -> int: ...
 
+    def scopes(self) -> list[str]:
+        """Every scope that holds a memory (for operators' daemon-wide views)."""
+        ...
+
     def expired_ids(self, *, now: datetime) -> list[str]:
         """Every memory, in any scope, whose expiry has passed (for the sweeper)."""
         ...
 
-    def index_bytes(self) -> int: ...
+    def index_bytes(self, scopes: Iterable[str] | None = None) -> int:
+        """Memory the index holds for ``scopes`` (default: every scope)."""
+        ...
 
-    def row_count(self) -> int: ...
+    def row_count(self, scopes: Iterable[str] | None = None) -> int:
+        """Rows stored in ``scopes`` (default: every scope), expired ones included."""
+        ...
 
 
 class TextModel(Protocol):

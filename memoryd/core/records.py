@@ -96,6 +96,22 @@ class StoreResult:
 
 
 @dataclass(slots=True, frozen=True)
+class KeyRecord:
+    """What a Store with an idempotency key answered when it created nothing (DUPLICATE or
+    MERGED): kept durably so that the key replays that answer, even after a restart.
+    (A CREATED answer needs no record: the key is stored on the new memory's row.)"""
+
+    agent_id: str
+    key: str
+    memory_id: str  # the memory the answer named
+    outcome: StoreOutcome
+    content_hash: str  # of the request's text: a reuse for other text is refused
+    scope: str
+    score: float
+    at: datetime
+
+
+@dataclass(slots=True, frozen=True)
 class ForgetResult:
     deleted_ids: list[str]
     candidates: list[ScoredMemory]

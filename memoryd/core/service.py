@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from memoryd.core import principals
 from memoryd.core.categorize import detect_category
 from memoryd.core.errors import InvalidArgument, NotFound
 from memoryd.core.injection import detect_injection
@@ -35,12 +36,19 @@ from memoryd.core.lifecycle import (
     merge_prompt,
     plan_merge,
 )
-from memoryd.core.policy import Access, AccessPolicy, agent_scope, validate_scope
+from memoryd.core.policy import (
+    Access,
+    AccessPolicy,
+    agent_scope,
+    validate_agent_id,
+    validate_scope,
+)
 from memoryd.core.protocols import ConflictLog, Embedder, MemoryStore, TextModel
 from memoryd.core.records import (
     Category,
     Conflict,
     ForgetResult,
+    KeyRecord,
     Memory,
     ScoredMemory,
     StoreOutcome,
@@ -181,14 +189,21 @@ class MemoryService:
         # Stores between their duplicate check and their commit, so concurrent twins
         # (same key, same text, or near-same vector) resolve to one memory.
         self._pending: list[_Pending] = []
-        self._pending_keys: dict[tuple[str, str], asyncio.Future[StoreResult]] = {}
+        self._pending_keys: dict[tuple[str, str], tuple[str, str, asyncio.Future[StoreResult]]] = {}
         self._update_locks: dict[str, _IdLock] = {}
+
+    def access(self, agent_id: str) -> Access:
+        """What ``agent_id`` may read and write, for the calling principal: refused when the
+        principal may not act for that agent, before anything else is looked at."""
+        validate_agent_id(agent_id)
+        principals.current().check_agent(agent_id)
+        return self.policy.access(agent_id)
 
     # -- Store -------------------------------------------------------------------------
 
     async def store_memory(self, new: NewMemory) -> StoreResult:
         lim = self.limits
-        access = self.policy.access(new.agent_id)
+        access = self.access(new.agent_id)
         text = self._check_text(new.text, "text")
         if lim.reject_injection and (why := detect_injection(text)) is not None:
             raise InvalidArgument(
@@ -222,15 +237,29 @@ class MemoryService:
         digest = content_hash(text)
 
         if key:
-            replay = await self._idempotent_replay(new.agent_id, key, digest, scope)
+            replay = await self._idempotent_replay(access, key, digest, scope)
             if replay is not None:
                 return replay
             own: asyncio.Future[StoreResult] = asyncio.get_running_loop().create_future()
-            self._pending_keys[(new.agent_id, key)] = own
+            self._pending_keys[(new.agent_id, key)] = (digest, scope, own)
         try:
             result = await self._store_new(
                 access, scope, text, digest, category, importance, metadata, key, created, expires
             )
+            if key and result.outcome != StoreOutcome.CREATED:
+                # Nothing new holds the key: record the answer so a retry replays it.
+                await self.store.record_key(
+                    KeyRecord(
+                        new.agent_id,
+                        key,
+                        result.memory.id,
+                        result.outcome,
+                        digest,
+                        scope,
+                        result.duplicate_score,
+                        self.clock(),
+                    )
+                )
         except BaseException as e:
             if key:
                 self._pending_keys.pop((new.agent_id, key), None)
@@ -244,17 +273,30 @@ class MemoryService:
         return result
 
     async def _idempotent_replay(
-        self, agent_id: str, key: str, digest: str, scope: str
+        self, access: Access, key: str, digest: str, scope: str
     ) -> StoreResult | None:
+        """The first answer given for ``key``, if the key was used: while that Store is in
+        flight, its answer; then the memory it created, or the one it named (DUPLICATE,
+        MERGED) as long as that memory exists and the agent may still read it."""
+        agent_id = access.agent_id
+        first: StoreResult | None = None
         in_flight = self._pending_keys.get((agent_id, key))
         if in_flight is not None:
-            first = await asyncio.shield(in_flight)
-        else:
-            found = self.store.find_by_idempotency_key(agent_id, key)
-            if found is None:
-                return None
+            used_hash, used_scope, future = in_flight
+            first = await asyncio.shield(future)
+        elif (
+            (record := self.store.key_record(agent_id, key)) is not None
+            and (named := self.store.get(record.memory_id)) is not None
+            and named.scope in access.read
+        ):
+            used_hash, used_scope = record.content_hash, record.scope
+            first = StoreResult(named, record.outcome, named.id, record.score)
+        elif (found := self.store.find_by_idempotency_key(agent_id, key)) is not None:
+            used_hash, used_scope = found.content_hash, found.scope
             first = StoreResult(found, StoreOutcome.CREATED)
-        if first.memory.content_hash != digest or first.memory.scope != scope:
+        if first is None:
+            return None
+        if used_hash != digest or used_scope != scope:
             raise InvalidArgument(
                 f"idempotency_key {key!r} was already used for a different memory "
                 f"({first.memory.id}); use a new key for new content"
@@ -274,21 +316,25 @@ class MemoryService:
         created: datetime,
         expires: datetime | None,
     ) -> StoreResult:
-        exact = self._exact_duplicate(scope, digest)
+        # Dedupe and merge compare with what the scope holds, so they only run where the
+        # caller may read: in a write-only scope (a drop box) an answer of DUPLICATE, or a
+        # link, would reveal memories the caller cannot see.
+        readable = scope in access.read
+        exact = self._exact_duplicate(scope, digest) if readable else None
         if exact is not None:
             return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
         vector, tokens = await self._embed_document(text)
         now = self.clock()
         # Re-check after the await: the world may have changed while the model ran.
-        exact = self._exact_duplicate(scope, digest)
+        exact = self._exact_duplicate(scope, digest) if readable else None
         if exact is not None:
             return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
-        near = self.store.search(vector, [scope], 5, now=now)
+        near = self.store.search(vector, [scope], 5, now=now) if readable else []
         if near and near[0][1] >= self.limits.duplicate_threshold:
             twin, score = near[0]
             return StoreResult(twin, StoreOutcome.DUPLICATE, twin.id, float(score))
         for p in self._pending:
-            if p.scope != scope:
+            if p.scope != scope or not readable:
                 continue
             score = 1.0 if p.hash == digest else float(np.dot(p.vector, vector))
             if score >= self.limits.duplicate_threshold:
@@ -417,7 +463,7 @@ class MemoryService:
 
     def list_conflicts(self, agent_id: str, limit: int = 0) -> list[Conflict]:
         """Conflicts whose two memories the agent may both read, newest first."""
-        access = self.policy.access(agent_id)
+        access = self.access(agent_id)
         limit = limit or 50
         if limit > self.limits.conflicts_max:
             raise InvalidArgument(f"limit {limit} is over the maximum {self.limits.conflicts_max}")
@@ -432,15 +478,28 @@ class MemoryService:
 
     # -- Export / Import ----------------------------------------------------------------
 
-    def export(self, agent_id: str, scopes: tuple[str, ...] = ()) -> list[Memory]:
-        """Every unexpired memory the agent may read (including superseded history)."""
-        access = self.policy.access(agent_id)
+    def export(
+        self, agent_id: str, scopes: tuple[str, ...] = (), *, all_scopes: bool = False
+    ) -> list[Memory]:
+        """Every unexpired memory the agent may read (including superseded history), or
+        with ``all_scopes`` (operators only) every unexpired memory of every scope."""
+        access = self.access(agent_id)
+        if all_scopes:
+            principals.current().check_operator("Export of all scopes")
+            return self.store.visible(self.store.scopes(), now=self.clock())
         return self.store.visible(access.readable(scopes), now=self.clock())
 
     async def import_memory(self, agent_id: str, memory: Memory) -> bool:
         """Store an exported memory, keeping its id, times and fields, re-embedded with
-        this daemon's model. Returns False when it (or its text in its scope) exists."""
-        access = self.policy.access(agent_id)
+        this daemon's model. Returns False when it (or its text in its scope) exists.
+
+        What a file says is not trusted: the importing agent owns every row; links and
+        supersession are kept only towards memories of the same scope that the agent may
+        read and write (others are dropped alike, whether they exist or not); an id taken
+        by a memory the agent cannot read gets a fresh id. So an import reveals nothing of
+        memories the agent cannot read, and changes none of them.
+        """
+        access = self.access(agent_id)
         _check_uuid(memory.id)
         scope = validate_scope(memory.scope or agent_scope(agent_id))
         access.check_write(scope)
@@ -449,32 +508,67 @@ class MemoryService:
         metadata = self._check_metadata(dict(memory.metadata))
         if memory.category == Category.UNSPECIFIED:
             raise InvalidArgument(f"memory {memory.id} has no category")
+        created_at = _aware(memory.created_at, "created_at")
+        updated_at = _aware(memory.updated_at, "updated_at")
+        expires_at = _aware(memory.expires_at, "expires_at")
         digest = content_hash(text)
-        if self.store.get(memory.id) is not None or self.store.find_by_hash(scope, digest):
+        readable = scope in access.read
+        if self._seen_by(access, memory.id) or (
+            readable and self._exact_duplicate(scope, digest) is not None
+        ):
             return False
         vector, tokens = await self._embed_document(text)
-        if self.store.get(memory.id) is not None:
+        if self._seen_by(access, memory.id):
             return False
+        memory_id = memory.id if self.store.get(memory.id) is None else str(uuid.uuid4())
         now = self.clock()
-        imported = replace(
-            memory,
-            agent_id=memory.agent_id or agent_id,
+        linkable = {
+            i for i in (*memory.related_ids, memory.supersedes) if self._linkable(access, scope, i)
+        }
+        imported = Memory(
+            id=memory_id,
+            agent_id=access.agent_id,
             scope=scope,
             text=text,
             summary=memory.summary or await self._summary(text),
+            category=memory.category,
+            importance=memory.importance,
+            created_at=created_at or now,
+            updated_at=updated_at or now,
+            expires_at=expires_at,
             metadata=metadata,
             content_hash=digest,
-            created_at=_aware(memory.created_at, "created_at") or now,
-            updated_at=_aware(memory.updated_at, "updated_at") or now,
-            expires_at=_aware(memory.expires_at, "expires_at"),
+            access_count=max(0, memory.access_count),
+            last_accessed_at=_aware(memory.last_accessed_at, "last_accessed_at"),
+            related_ids=sorted(i for i in memory.related_ids if i in linkable),
+            supersedes=memory.supersedes if memory.supersedes in linkable else "",
         )
         await self.store.add(imported, vector, tokens)
+        # The memory that replaced this one may have been imported first (exports list
+        # newest first): its ``supersedes`` was dropped then, so restore the chain now.
+        newer = memory.superseded_by
+        if newer and self._linkable(access, scope, newer):
+            current = self.store.get(newer)
+            if current is not None and not current.supersedes:
+                await self.store.replace(replace(current, supersedes=imported.id), None)
         return True
+
+    def _seen_by(self, access: Access, memory_id: str) -> bool:
+        found = self.store.get(memory_id)
+        return found is not None and found.scope in access.read
+
+    def _linkable(self, access: Access, scope: str, memory_id: str) -> bool:
+        """Whether an imported memory of ``scope`` may link to ``memory_id``: a memory of
+        the same scope, which the caller may read and write."""
+        if not memory_id or scope not in access.read or scope not in access.write:
+            return False
+        target = self.store.get(memory_id)
+        return target is not None and target.scope == scope
 
     # -- Recall ------------------------------------------------------------------------
 
     async def recall(self, q: RecallQuery) -> list[ScoredMemory]:
-        access = self.policy.access(q.agent_id)
+        access = self.access(q.agent_id)
         scopes = access.readable(q.scopes)
         query = self._check_text(q.query, "query")
         limit = self._check_limit(q.limit)
@@ -509,18 +603,20 @@ class MemoryService:
     # -- Forget ------------------------------------------------------------------------
 
     async def forget_id(self, agent_id: str, memory_id: str) -> ForgetResult:
-        access = self.policy.access(agent_id)
+        access = self.access(agent_id)
         memory = self._visible(access, memory_id)
         access.check_write(memory.scope)
         await self.store.delete([memory.id])
         return ForgetResult([memory.id], [])
 
     async def forget_query(self, agent_id: str, query: str) -> ForgetResult:
-        access = self.policy.access(agent_id)
+        access = self.access(agent_id)
         text = self._check_text(query, "query")
         lim = self.limits
         vector = await self.embedder.embed_query(text)
-        hits = self.store.search(vector, access.write, lim.forget_max_candidates, now=self.clock())
+        # What it shows must be readable and what it deletes writable: both rights.
+        scopes = access.read & access.write
+        hits = self.store.search(vector, scopes, lim.forget_max_candidates, now=self.clock())
         candidates = [ScoredMemory(m, s) for m, s in hits if s >= lim.forget_candidate_score]
         strong = [c for c in candidates if c.score >= lim.forget_strong_score]
         if len(strong) == 1:
@@ -544,7 +640,7 @@ class MemoryService:
                 del self._update_locks[patch.id]
 
     async def _update(self, patch: MemoryPatch) -> Memory:
-        access = self.policy.access(patch.agent_id)
+        access = self.access(patch.agent_id)
         memory = self._visible(access, patch.id)
         access.check_write(memory.scope)
         changes: dict[str, object] = {}
@@ -593,7 +689,7 @@ class MemoryService:
         return updated
 
     def get(self, agent_id: str, memory_id: str) -> Memory:
-        return self._visible(self.policy.access(agent_id), memory_id)
+        return self._visible(self.access(agent_id), memory_id)
 
     def list(
         self,
@@ -607,7 +703,7 @@ class MemoryService:
     ) -> Page:
         """One page of the visible memories, newest first (or oldest first); a page token
         names the last row shown, so pages never repeat or skip rows while others write."""
-        access = self.policy.access(agent_id)
+        access = self.access(agent_id)
         visible_scopes = access.readable(scopes)
         lim = self.limits
         size = page_size or lim.list_default_page_size
@@ -633,8 +729,14 @@ class MemoryService:
         token = _encode_token(page[-1]) if more and page else ""
         return Page(page, token, len(rows))
 
-    def stats(self, agent_id: str) -> AgentStats:
-        access = self.policy.access(agent_id)
+    def stats(self, agent_id: str, *, daemon_wide: bool = False) -> AgentStats:
+        """The agent's counts. ``index_bytes`` and ``store_rows`` cover the scopes it may
+        read, so another agent's writes never move them; ``daemon_wide`` (operators only)
+        reports them for the whole daemon instead."""
+        access = self.access(agent_id)
+        if daemon_wide:
+            principals.current().check_operator("daemon-wide Stats")
+        sized = None if daemon_wide else access.read
         now = self.clock()
         by_scope, by_category = self.store.count_visible(access.read, now=now)
         return AgentStats(
@@ -644,8 +746,8 @@ class MemoryService:
             expired_pending=self.store.count_expired(access.read, now=now),
             embedding_model=self.embedder.model_name,
             embedding_dim=self.embedder.dim,
-            index_bytes=self.store.index_bytes(),
-            store_rows=self.store.row_count(),
+            index_bytes=self.store.index_bytes(sized),
+            store_rows=self.store.row_count(sized),
         )
 
     # -- helpers ---------------------------------------------------------------------

@@ -57,6 +57,7 @@ class _Partition:
         self.lexical = LexicalPartition()
         self.ann: PartitionAnn | None = None  # told of every vector write and move
         self.codes_stale = False  # set while bulk loading: codes are made in one pass after
+        self.record_bytes = 0  # texts, summaries and token vectors of its memories
         # The last filter mask without a category filter, reused while nothing changed and
         # no row's expiry falls between the time it was made and the query's time.
         self._mask: np.ndarray | None = None
@@ -231,7 +232,7 @@ class HotIndex:
 
     def put(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None) -> None:
         """Insert or overwrite (same id; the scope never changes)."""
-        self._drop_tokens(memory.id)
+        dropped = self._drop_tokens(memory.id)
         if tokens is not None:
             self._tokens[memory.id] = tokens
             self._token_bytes += tokens.nbytes
@@ -241,6 +242,7 @@ class HotIndex:
         if old is not None:
             self._text_bytes -= len(old.text) + len(old.summary)
             old_part = self._parts[old.scope]
+            old_part.record_bytes -= len(old.text) + len(old.summary) + dropped
             if old_part.by_hash.get(old.content_hash) == old.id:
                 del old_part.by_hash[old.content_hash]
         part = self._parts.get(memory.scope)
@@ -250,6 +252,8 @@ class HotIndex:
         part.put(memory, vector, terms)
         self._memories[memory.id] = memory
         self._text_bytes += len(memory.text) + len(memory.summary)
+        part.record_bytes += len(memory.text) + len(memory.summary)
+        part.record_bytes += 0 if tokens is None else tokens.nbytes
         if memory.idempotency_key:
             self._idempotency[(memory.agent_id, memory.idempotency_key)] = memory.id
         affected = self._unlink(memory.id) | self._link(memory)
@@ -262,10 +266,12 @@ class HotIndex:
         for memory_id in affected:
             self._refresh(memory_id)
 
-    def _drop_tokens(self, memory_id: str) -> None:
+    def _drop_tokens(self, memory_id: str) -> int:
         previous = self._tokens.pop(memory_id, None)
-        if previous is not None:
-            self._token_bytes -= previous.nbytes
+        if previous is None:
+            return 0
+        self._token_bytes -= previous.nbytes
+        return int(previous.nbytes)
 
     def _link(self, memory: Memory) -> set[str]:
         forward = set(memory.related_ids) - {memory.id}
@@ -310,9 +316,10 @@ class HotIndex:
         memory = self._memories.pop(memory_id, None)
         if memory is None:
             return None
-        self._drop_tokens(memory_id)
+        dropped = self._drop_tokens(memory_id)
         self._text_bytes -= len(memory.text) + len(memory.summary)
         part = self._parts[memory.scope]
+        part.record_bytes -= len(memory.text) + len(memory.summary) + dropped
         part.remove(memory)
         if not part:
             if part.ann is not None:
@@ -581,10 +588,18 @@ class HotIndex:
     def scope_sizes(self) -> dict[str, int]:
         return {scope: len(part) for scope, part in self._parts.items()}
 
-    def nbytes(self) -> int:
-        # Vectors and columns exactly; records approximately (text plus a fixed overhead).
-        parts = sum(p.nbytes() for p in self._parts.values())
-        return parts + self._token_bytes + self._text_bytes + 400 * len(self)
+    def rows_in(self, scopes: Iterable[str]) -> int:
+        """Rows held for these scopes (expired and superseded ones included)."""
+        return sum(len(p) for s in set(scopes) if (p := self._parts.get(s)) is not None)
+
+    def nbytes(self, scopes: Iterable[str] | None = None) -> int:
+        """Memory held for ``scopes`` (default all): vectors and columns exactly; records
+        approximately (text, summary and token vectors plus a fixed overhead)."""
+        if scopes is None:
+            parts = sum(p.nbytes() for p in self._parts.values())
+            return parts + self._token_bytes + self._text_bytes + 400 * len(self)
+        chosen = [p for s in set(scopes) if (p := self._parts.get(s)) is not None]
+        return sum(p.nbytes() + p.record_bytes + 400 * len(p) for p in chosen)
 
 
 def _best(per_part: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from memoryd.core.errors import ConfigError, DataCorrupt
-from memoryd.core.records import Category, Memory
+from memoryd.core.records import Category, KeyRecord, Memory, StoreOutcome
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,20 @@ ACCESS_SCHEMA = pa.schema(
         pa.field("last_accessed_at", pa.timestamp("us", tz="UTC"), nullable=True),
     ]
 )
+# Idempotency keys whose Store created nothing (core.records.KeyRecord).
+KEYS_SCHEMA = pa.schema(
+    [
+        pa.field("agent_id", pa.string(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("memory_id", pa.string(), nullable=False),
+        pa.field("outcome", pa.int8(), nullable=False),
+        pa.field("content_hash", pa.string(), nullable=False),
+        pa.field("scope", pa.string(), nullable=False),
+        pa.field("score", pa.float32(), nullable=False),
+        pa.field("at", pa.timestamp("us", tz="UTC"), nullable=False),
+    ]
+)
+KEYS_COMPACT_COMMITS = 200
 ACCESS_FOLD_ROWS = 50_000  # fold the access log once it holds this many entries (or more)
 ACCESS_FOLD_COMMITS = 60  # ... or after this many appends (hourly at one flush a minute)
 
@@ -209,16 +223,17 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
 
 @dataclass(slots=True)
 class _Op:
-    kind: Literal["add", "update", "delete", "access"]
+    kind: Literal["add", "update", "delete", "access", "keys"]
     rows: list[Row] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     access: list[Access] = field(default_factory=list)
+    keys: list[KeyRecord] = field(default_factory=list)
     future: asyncio.Future[None] | None = None
     loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def size(self) -> int:
-        return len(self.rows) + len(self.ids) + len(self.access)
+        return len(self.rows) + len(self.ids) + len(self.access) + len(self.keys)
 
 
 def store_identity(
@@ -274,6 +289,9 @@ class LanceStore:
         self.access_fold_rows = access_fold_rows
         self._access_fold_at = max(access_fold_rows, 2 * self._access_rows)
         self.access_folds = 0
+        self._keys_name = f"{table}_keys"
+        self._keys = self._db.open_table(self._keys_name) if self._keys_name in existing else None
+        self._keys_commits = 0
         self._queue: queue.Queue[_Op | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._commits_since_compact = 0
@@ -353,6 +371,18 @@ class LanceStore:
         last = _datetimes(folded.column("last_accessed_at"))
         return {i: (c, t) for i, c, t in zip(ids, counts, last, strict=True)}
 
+    def read_keys(self) -> list[KeyRecord]:
+        """Every recorded idempotency key (see core.records.KeyRecord)."""
+        if self._keys is None:
+            return []
+        t = self._keys.to_arrow()
+        cols = [t.column(n).to_pylist() for n in KEYS_SCHEMA.names[:-1]]
+        at = _datetimes(t.column("at"))
+        return [
+            KeyRecord(a, k, m, StoreOutcome(o), h, s, float(sc), when or datetime.now(UTC))
+            for a, k, m, o, h, s, sc, when in zip(*cols, at, strict=True)
+        ]
+
     def count_rows(self) -> int:
         return int(self._table.count_rows())
 
@@ -371,6 +401,10 @@ class LanceStore:
     async def record_access(self, entries: Sequence[Access]) -> None:
         """Persist access counts (one append to the access log; the rows stay as they are)."""
         await self._submit(_Op("access", access=list(entries)))
+
+    async def record_keys(self, records: Sequence[KeyRecord]) -> None:
+        """Durably record idempotency keys (one append to the keys table)."""
+        await self._submit(_Op("keys", keys=list(records)))
 
     def _submit(self, op: _Op) -> asyncio.Future[None]:
         if self._thread is None:
@@ -426,6 +460,9 @@ class LanceStore:
         if kind == "access":  # another table: neither waits for nor counts toward compaction
             self._append_access([e for g in group for e in g.access])
             return
+        if kind == "keys":
+            self._append_keys([r for g in group for r in g.keys])
+            return
         if kind == "add":
             self._commit_rows(kind, group)
         else:  # would make a compaction in progress fail: wait for it to end
@@ -472,6 +509,39 @@ class LanceStore:
         self._access_commits += 1
         if self._access_rows >= self._access_fold_at or self._access_commits >= ACCESS_FOLD_COMMITS:
             self._fold_access()
+
+    def _append_keys(self, records: list[KeyRecord]) -> None:
+        columns = list(
+            zip(
+                *(
+                    (
+                        r.agent_id,
+                        r.key,
+                        r.memory_id,
+                        int(r.outcome),
+                        r.content_hash,
+                        r.scope,
+                        r.score,
+                        r.at,
+                    )
+                    for r in records
+                ),
+                strict=True,
+            )
+        )
+        data = pa.Table.from_arrays(
+            [pa.array(c, f.type) for c, f in zip(columns, KEYS_SCHEMA, strict=True)],
+            schema=KEYS_SCHEMA,
+        )
+        if self._keys is None:
+            self._keys = self._db.create_table(self._keys_name, schema=KEYS_SCHEMA)
+        self._keys.add(data)
+        self._keys_commits += 1
+        if self._keys_commits % KEYS_COMPACT_COMMITS == 0:  # one fragment per append
+            try:
+                self._keys.optimize(cleanup_older_than=timedelta(minutes=1))
+            except Exception:  # an optimisation: the records are all there either way
+                log.exception("compacting the idempotency key table failed")
 
     def _fold_access(self) -> None:
         """Rewrite the access log as one entry per id (on the writer thread, so no append

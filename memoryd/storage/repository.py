@@ -13,7 +13,7 @@ from datetime import datetime
 
 import numpy as np
 
-from memoryd.core.records import Candidates, Category, Memory
+from memoryd.core.records import Candidates, Category, KeyRecord, Memory
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.lexical import Analyzer
@@ -42,6 +42,7 @@ class Repository:
             ann_build_threads=ann_build_threads,
         )
         self._touched: set[str] = set()
+        self._keys: dict[tuple[str, str], KeyRecord] = {}
 
     def open(self) -> float:
         """Load every stored memory into the hot index, start the writer; returns seconds."""
@@ -49,6 +50,8 @@ class Repository:
         with self.index.bulk_load():
             for memory, vector, tokens in self.durable.scan():
                 self.index.put(memory, vector, tokens)
+        for record in self.durable.read_keys():
+            self._keys[(record.agent_id, record.key)] = record
         self.durable.start()
         took = time.perf_counter() - start
         log.info("loaded %d memories into the hot index in %.2fs", len(self.index), took)
@@ -97,6 +100,13 @@ class Repository:
 
     def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
         return self.index.find_by_hash(scope, content_hash)
+
+    def key_record(self, agent_id: str, key: str) -> KeyRecord | None:
+        return self._keys.get((agent_id, key))
+
+    async def record_key(self, record: KeyRecord) -> None:
+        await self.durable.record_keys([record])
+        self._keys[(record.agent_id, record.key)] = record
 
     def find_by_idempotency_key(self, agent_id: str, key: str) -> Memory | None:
         return self.index.find_by_idempotency_key(agent_id, key)
@@ -167,14 +177,17 @@ class Repository:
     def count_expired(self, scopes: Iterable[str], *, now: datetime) -> int:
         return self.index.count_expired(scopes, now=now)
 
+    def scopes(self) -> list[str]:
+        return sorted(self.index.scope_sizes())
+
     def expired_ids(self, *, now: datetime) -> list[str]:
         return self.index.expired_ids(now=now)
 
-    def index_bytes(self) -> int:
-        return self.index.nbytes()
+    def index_bytes(self, scopes: Iterable[str] | None = None) -> int:
+        return self.index.nbytes(scopes)
 
-    def row_count(self) -> int:
-        return len(self.index)
+    def row_count(self, scopes: Iterable[str] | None = None) -> int:
+        return len(self.index) if scopes is None else self.index.rows_in(scopes)
 
 
 def quantize_tokens(tokens: np.ndarray | None, max_tokens: int) -> np.ndarray | None:

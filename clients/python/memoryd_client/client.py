@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
@@ -141,6 +143,23 @@ def update_request(
     if importance is not None:
         req.importance = importance
     return req
+
+
+def tls_credentials(
+    *,
+    ca: str | os.PathLike[str] | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    key: str | os.PathLike[str] | None = None,
+) -> grpc.ChannelCredentials:
+    """Channel credentials from PEM files: ``ca`` verifies the daemon (default: the
+    system's roots); ``cert`` and ``key`` are this client's certificate for mTLS."""
+    if (cert is None) != (key is None):
+        raise ValueError("give cert and key together (mTLS), or neither")
+
+    def read(path: str | os.PathLike[str] | None) -> bytes | None:
+        return None if path is None else Path(path).read_bytes()
+
+    return grpc.ssl_channel_credentials(read(ca), read(key), read(cert))
 
 
 def _channel_args() -> list[tuple[str, Any]]:
@@ -278,11 +297,13 @@ class MemoryClient:
             if not token:
                 return out
 
-    def export(self, agent_id: str, *, scopes: Iterable[str] = ()) -> Iterator[pb.Memory]:
-        """Every memory the agent may read, streamed (no row cap)."""
-        call = self._stub.Export(
-            pb.ExportRequest(agent_id=agent_id, scopes=list(scopes)), metadata=self._metadata
-        )
+    def export(
+        self, agent_id: str, *, scopes: Iterable[str] = (), all_scopes: bool = False
+    ) -> Iterator[pb.Memory]:
+        """Every memory the agent may read, streamed (no row cap); ``all_scopes``: every
+        memory of every agent (needs an operator credential)."""
+        request = pb.ExportRequest(agent_id=agent_id, scopes=list(scopes), all_scopes=all_scopes)
+        call = self._stub.Export(request, metadata=self._metadata)
         try:
             yield from call
         except grpc.RpcError as e:
@@ -306,10 +327,11 @@ class MemoryClient:
             timeout=None,
         )
 
-    def stats(self, agent_id: str, *, timeout: float | None = None) -> pb.StatsResponse:
-        return self._call(
-            self._stub.Stats, pb.StatsRequest(agent_id=agent_id), idempotent=True, timeout=timeout
-        )
+    def stats(
+        self, agent_id: str, *, daemon_wide: bool = False, timeout: float | None = None
+    ) -> pb.StatsResponse:
+        request = pb.StatsRequest(agent_id=agent_id, daemon_wide=daemon_wide)
+        return self._call(self._stub.Stats, request, idempotent=True, timeout=timeout)
 
 
 class AsyncMemoryClient:
@@ -425,10 +447,11 @@ class AsyncMemoryClient:
         )
         return await self._call(self._stub.List, req, idempotent=True, timeout=timeout)
 
-    async def stats(self, agent_id: str, *, timeout: float | None = None) -> pb.StatsResponse:
-        return await self._call(
-            self._stub.Stats, pb.StatsRequest(agent_id=agent_id), idempotent=True, timeout=timeout
-        )
+    async def stats(
+        self, agent_id: str, *, daemon_wide: bool = False, timeout: float | None = None
+    ) -> pb.StatsResponse:
+        request = pb.StatsRequest(agent_id=agent_id, daemon_wide=daemon_wide)
+        return await self._call(self._stub.Stats, request, idempotent=True, timeout=timeout)
 
     def stream(
         self,

@@ -959,15 +959,21 @@ class StatsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     AGENT_ID_FIELD_NUMBER: _builtins.int
+    DAEMON_WIDE_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
+    daemon_wide: _builtins.bool
+    """index_bytes and store_rows for the whole daemon instead of the agent's readable
+    scopes; needs an operator credential (PERMISSION_DENIED otherwise).
+    """
     def __init__(
         self,
         *,
         agent_id: _builtins.str = ...,
+        daemon_wide: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "daemon_wide", b"daemon_wide"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1034,11 +1040,12 @@ class StatsResponse(_message.Message):
     embedding_model: _builtins.str
     embedding_dim: _builtins.int
     index_bytes: _builtins.int
-    """memory held by the in-memory index, all agents"""
+    """memory the in-memory index holds for the agent's"""
     uptime_seconds: _builtins.float
+    """readable scopes (daemon_wide: for all)"""
     version: _builtins.str
     store_rows: _builtins.int
-    """rows in the durable store, all agents"""
+    """rows stored in the agent's readable scopes, expired"""
     @_builtins.property
     def by_scope(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]: ...
     @_builtins.property
@@ -1281,7 +1288,12 @@ class ExportRequest(_message.Message):
 
     AGENT_ID_FIELD_NUMBER: _builtins.int
     SCOPES_FIELD_NUMBER: _builtins.int
+    ALL_SCOPES_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
+    all_scopes: _builtins.bool
+    """Every memory of every scope and agent (a full backup); needs an operator credential
+    (PERMISSION_DENIED otherwise). agent_id must still be one the credential acts for.
+    """
     @_builtins.property
     def scopes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """default: every scope the agent may read"""
@@ -1291,10 +1303,11 @@ class ExportRequest(_message.Message):
         *,
         agent_id: _builtins.str = ...,
         scopes: _abc.Iterable[_builtins.str] | None = ...,
+        all_scopes: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "scopes", b"scopes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "all_scopes", b"all_scopes", "scopes", b"scopes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

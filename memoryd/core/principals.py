@@ -1,0 +1,58 @@
+"""Who is calling: principals, the agents each may act for, and the operator role.
+
+A principal is what a credential maps to: the single ``MEMORYD_AUTH_TOKEN``, one API key
+of the keys file, or a client certificate's identity (mTLS). It may act for a set of
+agents, named exactly or by ``*``/``?`` patterns (``tenant-a-*``), and may hold the
+operator role (daemon-wide Export and Stats). The access policy (``core.policy``) then
+decides which scopes each of those agents may read and write; a principal never widens it.
+
+The gRPC edge resolves the principal of each call and sets :data:`CURRENT`; every service
+operation checks it through :meth:`Principal.check_agent` before anything else, so a
+request for an agent outside the principal's set is refused the same way whether or not
+that agent has memories. With auth off the daemon serves only loopback callers (unless
+``--insecure``), all trusted: :data:`LOCAL` acts for every agent and is an operator.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from memoryd.core.errors import PermissionDenied
+
+AGENT_PATTERN_RE = re.compile(r"^[A-Za-z0-9._*?-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    name: str
+    agents: tuple[str, ...] = ("*",)  # exact agent ids or fnmatch patterns
+    operator: bool = False
+
+    def may_act_for(self, agent_id: str) -> bool:
+        return any(
+            p == agent_id or (("*" in p or "?" in p) and fnmatch.fnmatchcase(agent_id, p))
+            for p in self.agents
+        )
+
+    def check_agent(self, agent_id: str) -> None:
+        if not self.may_act_for(agent_id):
+            # Said the same way whether or not the agent exists or has memories.
+            raise PermissionDenied(f"credential {self.name!r} may not act for agent {agent_id!r}")
+
+    def check_operator(self, what: str) -> None:
+        if not self.operator:
+            raise PermissionDenied(f"{what} needs an operator credential ({self.name!r} is not)")
+
+
+LOCAL = Principal("local", ("*",), operator=True)
+
+# The principal of the call being served (set by the gRPC edge for each RPC; tasks a call
+# starts, such as Stream ops, inherit it). In-process callers get LOCAL.
+CURRENT: ContextVar[Principal] = ContextVar("memoryd_principal", default=LOCAL)
+
+
+def current() -> Principal:
+    return CURRENT.get()
