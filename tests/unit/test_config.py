@@ -76,3 +76,15 @@ def test_retrieval_settings_become_the_pipeline_config(tmp_path: Path) -> None:
     config = settings.retrieval.to_config()  # index-only settings must not leak into it
     assert (config.fusion.value, config.rerank_top) == ("rrf", 7)
     assert settings.retrieval.ann_threshold == 5000
+
+
+def test_the_readme_settings_file_loads_as_printed(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Configuration", 1)[1]
+    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    cfg = tmp_path / "memoryd.toml"
+    cfg.write_text(example.replace('"/var/lib/memoryd"', f'"{tmp_path}"'))
+    s = load_settings(cfg)
+    assert s.auth.keys_file is None and s.server.tls_client_ca is None
+    assert s.server.insecure is False and s.auth.access_log is False
+    assert s.policy.to_policy().access("ops").write == {"agent:ops", "global"}

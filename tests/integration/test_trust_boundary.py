@@ -1,0 +1,319 @@
+"""The trust boundary: API keys acting for sets of agents, the operator role, write-only
+grants, Import and idempotency keys that reveal nothing of what the caller cannot read.
+
+One daemon with a keys file and a policy: agent ``main`` reads and writes ``shared:box``;
+agent ``mallory`` may only write there (a drop box). Keys: ``gw-a`` acts for
+``tenant-a-*``, ``main-key`` for ``main``, ``mallory-key`` for ``mallory``, ``ops`` for
+every agent as operator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+
+import grpc
+import pytest
+from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb
+from memoryd_client._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc
+
+pytestmark = pytest.mark.integration
+
+DENIED = grpc.StatusCode.PERMISSION_DENIED
+KEYS = {name: f"{name}-secret-{uuid.uuid4().hex}" for name in ("gw-a", "main", "mallory", "ops")}
+BOX = "shared:box"
+
+
+def _entry(name: str, agents: list[str], operator: bool = False) -> str:
+    digest = hashlib.sha256(KEYS[name].encode()).hexdigest()
+    quoted = ", ".join(f'"{a}"' for a in agents)
+    return (
+        f'[[key]]\nname = "{name}"\nsha256 = "{digest}"\nagents = [{quoted}]\n'
+        f"operator = {'true' if operator else 'false'}\n"
+    )
+
+
+KEYS_FILE = (
+    _entry("gw-a", ["tenant-a-*"])
+    + _entry("main", ["main"])
+    + _entry("mallory", ["mallory"])
+    + _entry("ops", ["*"], operator=True)
+)
+CONFIG = f"""
+[policy.agents.main]
+read = ["agent:main", "{BOX}", "global"]
+write = ["agent:main", "{BOX}"]
+[policy.agents.mallory]
+read = ["agent:mallory"]
+write = ["agent:mallory", "{BOX}"]
+[auth]
+access_log = true
+"""
+
+
+@pytest.fixture(scope="module")
+def keys_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("keys") / "keys.toml"
+    path.write_text(KEYS_FILE)
+    return path
+
+
+@pytest.fixture(scope="module")
+def secured(start_daemon, keys_path, tmp_path_factory):
+    config = tmp_path_factory.mktemp("config") / "memoryd.toml"
+    config.write_text(CONFIG)
+    return start_daemon(
+        env={"MEMORYD_CONFIG": str(config), "MEMORYD_AUTH__KEYS_FILE": str(keys_path)}
+    )
+
+
+@pytest.fixture
+def as_key(secured):
+    opened: list[MemoryClient] = []
+
+    def make(name: str, secret: str | None = None) -> MemoryClient:
+        c = MemoryClient(secured.address, token=secret or KEYS[name], timeout=30.0, retries=0)
+        opened.append(c)
+        return c
+
+    yield make
+    for c in opened:
+        c.close()
+
+
+def _tenant(prefix: str = "tenant-a") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def test_a_key_acts_only_for_its_agents_on_every_rpc(secured, as_key, rejects):
+    gw, ops = as_key("gw-a"), as_key("ops")
+    mine, theirs = _tenant(), _tenant("tenant-b")
+    kept = ops.store(theirs, "Tenant B's renewal date is the 3rd of May.").memory
+    assert gw.store(mine, "Tenant A pays by invoice.").outcome == pb.STORE_OUTCOME_CREATED
+    calls = [
+        (gw.store, (theirs, "Planted by tenant A."), {}),
+        (gw.recall, (theirs, "renewal date"), {}),
+        (gw.get, (theirs, kept.id), {}),
+        (gw.list, (theirs,), {}),
+        (gw.stats, (theirs,), {}),
+        (gw.update, (theirs, kept.id), {"importance": 0.1}),
+        (gw.forget, (theirs,), {"id": kept.id}),
+        (gw.forget, (theirs,), {"query": "renewal date"}),
+        (gw.conflicts, (theirs,), {}),
+        (lambda *a: list(gw.export(*a)), (theirs,), {}),
+    ]
+    for call, args, kw in calls:
+        rejects(DENIED, call, *args, mentions=["gw-a", theirs], **kw)
+    imported = gw.import_memories(theirs, [kept])  # Import answers each row on its own
+    assert imported.imported == 0 and [e.code_name for e in imported.errors] == [
+        "PERMISSION_DENIED"
+    ]
+    # Said the same way for an agent that has memories and one that never had any.
+    empty = _tenant("tenant-b")
+    with_memories = rejects(DENIED, gw.recall, theirs, "renewal date")
+    never = rejects(DENIED, gw.recall, empty, "renewal date")
+    assert with_memories.replace(theirs, "X") == never.replace(empty, "X")
+    assert ops.get(theirs, kept.id).text == kept.text  # untouched
+    assert ops.stats(theirs).total == 1
+
+
+def test_hooks_and_stream_ops_check_the_key_too(secured, as_key):
+    theirs = _tenant("tenant-b")
+    with grpc.insecure_channel(secured.address) as channel:
+        hooks = hooks_pb2_grpc.HookServiceStub(channel)
+        auth = (("authorization", f"Bearer {KEYS['gw-a']}"),)
+        for call, request in (
+            (
+                hooks.BuildContext,
+                hooks_pb2.BuildContextRequest(
+                    agent_id=theirs, session_id="s", prompt="Do you remember my renewal date?"
+                ),
+            ),
+            (
+                hooks.Capture,
+                hooks_pb2.CaptureRequest(
+                    agent_id=theirs,
+                    session_id="s",
+                    messages=[hooks_pb2.ChatMessage(role="user", text="Remember that I love tea.")],
+                ),
+            ),
+        ):
+            with pytest.raises(grpc.RpcError) as caught:
+                call(request, timeout=30, metadata=auth)
+            assert caught.value.code() == DENIED
+
+    async def run() -> dict[str, pb.StreamResponse]:
+        out = {}
+        async with AsyncMemoryClient(secured.address, token=KEYS["gw-a"]) as c:
+            ops = [
+                pb.StreamRequest(request_id="own", store=pb.StoreRequest(agent_id=_tenant(),
+                                                                         text="Mine to keep.")),
+                pb.StreamRequest(request_id="foreign", store=pb.StoreRequest(agent_id=theirs,
+                                                                             text="Not mine.")),
+            ]  # fmt: skip
+            async for r in c.stream(ops):
+                out[r.request_id] = r
+        return out
+
+    answers = asyncio.run(run())
+    assert answers["own"].WhichOneof("result") == "store"
+    assert answers["foreign"].error.code_name == "PERMISSION_DENIED"
+    assert as_key("ops").stats(theirs).total == 0
+
+
+def test_only_operators_see_the_daemon_wide_figures(secured, as_key, rejects):
+    gw, ops = as_key("gw-a"), as_key("ops")
+    agent = _tenant()
+    rejects(DENIED, gw.stats, agent, daemon_wide=True, mentions=["operator"])
+    rejects(DENIED, lambda: list(gw.export(agent, all_scopes=True)), mentions=["operator"])
+    other = _tenant("tenant-z")
+    ops.store(other, "An operator-visible memory of tenant Z.")
+    wide = ops.stats(other, daemon_wide=True)
+    assert wide.store_rows > ops.stats(other).store_rows == 1
+    exported = {m.id for m in ops.export(other, all_scopes=True)}
+    assert {m.id for m in ops.list_all(other)} <= exported
+    assert len(exported) == wide.store_rows  # nothing here expires or is superseded
+
+
+def test_stats_figures_do_not_move_with_another_agents_writes(client, new_agent):
+    a, b = new_agent(), new_agent()
+    client.store(b, "B keeps one memory of its own.")
+    before = client.stats(b)
+    for i in range(3):
+        client.store(a, f"Agent A writes memory number {i} about the harbour.")
+    after = client.stats(b)
+    assert (after.store_rows, after.index_bytes) == (before.store_rows, before.index_bytes)
+    assert after.store_rows == 1 and after.index_bytes > 0
+
+
+def test_a_write_only_grant_reveals_nothing_through_forget_or_store(secured, as_key, rejects):
+    main, mallory = as_key("main"), as_key("mallory")
+    text = f"The vault combination is {uuid.uuid4().int % 10**6:06d}."
+    kept = main.store("main", text, scope=BOX).memory
+    rejects(grpc.StatusCode.NOT_FOUND, mallory.get, "mallory", kept.id)
+    r = mallory.forget("mallory", query=text)
+    assert not r.deleted_ids and not r.candidates
+    # Storing the same text into the drop box is a new memory, not "DUPLICATE of <id>".
+    dropped = mallory.store("mallory", text, scope=BOX)
+    assert dropped.outcome == pb.STORE_OUTCOME_CREATED
+    assert not dropped.duplicate_of and dropped.memory.id != kept.id
+    assert not dropped.memory.related_ids
+    assert main.get("main", kept.id).text == text
+
+
+def test_import_cannot_touch_or_probe_another_agents_memories(secured, as_key):
+    main, mallory = as_key("main"), as_key("mallory")
+    private = main.store("main", f"Main's private note {uuid.uuid4().hex}.").memory
+    assert main.recall("main", private.text, limit=1).results[0].memory.id == private.id
+    forged = pb.Memory(
+        id=str(uuid.uuid4()),
+        agent_id="main",
+        scope="agent:mallory",
+        text="Mallory's memory that claims to replace main's.",
+        category=pb.CATEGORY_FACT,
+        importance=0.5,
+        supersedes=private.id,
+        related_ids=[private.id, str(uuid.uuid4())],
+    )
+    taken = pb.Memory(
+        id=private.id, scope="agent:mallory", text="Reusing main's id.", category=pb.CATEGORY_FACT,
+        importance=0.5,
+    )  # fmt: skip
+    random_id = pb.Memory(
+        id=str(uuid.uuid4()), scope="agent:mallory", text="A fresh id.", category=pb.CATEGORY_FACT,
+        importance=0.5,
+    )  # fmt: skip
+    r = mallory.import_memories("mallory", [forged, taken, random_id])
+    # An id held by a memory mallory cannot read imports like a free one: no oracle.
+    assert (r.imported, r.skipped_existing, list(r.errors)) == (3, 0, [])
+    got = mallory.get("mallory", forged.id)
+    assert got.agent_id == "mallory" and not got.supersedes and not list(got.related_ids)
+    mine = {m.text: m for m in mallory.list_all("mallory")}
+    assert mine["Reusing main's id."].id != private.id
+    # main's memory is as it was: recalled, not superseded, no back-links from mallory.
+    after = main.get("main", private.id)
+    assert after.text == private.text and not after.superseded_by
+    assert not list(after.related_ids)
+    assert main.recall("main", private.text, limit=1).results[0].memory.id == private.id
+
+
+def test_import_keeps_links_and_supersession_within_the_agents_scope(client, new_agent):
+    agent = new_agent()
+    older, newer = str(uuid.uuid4()), str(uuid.uuid4())
+    rows = [  # newest first, as Export lists them
+        pb.Memory(id=newer, scope=f"agent:{agent}", text="The team now meets on Tuesdays.",
+                  category=pb.CATEGORY_DECISION, importance=0.7, supersedes=older,
+                  related_ids=[older]),
+        pb.Memory(id=older, scope=f"agent:{agent}", text="The team meets on Mondays.",
+                  category=pb.CATEGORY_DECISION, importance=0.7, superseded_by=newer,
+                  related_ids=[newer]),
+    ]  # fmt: skip
+    r = client.import_memories(agent, rows)
+    assert (r.imported, list(r.errors)) == (2, [])
+    assert client.get(agent, newer).supersedes == older
+    assert client.get(agent, older).superseded_by == newer
+    assert list(client.get(agent, older).related_ids) == [newer]
+    hits = [h.memory.id for h in client.recall(agent, "when does the team meet", limit=5).results]
+    assert hits == [newer]  # the superseded one is history, not recalled
+
+
+def test_an_idempotency_key_replays_a_duplicate_answer(client, new_agent, rejects):
+    agent = new_agent()
+    first = client.store(agent, "The boiler is serviced every September.").memory
+    again = client.store(agent, "The boiler is serviced every September.", idempotency_key="k1")
+    assert again.outcome == pb.STORE_OUTCOME_DUPLICATE and again.duplicate_of == first.id
+    # The key is used: other text under it is refused, not CREATED.
+    rejects(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        client.store,
+        agent,
+        "The boiler is replaced next year.",
+        idempotency_key="k1",
+        mentions=["k1", "already used"],
+    )
+    replay = client.store(agent, "The boiler is serviced every September.", idempotency_key="k1")
+    assert replay.outcome == pb.STORE_OUTCOME_DUPLICATE and replay.duplicate_of == first.id
+    assert client.stats(agent).total == 1
+
+
+def test_keys_file_changes_apply_without_a_restart(secured, as_key, keys_path, rejects):
+    fresh = f"late-key-secret-{uuid.uuid4().hex}"
+    late = as_key("late", fresh)
+    agent = _tenant("tenant-late")
+    rejects(grpc.StatusCode.UNAUTHENTICATED, late.stats, agent)
+    digest = hashlib.sha256(fresh.encode()).hexdigest()
+    keys_path.write_text(
+        KEYS_FILE + f'[[key]]\nname = "late"\nsha256 = "{digest}"\nagents = ["tenant-late-*"]\n'
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            assert late.stats(agent).total == 0
+            break
+        except MemorydError as e:
+            assert e.code == grpc.StatusCode.UNAUTHENTICATED
+            assert time.monotonic() < deadline, "the new key was not picked up"
+            time.sleep(0.2)
+    # A file that does not parse keeps the keys in force.
+    keys_path.write_text("this is = not [valid toml")
+    time.sleep(3)
+    assert late.stats(agent).total == 0
+    assert "not reloaded" in secured.log_path.read_text()
+    keys_path.write_text(KEYS_FILE)  # the module's other tests see the original keys
+
+
+def test_the_access_log_names_who_did_what_but_never_the_text(secured, as_key):
+    agent = _tenant()
+    secret_text = f"Access-log canary {uuid.uuid4().hex}"
+    as_key("gw-a").store(agent, secret_text)
+    deadline = time.monotonic() + 10
+    line = ""
+    while not line and time.monotonic() < deadline:
+        log = secured.log_path.read_text()
+        line = next((x for x in log.splitlines() if f"agent={agent}" in x), "")
+        time.sleep(0.1)
+    assert "principal=gw-a" in line and "rpc=Store" in line and "code=OK" in line
+    assert secret_text not in secured.log_path.read_text()
+    assert KEYS["gw-a"] not in secured.log_path.read_text()
