@@ -30,6 +30,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from memoryd.api.limits import RateLimits
 from memoryd.core.capture import CaptureConfig
 from memoryd.core.context import DEFAULT_FORCE_PHRASES, ContextConfig
 from memoryd.core.errors import ConfigError
@@ -338,8 +339,31 @@ class AuthSettings(_Section):
     )
 
 
+class LimitsSettings(_Section):
+    """Per-principal rate limits (memoryd/api/limits.py); 0 = unlimited."""
+
+    requests_per_second: float = Field(
+        0.0, ge=0.0, description="calls (and Stream ops) per second per credential"
+    )
+    request_burst: float = Field(0.0, ge=0.0, description="0 = twice requests_per_second")
+    bytes_per_second: float = Field(0.0, ge=0.0, description="request bytes per second")
+    bytes_burst: float = Field(0.0, ge=0.0, description="0 = twice bytes_per_second (>= 1 MiB)")
+
+    def to_limits(self) -> RateLimits:
+        return RateLimits(**self.model_dump())
+
+
 class ServerSettings(_Section):
     max_concurrent_rpcs: int = Field(1024, ge=1)
+    max_connections: int = Field(
+        1000, ge=1, description="open client connections; more are refused"
+    )
+    max_streams_per_connection: int = Field(
+        100, ge=1, description="concurrent calls on one HTTP/2 connection"
+    )
+    connection_idle_seconds: float = Field(
+        900.0, gt=0.0, description="a connection with no call for this long is closed"
+    )
     stream_max_in_flight: int = Field(64, ge=1, le=10_000, description="ops per Stream")
     shutdown_grace_seconds: float = Field(5.0, ge=0.0)
     tls_cert: OptionalPath = Field(None, description="PEM certificate; with tls_key enables TLS")
@@ -373,6 +397,7 @@ class Settings(BaseSettings):
         None, description="when set, every RPC needs 'authorization: Bearer <token>'"
     )
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)

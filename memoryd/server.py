@@ -31,6 +31,7 @@ from memoryd._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, memory_pb2, memor
 from memoryd.api.auth import AuthInterceptor, KeyRing
 from memoryd.api.backup import write_backup
 from memoryd.api.errors import ErrorMappingInterceptor
+from memoryd.api.limits import LimitsInterceptor, RateLimiter
 from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
 from memoryd.api.servicer import HookServicer, MemoryServicer
 from memoryd.config import Settings
@@ -234,10 +235,17 @@ class Daemon:
         if self.keys is not None:
             interceptors.append(AuthInterceptor(self.keys))
             self._keys_watch = asyncio.create_task(self.keys.watch())
+        limits = s.limits.to_limits()
+        interceptors.append(LimitsInterceptor(RateLimiter(limits) if limits.enabled else None))
         server = grpc.aio.server(
             interceptors=interceptors,
             maximum_concurrent_rpcs=s.server.max_concurrent_rpcs,
-            options=[("grpc.so_reuseport", 0)],
+            options=[
+                ("grpc.so_reuseport", 0),
+                ("grpc.max_allowed_incoming_connections", s.server.max_connections),
+                ("grpc.max_concurrent_streams", s.server.max_streams_per_connection),
+                ("grpc.max_connection_idle_ms", int(s.server.connection_idle_seconds * 1000)),
+            ],
         )
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, server)
         hooks_pb2_grpc.add_HookServiceServicer_to_server(self.hook_servicer, server)

@@ -68,9 +68,15 @@ def _wrap_unary(behavior: Behavior) -> Behavior:
             raise
         except Exception as error:
             code, message = status_of(error)
-            await context.abort(code, message)
+            await context.abort(code, message, trailers_of(error))
 
     return call
+
+
+def trailers_of(error: BaseException) -> tuple[tuple[str, str], ...]:
+    """Trailing metadata an error carries: ``retry-after-ms`` when the caller should wait."""
+    after = getattr(error, "retry_after", None)
+    return (("retry-after-ms", str(max(1, round(after * 1000)))),) if after else ()
 
 
 def _wrap_streaming(behavior: Behavior) -> Behavior:
@@ -82,7 +88,7 @@ def _wrap_streaming(behavior: Behavior) -> Behavior:
             raise
         except Exception as error:
             code, message = status_of(error)
-            await context.abort(code, message)
+            await context.abort(code, message, trailers_of(error))
 
     return call
 

@@ -50,7 +50,12 @@ class FailedPrecondition(MemorydError):
 
 
 class Overloaded(MemorydError):
-    pass
+    """``retry_after``: seconds after which the same call may succeed, when known (the
+    gRPC edge sends it as the trailer ``retry-after-ms``; the clients wait that long)."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class NotReady(MemorydError):

@@ -54,5 +54,20 @@ LOCAL = Principal("local", ("*",), operator=True)
 CURRENT: ContextVar[Principal] = ContextVar("memoryd_principal", default=LOCAL)
 
 
+# Whose share of the shared queues (the embedder's) the call's work counts against: the
+# principal, or with the trusted local caller (auth off) the agent. Set by the service.
+TENANT: ContextVar[str] = ContextVar("memoryd_tenant", default="")
+
+
+# time.monotonic() by which the caller wants its answer (None: no deadline); set by the
+# gRPC edge, read by queues so that work nobody waits for any more is dropped, not done.
+DEADLINE: ContextVar[float | None] = ContextVar("memoryd_deadline", default=None)
+
+
 def current() -> Principal:
     return CURRENT.get()
+
+
+def set_tenant(agent_id: str) -> None:
+    p = CURRENT.get()
+    TENANT.set(f"agent:{agent_id}" if p is LOCAL else p.name)

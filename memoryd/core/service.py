@@ -197,6 +197,7 @@ class MemoryService:
         principal may not act for that agent, before anything else is looked at."""
         validate_agent_id(agent_id)
         principals.current().check_agent(agent_id)
+        principals.set_tenant(agent_id)
         return self.policy.access(agent_id)
 
     # -- Store -------------------------------------------------------------------------

@@ -14,6 +14,12 @@ p99 1-3.7 s). Runs stay small (4 by
 default): on this class of CPU (2 cores, AVX2) runs of 4 short texts gave the most texts
 per second, longer runs 10-25% fewer on an idle machine and up to 5x fewer on a busy one
 (bench/RESULTS.md), and a long run only makes the next query wait longer.
+
+Fair shares: each kind's queue is kept per tenant (``core.principals.TENANT``: the
+credential, or the agent when auth is off), and a run takes one text from each tenant in
+turn, so a tenant flooding the daemon with 200 Streams fills its own queue, not everyone's
+wait. A text whose every caller's deadline (``core.principals.DEADLINE``) has passed is
+dropped from the queue, not computed.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memoryd.core.errors import NotReady, Overloaded
+from memoryd.core import principals
+from memoryd.core.errors import DeadlineExceeded, NotReady, Overloaded
 from memoryd.inference.onnx_embedder import OnnxEmbedder
 
 log = logging.getLogger(__name__)
@@ -47,6 +54,46 @@ class _Job:
     future: asyncio.Future[Embedding]
     loop: asyncio.AbstractEventLoop
     queued_at: float = 0.0
+    deadline: float | None = None  # monotonic; None = someone waits without a deadline
+
+
+class _FairQueue:
+    """Jobs per tenant; ``take`` serves tenants in turn, one job each per turn."""
+
+    def __init__(self) -> None:
+        self._by_tenant: OrderedDict[str, deque[_Job]] = OrderedDict()
+        self.size = 0
+
+    def __bool__(self) -> bool:
+        return self.size > 0
+
+    def put(self, tenant: str, job: _Job) -> None:
+        queue = self._by_tenant.get(tenant)
+        if queue is None:
+            queue = self._by_tenant[tenant] = deque()
+        queue.append(job)
+        self.size += 1
+
+    def oldest(self) -> float:
+        return min(q[0].queued_at for q in self._by_tenant.values())
+
+    def take(self, limit: int, now: float) -> tuple[list[_Job], list[_Job]]:
+        """Up to ``limit`` jobs, tenants in turn; and the jobs dropped as expired."""
+        taken: list[_Job] = []
+        expired: list[_Job] = []
+        while len(taken) < limit and self._by_tenant:
+            tenant, queue = next(iter(self._by_tenant.items()))
+            job = queue.popleft()
+            self.size -= 1
+            if queue:
+                self._by_tenant.move_to_end(tenant)
+            else:
+                del self._by_tenant[tenant]
+            if job.deadline is not None and job.deadline <= now:
+                expired.append(job)
+            else:
+                taken.append(job)
+        return taken, expired
 
 
 class _LRU:
@@ -96,12 +143,12 @@ class BatchingEmbedder:
         # whatever is queued: under a stream of Recalls, Stores still move.
         self.doc_max_wait = doc_max_wait
         self._cond = threading.Condition()
-        self._queries: deque[_Job] = deque()
-        self._docs: deque[_Job] = deque()
+        self._queries = _FairQueue()
+        self._docs = _FairQueue()
         self._stopping = False
         self._max_queue = max_queue
         self._cache = _LRU(cache_size)
-        self._inflight: dict[tuple[str, bool], asyncio.Future[Embedding]] = {}
+        self._inflight: dict[tuple[str, bool], _Job] = {}
         self._threads: list[threading.Thread] = []
         self._model_name = ""
         self.dim = 0
@@ -166,18 +213,22 @@ class BatchingEmbedder:
         if not self._threads:
             raise NotReady("the embedder is not loaded yet")
         key = (text, tokens)
+        deadline = principals.DEADLINE.get()
         pending = self._inflight.get(key)
         if pending is not None:
-            return pending
-        if len(self._queries) + len(self._docs) >= self._max_queue:
-            raise Overloaded("embedding queue is full; retry later")
+            with self._cond:  # the text is computed for whoever waits longest
+                if pending.deadline is not None:
+                    pending.deadline = None if deadline is None else max(deadline, pending.deadline)
+            return pending.future
+        if self._queries.size + self._docs.size >= self._max_queue:
+            raise Overloaded("embedding queue is full; retry later", retry_after=0.5)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Embedding] = loop.create_future()
-        self._inflight[key] = future
+        job = _Job(text, tokens, future, loop, time.monotonic(), deadline)
+        self._inflight[key] = job
         future.add_done_callback(lambda _f: self._inflight.pop(key, None))
-        job = _Job(text, tokens, future, loop, time.monotonic())
         with self._cond:
-            (self._queries if priority == QUERY else self._docs).append(job)
+            (self._queries if priority == QUERY else self._docs).put(principals.TENANT.get(), job)
             self._cond.notify()
         return future
 
@@ -189,19 +240,29 @@ class BatchingEmbedder:
                 if self._stopping:
                     return None
                 self._cond.wait()
+            now = time.monotonic()
             docs_due = bool(self._docs) and (
-                not self._queries or time.monotonic() - self._docs[0].queued_at >= self.doc_max_wait
+                not self._queries or now - self._docs.oldest() >= self.doc_max_wait
             )
             source, limit = (
                 (self._docs, self.doc_batch) if docs_due else (self._queries, self.max_batch)
             )
-            return [source.popleft() for _ in range(min(limit, len(source)))]
+            jobs, expired = source.take(limit, now)
+        for j in expired:
+            j.loop.call_soon_threadsafe(
+                _set_exception,
+                j.future,
+                DeadlineExceeded("the call's deadline passed while its text waited for the model"),
+            )
+        return jobs
 
     def _run(self, model: OnnxEmbedder) -> None:
         while True:
             jobs = self._next_run()
             if jobs is None:
                 return
+            if not jobs:  # every job taken had expired
+                continue
             try:
                 want_tokens = any(j.tokens for j in jobs)
                 vectors, token_vectors = model.embed_full(

@@ -162,6 +162,21 @@ def tls_credentials(
     return grpc.ssl_channel_credentials(read(ca), read(key), read(cert))
 
 
+def _retry_after(error: Any) -> float | None:
+    """Seconds the daemon asked the caller to wait (trailer ``retry-after-ms``, sent with
+    RESOURCE_EXHAUSTED when a rate limit or a full queue refused the call before doing
+    anything: such a call is safe to send again, idempotent or not), at most 30."""
+    if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return None
+    for key, value in error.trailing_metadata() or ():
+        if key == "retry-after-ms":
+            try:
+                return min(30.0, max(0.0, int(value) / 1000.0))
+            except ValueError:
+                return None
+    return None
+
+
 def _channel_args() -> list[tuple[str, Any]]:
     return [("grpc.enable_retries", 0)]
 
@@ -208,15 +223,17 @@ class MemoryClient:
     def _call(
         self, method: Callable[..., T], request: Any, *, idempotent: bool, timeout: float | None
     ) -> T:
-        attempts = 1 + (self.retries if idempotent else 0)
         delay = 0.05
-        for attempt in range(attempts):
+        for attempt in range(1 + self.retries):
             try:
                 return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
             except grpc.RpcError as e:
-                if e.code() not in RETRYABLE or attempt == attempts - 1:
+                wait = _retry_after(e)
+                if attempt == self.retries or (
+                    wait is None and (not idempotent or e.code() not in RETRYABLE)
+                ):
                     raise MemorydError.from_rpc(e) from None
-                time.sleep(delay)
+                time.sleep(wait if wait is not None else delay)
                 delay *= 4
         raise AssertionError("unreachable")
 
@@ -368,17 +385,19 @@ class AsyncMemoryClient:
     async def _call(
         self, method: Any, request: Any, *, idempotent: bool, timeout: float | None
     ) -> Any:
-        attempts = 1 + (self.retries if idempotent else 0)
         delay = 0.05
-        for attempt in range(attempts):
+        for attempt in range(1 + self.retries):
             try:
                 return await method(
                     request, timeout=timeout or self.timeout, metadata=self._metadata
                 )
             except grpc.aio.AioRpcError as e:
-                if e.code() not in RETRYABLE or attempt == attempts - 1:
+                wait = _retry_after(e)
+                if attempt == self.retries or (
+                    wait is None and (not idempotent or e.code() not in RETRYABLE)
+                ):
                     raise MemorydError(e.code(), e.details() or "") from None
-                await asyncio.sleep(delay)
+                await asyncio.sleep(wait if wait is not None else delay)
                 delay *= 4
         raise AssertionError("unreachable")
 

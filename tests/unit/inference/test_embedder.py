@@ -197,3 +197,53 @@ async def test_a_store_text_that_waited_goes_ahead_of_queued_queries() -> None:
         assert [len(r) for r in fake.runs[2:]] == [2, 2, 2]
     finally:
         embedder.close()
+
+
+async def test_a_flooding_tenant_does_not_hold_back_another_tenants_query() -> None:
+    from memoryd.core import principals
+
+    fake = _GatedModel()
+    embedder = BatchingEmbedder(lambda: fake, workers=1, max_batch=4)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        principals.TENANT.set("flood")
+        first = asyncio.ensure_future(embedder.embed_query("flood 0"))
+        assert await asyncio.to_thread(fake.started.wait, 10)
+        flood = [asyncio.ensure_future(embedder.embed_query(f"flood {i}")) for i in range(1, 40)]
+        principals.TENANT.set("quiet")
+        quiet = asyncio.ensure_future(embedder.embed_query("the quiet tenant's question"))
+        await asyncio.sleep(0.05)  # all queued behind the gated run
+        fake.gate.set()
+        await asyncio.gather(first, quiet, *flood)
+        # Served in the next run, not after the flood's ten runs.
+        assert "the quiet tenant's question" in fake.runs[1]
+        assert sum(len(r) for r in fake.runs) == 41
+    finally:
+        embedder.close()
+
+
+async def test_texts_whose_callers_gave_up_are_dropped_not_computed() -> None:
+    import time
+
+    from memoryd.core import principals
+    from memoryd.core.errors import DeadlineExceeded
+
+    fake = _GatedModel()
+    embedder = BatchingEmbedder(lambda: fake, workers=1, max_batch=4)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        first = asyncio.ensure_future(embedder.embed_query("first"))
+        assert await asyncio.to_thread(fake.started.wait, 10)
+        principals.DEADLINE.set(time.monotonic() + 0.01)
+        late = asyncio.ensure_future(embedder.embed_query("nobody waits for this"))
+        principals.DEADLINE.set(None)
+        kept = asyncio.ensure_future(embedder.embed_query("someone waits for this"))
+        await asyncio.sleep(0.05)  # the first one's deadline passes while it queues
+        fake.gate.set()
+        await asyncio.gather(first, kept)
+        with pytest.raises(DeadlineExceeded):
+            await late
+        assert ["someone waits for this"] in fake.runs
+        assert not any("nobody waits for this" in r for r in fake.runs)
+    finally:
+        embedder.close()
