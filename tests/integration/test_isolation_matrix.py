@@ -105,8 +105,9 @@ def _code(call, *args, **kw) -> str:
 
 
 def _content(m: pb.Memory) -> tuple[Any, ...]:
+    expires = m.expires_at.ToJsonString() if m.HasField("expires_at") else ""
     return (m.id, m.scope, m.text, m.importance, m.category, dict(m.metadata), m.superseded_by,
-            tuple(m.related_ids), m.expires_at.ToJsonString() if m.HasField("expires_at") else "")  # fmt: skip
+            tuple(m.related_ids), expires)  # fmt: skip
 
 
 def test_every_rpc_has_a_probe():
