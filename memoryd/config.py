@@ -30,12 +30,12 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from memoryd.api.limits import RateLimits
 from memoryd.core.capture import CaptureConfig
 from memoryd.core.context import DEFAULT_FORCE_PHRASES, ContextConfig
 from memoryd.core.errors import ConfigError
 from memoryd.core.hooks import HookSettings
 from memoryd.core.policy import AccessPolicy, AgentAccess
+from memoryd.core.principals import RateLimits
 from memoryd.core.retrieval import Fusion, Rerank, RetrievalConfig
 
 

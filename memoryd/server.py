@@ -308,27 +308,47 @@ class Daemon:
         address = self.settings.listen
         if (s.tls_cert is None) != (s.tls_key is None):
             raise ConfigError("server.tls_cert and server.tls_key must be set together")
-        if s.tls_cert is not None and s.tls_key is not None:
-            ca = s.tls_client_ca.read_bytes() if s.tls_client_ca is not None else None
-            creds = grpc.ssl_server_credentials(
-                [(s.tls_key.read_bytes(), s.tls_cert.read_bytes())],
-                root_certificates=ca,
-                require_client_auth=ca is not None,
-            )
-            port = server.add_secure_port(address, creds)
-        else:
-            port = server.add_insecure_port(address)
+        try:
+            if s.tls_cert is not None and s.tls_key is not None:
+                ca = s.tls_client_ca.read_bytes() if s.tls_client_ca is not None else None
+                creds = grpc.ssl_server_credentials(
+                    [(s.tls_key.read_bytes(), s.tls_cert.read_bytes())],
+                    root_certificates=ca,
+                    require_client_auth=ca is not None,
+                )
+                port = server.add_secure_port(address, creds)
+            else:
+                port = server.add_insecure_port(address)
+        except OSError as e:
+            raise ConfigError(f"cannot read a TLS file {e.filename}: {e.strerror}") from None
+        except RuntimeError:  # grpc: "Failed to bind to address"
+            port = 0
         if port == 0:
-            raise ConfigError(f"listen: cannot bind {address} (in use or not a local address)")
+            raise ConfigError(
+                f"listen: cannot bind {address}: the port is in use (another memoryd?) or the "
+                "address is not one of this machine's; pick another with --listen HOST:PORT "
+                "(port 0 = any free port)"
+            )
         return port
 
     def _lock_data_dir(self) -> None:
         uri = self.settings.storage_uri
         if not _is_local(uri):
             return
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
-        path = Path(self.settings.data_dir) / "memoryd.lock"
-        lock = path.open("a+")
+        data_dir = Path(self.settings.data_dir)
+        if data_dir.exists() and not data_dir.is_dir():
+            raise ConfigError(
+                f"data_dir {data_dir} is a file, not a directory: point --data-dir at a "
+                "directory (a missing one is created)"
+            )
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            lock = (data_dir / "memoryd.lock").open("a+")
+        except OSError as e:
+            raise ConfigError(
+                f"data_dir {data_dir}: cannot create or write {e.filename or data_dir}: "
+                f"{e.strerror}; fix its permissions or point --data-dir elsewhere"
+            ) from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -501,14 +501,17 @@ class MemoryService:
         memories the agent cannot read, and changes none of them.
         """
         access = self.access(agent_id)
-        _check_uuid(memory.id)
+        if memory.id:
+            _check_uuid(memory.id)
+        else:  # a row with only a text: made as Store makes one
+            memory = replace(memory, id=str(uuid.uuid4()))
         scope = validate_scope(memory.scope or agent_scope(agent_id))
         access.check_write(scope)
         text = self._check_text(memory.text, "text")
         self._check_importance(memory.importance)
         metadata = self._check_metadata(dict(memory.metadata))
         if memory.category == Category.UNSPECIFIED:
-            raise InvalidArgument(f"memory {memory.id} has no category")
+            memory = replace(memory, category=detect_category(text))
         created_at = _aware(memory.created_at, "created_at")
         updated_at = _aware(memory.updated_at, "updated_at")
         expires_at = _aware(memory.expires_at, "expires_at")
