@@ -110,6 +110,9 @@ def configure_logging(level: str, fmt: str) -> None:
         else logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s")
     )
     logging.basicConfig(level=level, handlers=[handler])
+    # Libraries' own debug lines (asyncio's selector, ...) are not memoryd's to show.
+    for name in ("asyncio", "grpc", "urllib3", "filelock"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLevelName(level)))
 
 
 def _keys_new(args: argparse.Namespace) -> int:

@@ -465,8 +465,12 @@ class Daemon:
 
     async def stop(self) -> None:
         grace = self.settings.server.shutdown_grace_seconds
+        started = time.perf_counter()
         await self.health.enter_graceful_shutdown()
         if self.server is not None:
+            calls = self.metrics.in_flight
+            if calls:
+                log.info("stopping: %d calls in flight, waiting up to %.0fs for them", calls, grace)
             await self.server.stop(grace)
         for task in (self._sweeper, self._backups, self._keys_watch):
             if task is not None:
@@ -478,6 +482,9 @@ class Daemon:
                 await self.repository.flush_access_counts()
             except Exception:
                 log.exception("could not persist access counts at shutdown")
+            pending = self.repository.durable.pending()
+            if pending:
+                log.info("stopping: waiting for the store (%s)", pending)
             await asyncio.to_thread(self.repository.close)
         if self.embedder is not None:
             await asyncio.to_thread(self.embedder.close)
@@ -486,7 +493,7 @@ class Daemon:
         self.metrics.close()
         if self._lock_file is not None:
             self._lock_file.close()
-        log.info("stopped")
+        log.info("stopped in %.1fs", time.perf_counter() - started)
 
 
 async def serve(settings: Settings) -> None:

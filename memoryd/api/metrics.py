@@ -57,6 +57,7 @@ class Metrics:
         )
         self._server: Any = None
         self._stages: dict[str, Any] = {}
+        self.in_flight = 0  # calls being served (for the shutdown log)
 
     def observe_stage(self, stage: str, seconds: float) -> None:
         child = self._stages.get(stage)
@@ -155,11 +156,13 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
                 if key == "x-request-id":
                     given = str(value)[:64]
             REQUEST_ID.set(given or new_request_id())
+            m.in_flight += 1
             agent = getattr(request, "agent_id", None)
             AGENT.set(agent if isinstance(agent, str) and agent else "-")
             return time.perf_counter()
 
         def finish(context: Any, started: float, failed: bool) -> None:
+            m.in_flight -= 1
             code = context.code() if failed else None
             name = (
                 code.name if isinstance(code, grpc.StatusCode) else ("UNKNOWN" if failed else "OK")

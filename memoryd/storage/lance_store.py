@@ -345,6 +345,15 @@ class LanceStore:
             self._compactor.join()
             self._compactor = None
 
+    def pending(self) -> str:
+        """What closing would wait for, in words ("" = nothing)."""
+        parts = []
+        if (queued := self._queue.qsize()) > 0:
+            parts.append(f"{queued} queued writes")
+        if self._compacting:
+            parts.append("a compaction in progress")
+        return ", ".join(parts)
+
     def scan(self) -> Iterator[Row]:
         """Every stored row (for rebuilding the in-memory index at start), with the newest
         access count of each from the access log."""

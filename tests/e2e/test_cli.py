@@ -222,6 +222,9 @@ def test_json_logs_carry_request_ids(make_daemon):
     assert access["req-42"].startswith("rpc=Stats code=OK principal=local agent=logs")
     assert access["req-43"].startswith("rpc=Store code=INVALID_ARGUMENT")
     assert all({"ts", "level", "logger", "request_id", "msg"} <= set(e) for e in entries)
+    # DEBUG is memoryd's: no library chatter, and the shutdown says how long it took.
+    assert not [e for e in entries if e["logger"] in ("asyncio", "grpc")]
+    assert any(e["msg"].startswith("stopped in ") for e in entries)
 
 
 def test_ctl_search_and_delete_are_recall_and_forget(ctl):
