@@ -306,11 +306,18 @@ class HotIndex:
         if memory is None:
             return
         links = self._forward.get(memory_id, set()) | self._backlinks.get(memory_id, set())
-        memory.related_ids = sorted(i for i in links if i in self._memories)
+        # Links and supersession hold within a scope only: a link across scopes (which no
+        # write makes any more, but an older import could have stored) would show one
+        # agent an id of another's memory, or hide it from its owner.
+        memory.related_ids = sorted(i for i in links if self._same_scope(i, memory.scope))
         newer = self._superseded_by.get(memory_id, "")
-        memory.superseded_by = newer if newer in self._memories else ""
+        memory.superseded_by = newer if self._same_scope(newer, memory.scope) else ""
         part = self._parts[memory.scope]
         part.set_hidden(part.row_of[memory_id], bool(memory.superseded_by))
+
+    def _same_scope(self, memory_id: str, scope: str) -> bool:
+        other = self._memories.get(memory_id)
+        return other is not None and other.scope == scope
 
     def remove(self, memory_id: str) -> Memory | None:
         memory = self._memories.pop(memory_id, None)
