@@ -135,7 +135,8 @@ describe("the memoryd plugin in OpenClaw", () => {
           memoryd: {
             enabled: true,
             hooks: { allowConversationAccess: true },
-            config: { address: memorydAddress, disabledAgents: ["gamma"], toolTimeoutMs: 5_000 },
+            // A generous tool deadline: a Store embeds on a shared 2-core machine.
+            config: { address: memorydAddress, disabledAgents: ["gamma"], toolTimeoutMs: 20_000 },
           },
         },
       },
