@@ -323,7 +323,7 @@ describe("with a daemon that requires client certificates (mTLS) and a keys file
     const broken = deps(gateway, { tlsCaFile: missing });
     const unreadable = await createTool("memory_stats", { agentId: "tenant-a-1" }, broken)!.execute("call-m", {});
     assert.equal(unreadable.details.status, "unavailable");
-    assert.match(unreadable.content[0]!.text, new RegExp(`FAILED_PRECONDITION: tls\\.caFile: cannot read ${missing.replace(/[.]/g, "\\.")}`));
+    assert.match(unreadable.content[0]!.text, new RegExp(`FAILED_PRECONDITION: tlsCaFile: cannot read ${missing.replace(/[.]/g, "\\.")}`));
     // Auto-recall goes on without memories (and without throwing into the host).
     assert.equal(await recallForPrompt({ prompt: "What is my favourite colour?" }, { agentId: "tenant-a-1" }, broken), undefined);
   });

@@ -44,8 +44,13 @@ export class Connection {
         ...(Object.keys(tls).length > 0 ? { tls } : {}),
       });
     } catch (error) {
-      // e.g. "tls.caFile: cannot read /etc/memoryd/ca.pem: ENOENT ..."
-      throw new MemorydError("FAILED_PRECONDITION", (error as Error).message, { cause: error });
+      // e.g. "tls.caFile: cannot read /etc/memoryd/ca.pem: ENOENT ...", said with this
+      // plugin's setting name (tlsCaFile).
+      const message = (error as Error).message.replace(
+        /\btls\.(ca|cert|key)File\b/,
+        (_, name: string) => `tls${name[0]!.toUpperCase()}${name.slice(1)}File`,
+      );
+      throw new MemorydError("FAILED_PRECONDITION", message, { cause: error });
     }
     return this.memorydClient;
   }
