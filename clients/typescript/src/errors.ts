@@ -44,10 +44,21 @@ export class MemorydError extends Error {
   override readonly name = "MemorydError";
   /** The gRPC status name, e.g. "INVALID_ARGUMENT", "NOT_FOUND", "UNAVAILABLE". */
   readonly code: MemorydErrorCode;
+  /**
+   * With RESOURCE_EXHAUSTED from a rate limit or a full queue: how long the daemon asked
+   * the caller to wait (trailer `retry-after-ms`). Nothing was done, so the same call may
+   * be sent again, idempotent or not; the client does, within its deadline.
+   */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(code: MemorydErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(
+    code: MemorydErrorCode,
+    message: string,
+    options?: { cause?: unknown; retryAfterMs?: number },
+  ) {
     super(message, options);
     this.code = code;
+    this.retryAfterMs = options?.retryAfterMs;
   }
 
   /** The gRPC status number of `code` (3 for INVALID_ARGUMENT, ...). */
@@ -81,7 +92,13 @@ export class MemorydError extends Error {
       );
     }
     // connect-es numbers its Code enum exactly like gRPC statuses.
-    return new MemorydError(codeName(err.code), err.rawMessage, { cause: reason });
+    const code = codeName(err.code);
+    const after = Number(err.metadata.get("retry-after-ms") ?? NaN);
+    const retryAfterMs =
+      code === "RESOURCE_EXHAUSTED" && Number.isFinite(after) && after >= 0
+        ? Math.min(after, 30_000)
+        : undefined;
+    return new MemorydError(code, err.rawMessage, { cause: reason, retryAfterMs });
   }
 }
 
