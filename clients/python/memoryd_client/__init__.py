@@ -8,10 +8,31 @@
 
 ``AsyncMemoryClient`` is the same API for asyncio, plus ``stream()`` for the
 bidirectional Stream RPC. Responses are the generated protobuf messages (``pb``).
+
+Submodules: ``untrusted`` (escaping recalled text for a model; standard library only),
+``mcp_server`` (``memoryd mcp``, needs the ``mcp`` extra). The names above are loaded on
+first use, so importing ``memoryd_client.untrusted`` does not load grpc.
 """
 
-from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
-from memoryd_client.client import AsyncMemoryClient, MemoryClient, MemorydError
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
+    from memoryd_client.client import AsyncMemoryClient, MemoryClient, MemorydError
 
 __all__ = ["AsyncMemoryClient", "MemoryClient", "MemorydError", "pb"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "pb":
+        from memoryd_client._gen.memoryd.v1 import memory_pb2
+
+        return memory_pb2
+    if name in ("AsyncMemoryClient", "MemoryClient", "MemorydError"):
+        from memoryd_client import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'memoryd_client' has no attribute {name!r}")
