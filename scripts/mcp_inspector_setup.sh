@@ -3,7 +3,8 @@
 # mode the MCP tests drive against `memoryd mcp` as a third-party client.
 #
 #   scripts/mcp_inspector_setup.sh    install, only when the lockfile or Node changed since
-#                                     the last successful install; prints the CLI's path
+#                                     the last successful install; prints the path of
+#                                     the CLI's launcher (run it with node)
 #
 # `npm install` (which keeps the versions the lockfile pins), not `npm ci`: vite, a
 # dependency of the Inspector, names an optional Windows-only package that the registry
@@ -28,4 +29,7 @@ if [[ ! -f $stamp || "$(cat "$stamp")" != "$fingerprint" ]]; then
   printf '%s' "$fingerprint" >"$stamp"
 fi
 
-echo "$(pwd)/node_modules/.bin/mcp-inspector"
+# Its launcher, run with node: npm links no bin for a package whose scripts
+# package.json's allowScripts turns off (the Inspector's postinstall is for source
+# checkouts only).
+echo "$(pwd)/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
