@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -71,8 +72,8 @@ SHOWN_CHARS = 4000
 
 CATEGORY_NAMES = ("preference", "fact", "decision", "entity", "other")
 TTL_NAMES = ("permanent", "session", "short")
-_UUID_CHARS = frozenset("0123456789abcdef-")
-_SCOPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+_SCOPE = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,13 +178,13 @@ class Args:
 
     def memory_id(self) -> str | None:
         value = self.text("memoryId", 64)
-        if value is not None and (len(value) != 36 or not set(value.lower()) <= _UUID_CHARS):
+        if value is not None and not _UUID.fullmatch(value):
             raise ToolError(f"{self.tool}: memoryId {value!r} is not a memory id (a UUID)")
         return None if value is None else value.lower()
 
     def scope(self) -> str | None:
         value = self.text("scope", 100)
-        if value is not None and not set(value) <= _SCOPE_CHARS:
+        if value is not None and not _SCOPE.fullmatch(value):
             raise ToolError(
                 f"{self.tool}: scope {value!r} is not a scope "
                 '(e.g. "agent:main", "workspace:team", "global")'
@@ -208,7 +209,7 @@ _CATEGORY = {
     "enum": list(CATEGORY_NAMES),
     "description": "preference, fact, decision, entity or other",
 }
-_SCOPE = {
+_SCOPE_PARAM = {
     "type": "string",
     "description": 'A memory scope such as "agent:<id>", "workspace:<name>" or "global"; '
     "default: every scope this agent may read",
@@ -461,7 +462,7 @@ SPECS: dict[str, ToolSpec] = {
                     "description": "Most results to return (default 5)",
                 },
                 "category": _CATEGORY,
-                "scope": _SCOPE,
+                "scope": _SCOPE_PARAM,
                 "full_text": {
                     "type": "boolean",
                     "description": "Return each memory's full text instead of its summary for "
@@ -567,7 +568,7 @@ SPECS: dict[str, ToolSpec] = {
                     "description": "Memories to skip (default 0)",
                 },
                 "category": _CATEGORY,
-                "scope": _SCOPE,
+                "scope": _SCOPE_PARAM,
             }
         ),
         _annotations("List memories", read_only=True),
