@@ -365,15 +365,38 @@ async def test_http_without_an_agent_header_is_refused(mcp_http: McpHttp) -> Non
         assert result.error and f"send the HTTP header {AGENT_HEADER}" in result.text
 
 
-def test_stdio_needs_an_agent(daemon: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        ([], 2, "--agent is required with stdio"),
+        (["--agent", "a", "--timeout", "0"], 2, "--timeout is 0.0; it must be > 0"),
+        (["--http", "nonsense"], 2, "is not HOST:PORT"),
+    ],
+)
+def test_bad_command_lines_stop_at_once(daemon: str, args: list[str], code: int, says: str) -> None:
     done = subprocess.run(
-        [MEMORYD, "mcp", "--address", daemon],
+        [MEMORYD, "mcp", "--address", daemon, *args],
         capture_output=True,
         text=True,
         timeout=BOUND,
         env=_env(),
     )
-    assert done.returncode == 2 and "--agent is required" in done.stderr
+    assert done.returncode == code and says in done.stderr, done.stderr
+
+
+def test_an_http_port_in_use_is_an_error(daemon: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        http = f"127.0.0.1:{taken.getsockname()[1]}"
+        done = subprocess.run(
+            [MEMORYD, "mcp", "--address", daemon, "--http", http],
+            capture_output=True,
+            text=True,
+            timeout=BOUND,
+            env=_env(),
+        )
+    assert done.returncode == 1 and f"cannot listen on {http}" in done.stderr, done.stderr
 
 
 # --- auth --------------------------------------------------------------------------------

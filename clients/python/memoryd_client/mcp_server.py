@@ -701,6 +701,9 @@ def build_server(settings: McpSettings, client: AsyncMemoryClient) -> Server[Any
                 ),
                 error=True,
             )
+        except Exception:
+            log.exception("%s failed", params.name)
+            return _result(f"{params.name} failed: an internal error in memoryd mcp", error=True)
         return _result(text)
 
     return Server(
@@ -743,16 +746,24 @@ async def _serve_stdio(settings: McpSettings) -> None:
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _serve_http(settings: McpSettings, host: str, port: int) -> None:
-    import uvicorn
-
+def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def _serve_http(settings: McpSettings, host: str, sock: socket.socket) -> None:
+    import uvicorn
+
     bound = sock.getsockname()[1]
-    shown_host = f"[{host}]" if family == socket.AF_INET6 else host
+    shown_host = f"[{host}]" if sock.family == socket.AF_INET6 else host
     async with AsyncMemoryClient(settings.address, timeout=settings.timeout) as client:
         server = build_server(settings, client)
         # DNS-rebinding protection (Host and Origin checks) is on for loopback hosts.
@@ -764,6 +775,9 @@ async def _serve_http(settings: McpSettings, host: str, port: int) -> None:
 
 def run(settings: McpSettings, http: str | None = None) -> int:
     """Serve until stdin closes (stdio) or SIGINT/SIGTERM (HTTP); the exit code."""
+    if not settings.timeout > 0:
+        print(f"memoryd mcp: --timeout is {settings.timeout}; it must be > 0", file=sys.stderr)
+        return 2
     if http is None:
         if not settings.agent:
             print(
@@ -784,5 +798,10 @@ def run(settings: McpSettings, http: str | None = None) -> int:
             "MEMORYD_AUTH_TOKEN is not used with --http: each MCP client's own "
             "'Authorization: Bearer' header is passed to the daemon"
         )
-    asyncio.run(_serve_http(settings, host, port))
+    try:
+        sock = _listen(host, port)
+    except OSError as e:
+        print(f"memoryd mcp: cannot listen on {http}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    asyncio.run(_serve_http(settings, host, sock))
     return 0
