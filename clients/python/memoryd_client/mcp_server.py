@@ -631,11 +631,20 @@ def caller_for(
     return Caller(agent, client.with_token(token))
 
 
+# The daemon's message says what to change: shown to the model as it is.
+_CALLERS_FAULT = frozenset(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.OUT_OF_RANGE,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.PERMISSION_DENIED,
+    }
+)
+
+
 def _describe(error: MemorydError, settings: McpSettings, tool: str) -> str:
     code = error.code
-    if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE):
-        return f"{tool}: {error.message}"
-    if code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED):
+    if code in _CALLERS_FAULT:
         return f"{tool}: {error.message}"
     if code == grpc.StatusCode.UNAUTHENTICATED:
         return (
