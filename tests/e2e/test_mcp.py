@@ -27,7 +27,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from memoryd_client.mcp_server import AGENT_HEADER, TOOL_NAMES
+from memoryd_client.mcp_server import AGENT_HEADER, SPECS, TOOL_NAMES
 from memoryd_client.untrusted import CONTEXT_HEADER
 
 pytestmark = pytest.mark.e2e
@@ -570,3 +570,35 @@ def test_inspector_cli_over_http(
         bob, "memory_recall", "--tool-arg", "query=favourite colour", f"agentId={alice}"
     )
     assert error and "unknown argument agentId" in text and "teal" not in text
+
+
+# --- the same tools as the OpenClaw plugin -----------------------------------------------
+
+
+def test_tools_match_the_openclaw_plugin() -> None:
+    """Names, titles, descriptions and JSON schemas equal the plugin's (clients/openclaw)."""
+    env = _env({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"})
+    setup = subprocess.run(
+        [str(ROOT / "scripts" / "openclaw_setup.sh")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert setup.returncode == 0, setup.stderr
+    dumped = subprocess.run(
+        ["node", str(ROOT / "tests" / "e2e" / "openclaw_tool_specs.ts")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=BOUND,
+    )
+    assert dumped.returncode == 0, dumped.stderr
+    plugin = json.loads(dumped.stdout)
+    assert tuple(plugin) == TOOL_NAMES
+    for name, spec in SPECS.items():
+        assert plugin[name] == {
+            "title": spec.title,
+            "description": spec.description,
+            "parameters": spec.schema,
+        }, name
