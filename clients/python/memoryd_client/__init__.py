@@ -27,12 +27,14 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
+    value: Any
     if name == "pb":
-        from memoryd_client._gen.memoryd.v1 import memory_pb2
-
-        return memory_pb2
-    if name in ("AsyncMemoryClient", "MemoryClient", "MemorydError"):
+        from memoryd_client._gen.memoryd.v1 import memory_pb2 as value
+    elif name in ("AsyncMemoryClient", "MemoryClient", "MemorydError"):
         from memoryd_client import client
 
-        return getattr(client, name)
-    raise AttributeError(f"module 'memoryd_client' has no attribute {name!r}")
+        value = getattr(client, name)
+    else:
+        raise AttributeError(f"module 'memoryd_client' has no attribute {name!r}")
+    globals()[name] = value  # loaded once; later lookups do not come here
+    return value
