@@ -1,4 +1,5 @@
-"""Command line: ``memoryd serve`` runs the daemon; ``memoryd ctl ...`` talks to one.
+"""Command line: ``memoryd serve`` runs the daemon; ``memoryd ctl ...`` talks to one;
+``memoryd mcp`` serves its tools to MCP hosts (memoryd_client.mcp_server).
 
 ``ctl`` is built on the Python client (memoryd_client); every subcommand takes
 ``--json`` for scripts. The token comes from ``MEMORYD_AUTH_TOKEN``.
@@ -134,6 +135,13 @@ def _keys_new(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    from memoryd_client.mcp_server import McpSettings, run
+
+    token = os.environ.get("MEMORYD_AUTH_TOKEN") or None
+    return run(McpSettings(args.address, args.agent, token, args.timeout), args.http)
+
+
 def _reembed_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--from", dest="source", type=Path, required=True, help="old --data-dir")
     r.add_argument("--to", dest="target", type=Path, required=True, help="new, empty --data-dir")
@@ -198,6 +206,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     ctl_verbs = ctl.add_parser(sub)
     _reembed_args(ctl_verbs.add_parser("reembed", help="the same as `memoryd reembed`"))
+
+    m = sub.add_parser("mcp", help="serve the memory tools to MCP hosts (stdio, or --http)")
+    m.add_argument("--agent", help="the agent the tools act for (required with stdio)")
+    m.add_argument(
+        "--address",
+        default=os.environ.get("MEMORYD_ADDRESS", "127.0.0.1:50051"),
+        help="the daemon's HOST:PORT (environment: MEMORYD_ADDRESS)",
+    )
+    m.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP on HOST:PORT/mcp")
+    m.add_argument("--timeout", type=float, default=10.0, help="deadline of one tool call (s)")
+    m.set_defaults(func=_mcp)
     return p
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import copy
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -381,6 +382,16 @@ class AsyncMemoryClient:
 
     async def close(self) -> None:
         await self._channel.close()
+
+    def with_token(self, token: str | None) -> AsyncMemoryClient:
+        """This client, sending ``token`` (None: no token) instead of its own.
+
+        The copy shares the channel (one connection for every caller: e.g. a server that
+        passes each of its callers' tokens through); closing either closes both.
+        """
+        other = copy.copy(self)
+        other._metadata = _metadata(token)
+        return other
 
     async def _call(
         self, method: Any, request: Any, *, idempotent: bool, timeout: float | None
