@@ -105,6 +105,11 @@ class RecallQuery:
     options: Mapping[str, object] = field(default_factory=dict)  # RetrievalConfig overrides
     explain: bool = False
     as_of: datetime | None = None  # judge recency/decay as of this time (default now)
+    created_after: datetime | None = None  # only memories created in [after, before)
+    created_before: datetime | None = None
+    reference_time: datetime | None = None  # time expressions resolve against (as_of/now)
+    timezone: str = ""  # IANA name; "" = the retriever's default (recall.timezone)
+    time_expressions: bool = True  # resolve "last week" etc. in the query
 
 
 @dataclass(frozen=True, slots=True)
@@ -502,6 +507,7 @@ class MemoryService:
             categories=q.categories,
             config=config,
             explain=q.explain,
+            when=self.retriever.time_arguments(q),
         )
         self.store.touch([h.memory.id for h in hits], now)
         return hits
