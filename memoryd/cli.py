@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -194,8 +195,31 @@ def _print(message: Any, as_json: bool, human: str) -> None:
         print(human)
 
 
+def _when(value: str | None, flag: str) -> datetime | None:
+    """An ISO 8601 date or time from the command line (a date or a time without a zone
+    is taken as UTC)."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise SystemExit(f"{flag} {value!r} is not an ISO 8601 date or time") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _query_explain(e: Any) -> str:
+    out = f"query language: {e.query_language}  dense trust: {e.dense_trust:.2f}"
+    if e.time_expression:
+        start = e.time_window_start.ToDatetime(tzinfo=UTC).isoformat()
+        end = e.time_window_end.ToDatetime(tzinfo=UTC).isoformat()
+        out += f"\ntime: {e.time_expression!r} -> [{start}, {end})"
+    return out
+
+
 def _line(m: Any, score: float | None = None) -> str:
     head = f"{m.id}  [{m.scope}]"
+    if m.language:
+        head += f"  ({m.language})"
     if score is not None:
         head += f"  score={score:.3f}"
     return f"{head}\n    {m.text}"
@@ -219,8 +243,21 @@ def _ctl(args: argparse.Namespace) -> int:
                 outcome = pb.StoreOutcome.Name(r.outcome).removeprefix("STORE_OUTCOME_").lower()
                 _print(r, args.json, f"{outcome}: {r.memory.id}")
             elif args.verb == "recall":
-                rr = c.recall(args.agent, args.query, limit=args.limit, min_score=args.min_score)
+                rr = c.recall(
+                    args.agent,
+                    args.query,
+                    limit=args.limit,
+                    min_score=args.min_score,
+                    explain=args.explain,
+                    created_after=_when(args.after, "--after"),
+                    created_before=_when(args.before, "--before"),
+                    reference_time=_when(args.reference_time, "--reference-time"),
+                    timezone=args.timezone or "",
+                    ignore_time_expressions=args.no_time_expressions,
+                )
                 lines = [_line(h.memory, h.score) for h in rr.results] or ["(no memories)"]
+                if args.explain and rr.results:
+                    lines.insert(0, _query_explain(rr.results[0].explain))
                 _print(rr, args.json, "\n".join(lines))
             elif args.verb == "forget":
                 fr = c.forget(args.agent, id=args.id or "", query=args.query or "")
@@ -340,6 +377,14 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("query")
     v.add_argument("--limit", type=int, default=5)
     v.add_argument("--min-score", type=float, default=0.0)
+    v.add_argument("--explain", action="store_true", help="each stage's score, the query's "
+                   "language and any time expression resolved")  # fmt: skip
+    v.add_argument("--after", help="only memories created at or after (ISO 8601, UTC if no zone)")
+    v.add_argument("--before", help="only memories created before (ISO 8601)")
+    v.add_argument("--reference-time", help="resolve 'yesterday', 'last week' ... against this")
+    v.add_argument("--timezone", help="IANA zone for time expressions (default: the daemon's)")
+    v.add_argument("--no-time-expressions", action="store_true",
+                   help="read 'last week' etc. in the query as plain words")  # fmt: skip
     v = verbs.add_parser("forget", aliases=["delete"], parents=[common])
     v.add_argument("agent")
     g = v.add_mutually_exclusive_group(required=True)
