@@ -226,10 +226,15 @@ async def ingest(client: AsyncMemoryClient, lang: Language) -> None:
                 store=pb.StoreRequest(agent_id=lang.agent, text=text, category=pb.CATEGORY_FACT),
             )
 
+    outcomes: Counter[str] = Counter()
     async for resp in client.stream(requests()):
         if resp.WhichOneof("result") != "store":
             raise SystemExit(f"store failed: {resp.error.code_name} {resp.error.message}")
         lang.memory_to_sentences[resp.store.memory.id].add(int(resp.request_id))
+        outcomes[pb.StoreOutcome.Name(resp.store.outcome)] += 1
+    # A sentence answered DUPLICATE is not stored: it counts as found when the memory it
+    # was folded into is (memory_to_sentences), but its words are not in the index.
+    print(f"{lang.code}: stored {dict(outcomes)}", file=sys.stderr)
 
 
 async def evaluate(

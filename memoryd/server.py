@@ -248,6 +248,7 @@ class Daemon:
             rerankers,
             dense_languages=embedder_languages(s),
             timezone=ZoneInfo(s.recall.timezone),
+            detect_language=self.repository.index.analyzer.detect,
         )
         self.service = MemoryService(
             self.repository,

@@ -289,13 +289,20 @@ class MemoryService:
         if exact is not None:
             return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
         near = self.store.search(vector, [scope], 5, now=now)
+        language = self.retriever.language_of(text)
+        vector_reads = self.retriever.reads(language)
+        if not vector_reads:  # its cosine cannot tell this language's texts apart: exact only
+            near = []
         if near and near[0][1] >= self.limits.duplicate_threshold:
             twin, score = near[0]
             return StoreResult(twin, StoreOutcome.DUPLICATE, twin.id, float(score))
         for p in self._pending:
             if p.scope != scope:
                 continue
-            score = 1.0 if p.hash == digest else float(np.dot(p.vector, vector))
+            if p.hash == digest:
+                score = 1.0
+            else:
+                score = float(np.dot(p.vector, vector)) if vector_reads else 0.0
             if score >= self.limits.duplicate_threshold:
                 first = await asyncio.shield(p.done)
                 return StoreResult(first.memory, StoreOutcome.DUPLICATE, first.memory.id, score)
@@ -321,6 +328,7 @@ class MemoryService:
             metadata=metadata,
             content_hash=digest,
             idempotency_key=key,
+            language=language,
         )
         memory.related_ids = list(plan.related)
         memory.supersedes = plan.supersedes
