@@ -537,6 +537,8 @@ class MemoryService:
         hits = self.store.search(vector, access.write, lim.forget_max_candidates, now=self.clock())
         candidates = [ScoredMemory(m, s) for m, s in hits if s >= lim.forget_candidate_score]
         strong = [c for c in candidates if c.score >= lim.forget_strong_score]
+        if not self.retriever.reads(self.retriever.language_of(text)):
+            strong = []  # a cosine the model cannot read never deletes: candidates only
         if len(strong) == 1:
             await self.store.delete([strong[0].memory.id])
             return ForgetResult([strong[0].memory.id], [])

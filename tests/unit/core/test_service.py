@@ -355,3 +355,50 @@ async def test_texts_the_embedder_cannot_read_are_never_near_duplicates_of_each_
     hits = await svc.recall(RecallQuery(agent_id="a", query="ประชุมทีมวันจันทร์"))
     assert hits[0].memory.id == second.memory.id
     assert en.outcome == StoreOutcome.CREATED
+
+
+async def test_forget_by_a_query_the_embedder_cannot_read_deletes_nothing(
+    open_repository,  # type: ignore[no-untyped-def]
+    clock,
+) -> None:
+    """With an English-only model, a Thai query is as close to one Thai memory as to any:
+    Forget by query lists candidates but never deletes on that cosine."""
+    import numpy as np
+
+    from memoryd.core.policy import AccessPolicy
+    from memoryd.core.retrieval import RetrievalConfig, Retriever
+    from memoryd.core.service import ServiceLimits
+
+    dim = 1024  # the open_repository fixture's dimension
+
+    class EnglishOnly:
+        model_name, dim = "english-only", 1024
+
+        def vector(self, text: str) -> np.ndarray:
+            v = np.zeros(dim, dtype=np.float32)
+            v[0 if not text.isascii() else 1 + len(text) % (dim - 1)] = 1.0
+            return v
+
+        async def embed_query(self, text: str) -> np.ndarray:
+            return self.vector(text)
+
+        async def embed_one(self, text: str) -> np.ndarray:
+            return self.vector(text)
+
+    repo = open_repository()
+    retriever = Retriever(
+        repo, RetrievalConfig(rerank=Rerank.NONE), dense_languages=frozenset({"en"})
+    )
+    svc = MemoryService(
+        repo,
+        EnglishOnly(),  # type: ignore[arg-type]
+        AccessPolicy(agents={}),
+        ServiceLimits(),
+        clock,
+        retriever=retriever,
+    )
+    kept = await store(svc, "a", "ผู้ใช้ชอบดื่มชาเขียวทุกเช้า")  # "the user drinks green tea"
+    result = await svc.forget_query("a", "ลืมเรื่องรถของฉัน")  # "forget about my car"
+    assert result.deleted_ids == []
+    assert [c.memory.id for c in result.candidates] == [kept.memory.id]
+    assert svc.store.get(kept.memory.id) is not None
