@@ -157,7 +157,7 @@ class RecallSettings(_Section):
 
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):
             raise ValueError(f"{value!r} is not an IANA time zone (e.g. Europe/Berlin)") from None
         return value
 

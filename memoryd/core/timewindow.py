@@ -41,9 +41,11 @@ class TimeWindow:
 
 def zone(name: str) -> ZoneInfo:
     """An IANA time zone, or InvalidArgument naming the field."""
+    if len(name) > 64:  # the longest IANA name is 32 characters
+        raise InvalidArgument(f"timezone is {len(name)} chars; IANA names are at most 64")
     try:
         return ZoneInfo(name or "UTC")
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: e.g. a name the FS refuses
         raise InvalidArgument(
             f"timezone {name!r} is not an IANA time zone (e.g. Europe/Berlin, UTC)"
         ) from None

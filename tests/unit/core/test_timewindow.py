@@ -129,4 +129,10 @@ def test_words_that_only_look_like_dates_resolve_nothing() -> None:
 def test_an_unknown_time_zone_is_invalid_argument() -> None:
     with pytest.raises(InvalidArgument, match="Mars/Base"):
         zone("Mars/Base")
+    # a caller's string is never a path: traversal, absolute paths, NUL, huge names
+    for name in ("../../etc/passwd", "/etc/localtime", "Europe/../../etc/passwd", "UTC\x00"):
+        with pytest.raises(InvalidArgument, match="not an IANA time zone"):
+            zone(name)
+    with pytest.raises(InvalidArgument, match="5000 chars"):
+        zone("x" * 5000)
     assert zone("") == zone("UTC")
