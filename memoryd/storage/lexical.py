@@ -116,12 +116,13 @@ class _Language:
         self._stem = (
             lru_cache(maxsize=200_000)(Stemmer.Stemmer(snowball).stemWord) if snowball else None
         )
-        self.word = lru_cache(maxsize=200_000)(self._analyse)
+        self.word = lru_cache(maxsize=200_000)(self.analyse)
 
     def stem(self, word: str) -> str:
         return self._stem(word) if self._stem is not None else word
 
-    def _analyse(self, word: str) -> tuple[str, ...]:
+    def analyse(self, word: str) -> tuple[str, ...]:
+        """A word's terms (``word`` is the cached form of this)."""
         script = next((lang.script_of_char(c) for c in word if c.isalpha()), self.script)
         if script != self.script and script != lang.OTHER:
             other = lang.SCRIPT_DEFAULT.get(script, self.owner.default)
@@ -182,7 +183,7 @@ class Analyzer:
                 out.extend(
                     analysis.word(piece)
                     if len(piece) <= _CACHED_WORD_LEN
-                    else analysis._analyse(piece)
+                    else analysis.analyse(piece)
                 )
         return out
 
