@@ -93,6 +93,8 @@ def emit(args: argparse.Namespace, message: Any, human: str) -> None:
 
 def line(m: Any, score: float | None = None) -> str:
     head = f"{m.id}  [{m.scope}]"
+    if m.language:
+        head += f"  ({m.language})"
     if score is not None:
         head += f"  score={score:.3f}"
     return f"{head}\n    {m.text}"
@@ -122,10 +124,32 @@ def _store(c: Any, args: argparse.Namespace) -> int:
 
 
 def _recall(c: Any, args: argparse.Namespace) -> int:
-    r = c.recall(args.agent, args.query, limit=args.limit, min_score=args.min_score)
+    r = c.recall(
+        args.agent,
+        args.query,
+        limit=args.limit,
+        min_score=args.min_score,
+        explain=args.explain,
+        created_after=args.after,
+        created_before=args.before,
+        reference_time=args.reference_time,
+        timezone=args.timezone or "",
+        ignore_time_expressions=args.no_time_expressions,
+    )
     lines = [line(h.memory, h.score) for h in r.results] or ["(no memories)"]
+    if args.explain and r.results:
+        lines.insert(0, _query_explain(r.results[0].explain))
     emit(args, r, "\n".join(lines))
     return EXIT_OK
+
+
+def _query_explain(e: Any) -> str:
+    out = f"query language: {e.query_language}  dense trust: {e.dense_trust:.2f}"
+    if e.time_expression:
+        start = e.time_window_start.ToDatetime(tzinfo=UTC).isoformat()
+        end = e.time_window_end.ToDatetime(tzinfo=UTC).isoformat()
+        out += f"\ntime: {e.time_expression!r} -> [{start}, {end})"
+    return out
 
 
 def _forget(c: Any, args: argparse.Namespace) -> int:
@@ -428,6 +452,15 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _when(text: str) -> datetime:
+    """An ISO 8601 date or time (a date, or a time without a zone, is taken as UTC)."""
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 date or time") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
 def _key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -483,6 +516,22 @@ def add_parser(sub: Any) -> Any:
     v.add_argument("query")
     v.add_argument("--limit", type=_count(1), default=5, help="at most this many")
     v.add_argument("--min-score", type=_fraction, default=0.0, help="final score floor")
+    v.add_argument(
+        "--explain",
+        action="store_true",
+        help="each stage's score, the query's language and any time window it names",
+    )
+    v.add_argument("--after", type=_when, help="only memories created at or after (ISO 8601)")
+    v.add_argument("--before", type=_when, help="only memories created before (ISO 8601)")
+    v.add_argument(
+        "--reference-time", type=_when, help="resolve 'yesterday', 'last week' ... against this"
+    )
+    v.add_argument("--timezone", help="IANA zone for time expressions (default: the daemon's)")
+    v.add_argument(
+        "--no-time-expressions",
+        action="store_true",
+        help="do not read time expressions in the query",
+    )
     v = verb("forget", "delete a memory by id, or by its words", aliases=["delete"])
     g = v.add_mutually_exclusive_group(required=True)
     g.add_argument("--id")

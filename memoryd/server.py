@@ -22,6 +22,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
+from zoneinfo import ZoneInfo
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -37,6 +38,7 @@ from memoryd.api.servicer import HookServicer, MemoryServicer
 from memoryd.config import Settings
 from memoryd.core.errors import ConfigError
 from memoryd.core.hooks import HookService
+from memoryd.core.language import warm_up as warm_up_language_detector
 from memoryd.core.lifecycle import MergeSettings, TtlSettings
 from memoryd.core.protocols import Reranker
 from memoryd.core.records import Category
@@ -121,6 +123,14 @@ def limits_from(settings: Settings) -> ServiceLimits:
         ),
         token_vectors=s.retrieval.token_vectors or s.retrieval.rerank == "late-interaction",
     )
+
+
+def embedder_languages(settings: Settings) -> frozenset[str]:
+    """The languages the configured embedder was trained on (empty = every language)."""
+    e = settings.embedder
+    if e.languages is not None:
+        return frozenset(e.languages)
+    return frozenset() if e.model_dir is not None else frozenset({"en"})
 
 
 def embedder_files(settings: Settings) -> ModelFiles:
@@ -275,7 +285,14 @@ class Daemon:
         }
         if self.cross_encoder is not None:
             rerankers[Rerank.CROSS_ENCODER] = self.cross_encoder
-        retriever = Retriever(self.repository, s.retrieval.to_config(), rerankers)
+        retriever = Retriever(
+            self.repository,
+            s.retrieval.to_config(),
+            rerankers,
+            dense_languages=embedder_languages(s),
+            timezone=ZoneInfo(s.recall.timezone),
+            detect_language=self.repository.index.analyzer.detect,
+        )
         self.service = MemoryService(
             self.repository,
             self.embedder,
@@ -384,8 +401,10 @@ class Daemon:
         except KeyError:
             raise ConfigError(
                 f"retrieval.analyzer_language {s.retrieval.analyzer_language!r} is not a "
-                "Snowball language (e.g. english, german, czech)"
+                "language memoryd analyses (an ISO 639-1 code or a Snowball name, e.g. en, "
+                "english, german, cs)"
             ) from None
+        warm_up_language_detector()  # its model loads in ~0.3 s: not on a first Store
         repository = Repository(
             durable,
             analyzer,

@@ -305,3 +305,22 @@ def test_version_and_help_name_defaults_and_environment(memoryd_cli):
     assert "(default: 127.0.0.1:50051)" in " ".join(ctl_help.split())
     recall = " ".join(memoryd_cli("ctl", "recall", "--help").stdout.split())
     assert "--limit LIMIT at most this many (default: 5)" in recall
+
+
+def test_ctl_recall_filters_by_time_and_explains_language_and_time(ctl):
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    mid = ok(ctl("store", agent, "Die Katze des Nutzers heißt Miso")).split()[-1]
+    assert f"{mid}  [agent:{agent}]  (de)" in ok(ctl("get", agent, mid))
+    # stored now: a window that ends in 2020 holds nothing
+    assert "(no memories)" in ok(ctl("recall", agent, "Katze", "--before", "2020-01-01"))
+    assert mid in ok(ctl("recall", agent, "Katze", "--after", "2020-01-01"))
+    out = ok(
+        ctl(
+            "recall", agent, "Wie heißt die Katze? Ich habe es heute gesagt", "--explain",
+            "--timezone", "Asia/Tokyo", "--reference-time", "2026-06-30T20:00:00+00:00",
+        )
+    )  # fmt: skip
+    assert "query language: de" in out
+    assert "time: 'heute' -> [2026-06-30T15:00:00+00:00, 2026-07-01T15:00:00+00:00)" in out
+    bad = ctl("recall", agent, "Katze", "--timezone", "Mars/Base")
+    assert bad.returncode == 1 and "INVALID_ARGUMENT" in bad.stderr and "Mars/Base" in bad.stderr

@@ -92,7 +92,15 @@ def recall_request(
     options: pb.RecallOptions | None = None,
     explain: bool = False,
     full_text: bool = False,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    reference_time: datetime | None = None,
+    timezone: str = "",
+    ignore_time_expressions: bool = False,
 ) -> pb.RecallRequest:
+    """``created_after``/``created_before`` filter by created_at; time expressions in the
+    query ("last week", "letzte Woche", "上周") resolve against ``reference_time`` (default
+    now) in the IANA ``timezone`` (default: the daemon's recall.timezone)."""
     return pb.RecallRequest(
         agent_id=agent_id,
         query=query,
@@ -103,6 +111,11 @@ def recall_request(
         options=options,
         explain=explain,
         full_text=full_text,
+        created_after=_ts(created_after),
+        created_before=_ts(created_before),
+        reference_time=_ts(reference_time),
+        timezone=timezone,
+        ignore_time_expressions=ignore_time_expressions,
     )
 
 
