@@ -29,6 +29,7 @@ from grpc_reflection.v1alpha import reflection
 from memoryd._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, memory_pb2, memory_pb2_grpc
 from memoryd.api.auth import TokenAuthInterceptor
 from memoryd.api.backup import write_backup
+from memoryd.api.decoding import RequestDecodingInterceptor
 from memoryd.api.errors import ErrorMappingInterceptor
 from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
 from memoryd.api.servicer import HookServicer, MemoryServicer
@@ -199,6 +200,8 @@ class Daemon:
         ]
         if s.auth_token is not None:
             interceptors.append(TokenAuthInterceptor(s.auth_token.get_secret_value()))
+        # Innermost, so that auth refuses a call before its body is judged (api.decoding).
+        interceptors.append(RequestDecodingInterceptor())
         server = grpc.aio.server(
             interceptors=interceptors,
             maximum_concurrent_rpcs=s.server.max_concurrent_rpcs,

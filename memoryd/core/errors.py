@@ -20,6 +20,8 @@ escapes is a bug and is answered as INTERNAL with a generic message.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class MemorydError(Exception):
     """Base of every error memoryd raises on purpose. ``str(e)`` is safe to show a caller."""
@@ -82,3 +84,12 @@ ALL_ERRORS: tuple[type[MemorydError], ...] = (
     DataCorrupt,
     ConfigError,
 )
+
+
+def name_few(items: Iterable[str], few: int = 5) -> str:
+    """``items`` for a message: the first ``few``, then "and N more" (a caller may send
+    thousands: a message naming each one outgrows the status trailer)."""
+    listed = list(items)
+    if len(listed) <= few:
+        return ", ".join(listed)
+    return f"{', '.join(listed[:few])} and {len(listed) - few} more"

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import logging
+
+import grpc
+import pytest
+
+from memoryd._gen.memoryd.v1 import memory_pb2 as pb
+from memoryd.api.decoding import RateLimitedWarning, Undecodable, lenient
+from memoryd.api.errors import MAX_MESSAGE_CHARS, status_of
+from memoryd.core import errors
+from memoryd.core.text import is_blank
+
+
+def test_a_body_that_does_not_decode_becomes_a_marker_naming_the_message() -> None:
+    decode = lenient(pb.StoreRequest.FromString, "/memoryd.v1.MemoryService/Store")
+    marker = decode(b"\x0a\x02\xff\xfe")
+    assert isinstance(marker, Undecodable)
+    assert "memoryd.v1.StoreRequest" in marker.message and "4 bytes" in marker.message
+    assert decode(pb.StoreRequest(agent_id="a").SerializeToString()).agent_id == "a"
+
+
+def test_the_request_id_of_a_stream_frame_is_read_when_it_leads() -> None:
+    raw = pb.StreamRequest(
+        request_id="op-7", store=pb.StoreRequest(text="PLACEHOLDER")
+    ).SerializeToString()
+    marker = Undecodable("memoryd.v1.StreamRequest", raw.replace(b"PLACEHOLDER", b"\xff" * 11))
+    assert marker.leading_string() == "op-7"
+    assert Undecodable("x", b"\xff\xff").leading_string() == ""
+    assert Undecodable("x", b"\x0a\x7f\x61").leading_string() == ""  # length past the end
+    assert Undecodable("x", b"\x0a\x01\xff").leading_string() == ""  # not UTF-8
+
+
+def test_warnings_are_rate_limited_and_count_what_was_held(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    warn = RateLimitedWarning(logging.getLogger("memoryd.test"), every=3600)
+    with caplog.at_level(logging.WARNING):
+        for _ in range(50):
+            warn("bad body")
+    assert [r.getMessage() for r in caplog.records] == ["bad body"]
+    warn._last = -float("inf")  # as if the hour had passed
+    with caplog.at_level(logging.WARNING):
+        warn("bad body")
+    assert caplog.records[-1].getMessage() == "bad body (and 49 more like it not logged)"
+
+
+def test_every_status_message_is_capped() -> None:
+    code, message = status_of(errors.PermissionDenied("scope " * 10_000))
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert len(message) <= MAX_MESSAGE_CHARS and message.endswith("more chars)")
+
+
+def test_name_few_names_a_few_then_counts_the_rest() -> None:
+    assert errors.name_few(["a", "b"]) == "a, b"
+    assert errors.name_few([str(i) for i in range(12)], few=3) == "0, 1, 2 and 9 more"
+
+
+@pytest.mark.parametrize("text", ["", "\x00", " \t\n", "\u200b\ufeff", "\x7f\x01", "\u3000"])
+def test_texts_with_nothing_visible_are_blank(text: str) -> None:
+    assert is_blank(text)
+
+
+@pytest.mark.parametrize("text", ["a", "\x00a", "日本", "🙂", "\u200bx"])
+def test_texts_with_something_visible_are_not_blank(text: str) -> None:
+    assert not is_blank(text)
