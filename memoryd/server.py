@@ -34,7 +34,7 @@ from memoryd.api.errors import ErrorMappingInterceptor
 from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
 from memoryd.api.servicer import HookServicer, MemoryServicer
 from memoryd.config import Settings
-from memoryd.core.errors import ConfigError
+from memoryd.core.errors import ConfigError, StorageFull
 from memoryd.core.hooks import HookService
 from memoryd.core.lifecycle import MergeSettings, TtlSettings
 from memoryd.core.protocols import Reranker
@@ -61,6 +61,10 @@ log = logging.getLogger("memoryd")
 
 SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
 HOOK_SERVICE_NAME = hooks_pb2.DESCRIPTOR.services_by_name["HookService"].full_name
+# A health entry of its own for writes: NOT_SERVING while the store refuses them (a full
+# disk). "" and the services stay SERVING meanwhile, since reads are still answered.
+STORAGE_HEALTH_NAME = "memoryd.storage"
+STORAGE_WATCH_SECONDS = 1.0
 SWEEP_INTERVAL_SECONDS = 60.0
 FREEZE_MIN_OBJECTS = 200_000  # re-freeze the heap only past this many unfrozen objects
 
@@ -186,6 +190,7 @@ class Daemon:
         self._lock_file: IO[str] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._backups: asyncio.Task[None] | None = None
+        self._storage_watch: asyncio.Task[None] | None = None
         self.startup_seconds = 0.0
         self.metrics = Metrics()
         self.metrics_port = 0
@@ -221,7 +226,7 @@ class Daemon:
         )
         self.port = self._bind(server)
         await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        for name in (SERVICE_NAME, HOOK_SERVICE_NAME):
+        for name in (SERVICE_NAME, HOOK_SERVICE_NAME, STORAGE_HEALTH_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         await server.start()
         self.server = server
@@ -245,9 +250,10 @@ class Daemon:
             conflicts=JsonlConflictLog(s.data_dir / "conflicts.jsonl"),
             text_model=build_text_model(s),
         )
-        self.servicer.set_service(self.service)
+        self.servicer.set_service(self.service, storage_status=self.repository.durable.status)
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))
         self._sweeper = asyncio.create_task(self._sweep_forever())
+        self._storage_watch = asyncio.create_task(self._watch_storage())
         if s.backup.enabled:
             self._backups = asyncio.create_task(self._backup_forever())
         retriever.observe = self.metrics.observe_stage
@@ -257,7 +263,7 @@ class Daemon:
             host = s.metrics.listen.rpartition(":")[0]
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        for name in (SERVICE_NAME, HOOK_SERVICE_NAME):
+        for name in (SERVICE_NAME, HOOK_SERVICE_NAME, STORAGE_HEALTH_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self.startup_seconds = time.perf_counter() - started
         log.info("SERVING after %.2fs", self.startup_seconds)
@@ -383,6 +389,21 @@ class Daemon:
                 log.exception("backup failed; will retry next interval")
             await asyncio.sleep(self.settings.backup.interval_hours * 3600)
 
+    async def _watch_storage(self) -> None:
+        """Mirror the store's write status in the ``memoryd.storage`` health entry."""
+        assert self.repository is not None
+        durable = self.repository.durable
+        serving = True
+        while True:
+            await asyncio.sleep(STORAGE_WATCH_SECONDS)
+            ok = durable.fault is None
+            if ok != serving:
+                serving = ok
+                status = health_pb2.HealthCheckResponse
+                await self.health.set(
+                    STORAGE_HEALTH_NAME, status.SERVING if ok else status.NOT_SERVING
+                )
+
     async def _sweep_forever(self) -> None:
         """Remove expired memories and persist access counts, once a minute."""
         while True:
@@ -395,6 +416,8 @@ class Daemon:
                 await self.repository.flush_access_counts()
                 self.repository.index.maintain_ann()  # install finished builds, start due ones
                 freeze_heap(unless_below=FREEZE_MIN_OBJECTS)
+            except StorageFull as e:
+                log.warning("background sweep postponed: %s", e)
             except Exception:
                 log.exception("background sweep failed; will retry")
 
@@ -403,7 +426,7 @@ class Daemon:
         await self.health.enter_graceful_shutdown()
         if self.server is not None:
             await self.server.stop(grace)
-        for task in (self._sweeper, self._backups):
+        for task in (self._sweeper, self._backups, self._storage_watch):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

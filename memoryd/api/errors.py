@@ -42,6 +42,9 @@ STATUS: dict[type[e.MemorydError], grpc.StatusCode] = {
     e.NotReady: grpc.StatusCode.UNAVAILABLE,
     e.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
     e.DataCorrupt: grpc.StatusCode.DATA_LOSS,
+    # gRPC's own definition: "perhaps the entire file system is out of space". Not
+    # UNAVAILABLE: the clients retry that within seconds, which a full disk outlasts.
+    e.StorageFull: grpc.StatusCode.RESOURCE_EXHAUSTED,
     e.ConfigError: grpc.StatusCode.FAILED_PRECONDITION,
 }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from memoryd import __version__
@@ -32,9 +32,14 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self._service: MemoryService | None = None
         self._started = time.monotonic()
         self._max_in_flight = max_in_flight
+        self._storage_status: Callable[[], str] = lambda: "ok"
 
-    def set_service(self, service: MemoryService) -> None:
+    def set_service(
+        self, service: MemoryService, storage_status: Callable[[], str] | None = None
+    ) -> None:
         self._service = service
+        if storage_status is not None:
+            self._storage_status = storage_status
 
     @property
     def service(self) -> MemoryService:
@@ -71,7 +76,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     async def Stats(self, request: pb.StatsRequest, context: Any) -> pb.StatsResponse:
         stats = self.service.stats(request.agent_id)
-        return convert.stats_response(stats, time.monotonic() - self._started, __version__)
+        response = convert.stats_response(stats, time.monotonic() - self._started, __version__)
+        response.storage_status = self._storage_status()
+        return response
 
     async def ListConflicts(
         self, request: pb.ListConflictsRequest, context: Any

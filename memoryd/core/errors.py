@@ -15,6 +15,7 @@ escapes is a bug and is answered as INTERNAL with a generic message.
     ├── NotReady             the daemon is still starting (models, index)
     ├── DeadlineExceeded     the work did not finish within its budget
     ├── DataCorrupt          stored data cannot be read or does not match this daemon
+    ├── StorageFull          the disk holding the data is full; nothing was written
     └── ConfigError          settings are invalid (raised at start, names the field)
 """
 
@@ -67,6 +68,10 @@ class DataCorrupt(MemorydError):
     pass
 
 
+class StorageFull(MemorydError):
+    pass
+
+
 class ConfigError(MemorydError):
     pass
 
@@ -82,6 +87,7 @@ ALL_ERRORS: tuple[type[MemorydError], ...] = (
     NotReady,
     DeadlineExceeded,
     DataCorrupt,
+    StorageFull,
     ConfigError,
 )
 

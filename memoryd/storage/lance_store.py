@@ -18,6 +18,14 @@ one row per id now and then; loading applies the newest entry per id. Rewriting 
 memories' rows for them instead (vectors and token vectors included) took the writer
 seconds once a minute under read load, and every Store waited behind it.
 
+A full disk (ENOSPC, or a quota: EDQUOT) is recognised in one place, :func:`no_space`, and
+answered as ``StorageFull`` (RESOURCE_EXHAUSTED "no space left on device"). Nothing of the
+failed commit is visible and every acknowledged write is kept (LanceDB commits by writing
+a new manifest last). The store then reports the fault (``status()``, shown in Stats and
+in the ``memoryd.storage`` health entry) until a write succeeds again or, while the writer
+is idle, a probe file of ``SPACE_PROBE_BYTES`` can be written: so it recovers by itself
+once space is freed.
+
 The table's schema carries the embedding identity (model name and dimension); opening a
 store made by another model is refused with a clear message.
 """
@@ -25,9 +33,13 @@ store made by another model is refused with a clear message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import json
 import logging
+import os
 import queue
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -39,7 +51,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from memoryd.core.errors import ConfigError, DataCorrupt
+from memoryd.core.errors import ConfigError, DataCorrupt, StorageFull
 from memoryd.core.records import Category, Memory
 
 log = logging.getLogger(__name__)
@@ -50,6 +62,20 @@ COMPACT_FORCE_FACTOR = 5
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
+SPACE_PROBE_BYTES = 1 << 20
+STATUS_OK = "ok"
+
+# LanceDB raises no OSError on a full disk but a RuntimeError carrying Rust's io error,
+# measured with lancedb 0.x on a 3 MiB tmpfs, alike for add, delete and merge_insert:
+# "lance error: LanceError(IO): No space left on device (os error 28), <rust source>".
+_NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded|os error (28|122)\b")
+
+
+def no_space(error: BaseException) -> bool:
+    """Whether ``error`` says the disk (or the user's quota) is full."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return bool(_NO_SPACE.search(str(error)))
 
 
 # A stored memory: the record, its vector, and its token vectors (int8, see tokens.py; late
@@ -286,6 +312,7 @@ class LanceStore:
         self.compactions = 0
         self.commits = 0
         self.rows_written = 0
+        self.fault: str | None = None  # why writes fail now (a full disk), else None
 
     def _open_or_create(self, name: str) -> Any:
         existing = self._db.list_tables().tables
@@ -356,6 +383,10 @@ class LanceStore:
     def count_rows(self) -> int:
         return int(self._table.count_rows())
 
+    def status(self) -> str:
+        """ "ok", or why writes are refused now (e.g. no space left on device)."""
+        return self.fault or STATUS_OK
+
     # -- writes ------------------------------------------------------------------------
 
     async def add(self, rows: list[Row]) -> None:
@@ -390,7 +421,10 @@ class LanceStore:
                     # Wake up after a quiet second to compact while nobody waits on us.
                     op = self._queue.get(timeout=IDLE_COMPACT_SECONDS)
                 except queue.Empty:
-                    self._maybe_compact(idle=True)
+                    if self.fault is not None:
+                        self._probe_space()
+                    else:
+                        self._maybe_compact(idle=True)
                     continue
             if op is None:
                 return
@@ -414,13 +448,57 @@ class LanceStore:
             try:
                 self._commit(op.kind, group)
             except BaseException as e:
-                log.exception("write of %d op(s) failed", len(group))
-                error = e
+                error = self._failed(e, len(group))
+            else:
+                self._recovered()
             for g in group:
                 assert g.loop is not None and g.future is not None
                 g.loop.call_soon_threadsafe(_resolve, g.future, error)
             if error is None:
                 self._maybe_compact()
+
+    def _failed(self, error: BaseException, ops: int) -> BaseException:
+        """What the callers of a failed commit get: StorageFull for a full disk (logged
+        once, as one line, when it starts), else the error itself (logged in full)."""
+        if not no_space(error):
+            log.error("write of %d op(s) failed", ops, exc_info=error)
+            return error
+        if self.fault is None:
+            log.warning(
+                "no space left on device under %s: writes are refused until space is freed "
+                "(acknowledged memories are kept; reads go on)",
+                self.uri,
+            )
+        # Callers see no path: the server's file layout is none of their business.
+        self.fault = "no space left on device: the disk holding memoryd's data is full"
+        return StorageFull(
+            f"{self.fault}, so nothing was written; memories already acknowledged are kept. "
+            "Free space on that disk and retry: memoryd resumes writing by itself"
+        )
+
+    def _recovered(self) -> None:
+        if self.fault is not None:
+            self.fault = None
+            log.warning("writes succeed again under %s", self.uri)
+
+    def _probe_space(self) -> None:
+        """While writes fail for lack of space: can a small file be written now?"""
+        if "://" in self.uri and not self.uri.startswith("file://"):
+            return  # object stores: the next write tells
+        path = os.path.join(self.uri.removeprefix("file://"), ".memoryd-space-probe")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, bytes(SPACE_PROBE_BYTES))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        self._recovered()
 
     def _commit(self, kind: str, group: list[_Op]) -> None:
         if kind == "access":  # another table: neither waits for nor counts toward compaction
@@ -497,7 +575,9 @@ class LanceStore:
         later commit)."""
         due = self._commits_since_compact >= self.compact_every
         overdue = self._commits_since_compact >= self.compact_every * COMPACT_FORCE_FACTOR
-        if self._compacting or (not (due and idle) and not (overdue and self._queue.empty())):
+        if self.fault is not None or self._compacting:
+            return  # compaction needs room for a rewritten copy of the table
+        if not (due and idle) and not (overdue and self._queue.empty()):
             return
         self._commits_since_compact = 0
         self._compacting = True
@@ -515,8 +595,11 @@ class LanceStore:
                     self._table.optimize(cleanup_older_than=timedelta(minutes=1))
                 self.compactions += 1
                 log.debug("compacted in %.2fs", time.perf_counter() - started)
-            except Exception:  # compaction is an optimisation; never fail writes over it
-                log.exception("background compaction failed")
+            except Exception as e:  # compaction is an optimisation; never fail writes over it
+                if no_space(e):
+                    log.warning("background compaction skipped: no space left on device")
+                else:
+                    log.exception("background compaction failed")
             finally:
                 self._compacting = False
 
