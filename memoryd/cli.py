@@ -18,7 +18,7 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict, MessageToJson, Parse
 
-from memoryd.core.errors import ConfigError
+from memoryd.core.errors import ConfigError, DataCorrupt
 
 CATEGORIES = ["preference", "fact", "decision", "entity", "other"]
 
@@ -38,6 +38,8 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["data_dir"] = args.data_dir
     if args.log_level:
         overrides["log_level"] = args.log_level
+    if args.open_last_good:
+        overrides["storage"] = {"open_last_good": True}
     try:
         settings = load_settings(args.config, overrides)
     except ConfigError as e:
@@ -46,7 +48,7 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level, settings.log_format)
     try:
         asyncio.run(serve(settings))
-    except ConfigError as e:
+    except (ConfigError, DataCorrupt) as e:  # says what is wrong and what to do: no traceback
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # pragma: no cover - SIGINT is handled inside serve
@@ -311,6 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data-dir", type=Path, help="where the embedded store lives")
     s.add_argument("--config", type=Path, help="TOML settings file (also MEMORYD_CONFIG)")
     s.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    s.add_argument(
+        "--open-last-good",
+        action="store_true",
+        help="if the newest version of the store is damaged, open the newest one that reads "
+        "whole (later writes are lost) instead of refusing to start",
+    )
     s.set_defaults(func=_serve)
 
     _reembed_args(sub.add_parser("reembed", help="copy a store into a new one, another model"))

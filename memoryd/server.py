@@ -287,9 +287,17 @@ class Daemon:
         uri = self.settings.storage_uri
         if not _is_local(uri):
             return
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         path = Path(self.settings.data_dir) / "memoryd.lock"
-        lock = path.open("a+")
+        try:
+            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+            lock = path.open("a+")
+        except OSError as e:
+            raise ConfigError(
+                f"data_dir {self.settings.data_dir} is not writable ({e.strerror}): memoryd "
+                "keeps its store and lock file there. Fix its ownership or permissions so the "
+                "user running memoryd can write there, remount it read-write, or point "
+                "--data-dir elsewhere"
+            ) from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -319,6 +327,7 @@ class Daemon:
             max_batch=s.storage.max_batch,
             compact_every=s.storage.compact_every_writes,
             cache_bytes=s.storage.cache_mib << 20,
+            open_last_good=s.storage.open_last_good,
         )
         try:
             analyzer = Analyzer(s.retrieval.analyzer_language)

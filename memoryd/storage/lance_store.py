@@ -26,6 +26,14 @@ in the ``memoryd.storage`` health entry) until a write succeeds again or, while 
 is idle, a probe file of ``SPACE_PROBE_BYTES`` can be written: so it recovers by itself
 once space is freed.
 
+Damaged files found at start (an empty newest manifest, a data fragment cut short) stop the
+daemon with a ``DataCorrupt`` naming the file and what to do (``storage.damage``); with
+``open_last_good`` the store instead opens the newest version that reads whole: an
+unreadable newest manifest is moved aside, and a version whose fragments do not read is
+rolled back by restoring the newest older version that does (Lance's ``restore``, which
+commits that version's state as a new one). A store that cannot be written (a read-only
+mount, wrong ownership) is a ``ConfigError`` naming the directory.
+
 The table's schema carries the embedding identity (model name and dimension); opening a
 store made by another model is refused with a clear message.
 """
@@ -45,6 +53,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 import lancedb
@@ -53,6 +62,7 @@ import pyarrow as pa
 
 from memoryd.core.errors import ConfigError, DataCorrupt, StorageFull
 from memoryd.core.records import Category, Memory
+from memoryd.storage import damage
 
 log = logging.getLogger(__name__)
 
@@ -274,8 +284,13 @@ class LanceStore:
         compact_every: int = 200,
         cache_bytes: int = 64 << 20,
         access_fold_rows: int = ACCESS_FOLD_ROWS,
+        open_last_good: bool = False,
     ):
         self.uri = uri
+        self.open_last_good = open_last_good
+        local = uri.removeprefix("file://")
+        self._local_dir = Path(local) if "://" not in local else None
+        self._check_writable()
         self.model_name = model_name
         self.dim = dim
         self.max_batch = max_batch
@@ -288,13 +303,12 @@ class LanceStore:
             index_cache_size_bytes=cache_bytes, metadata_cache_size_bytes=cache_bytes
         )
         self._db = lancedb.connect(uri, storage_options=storage_options or None, session=session)
+        self._table_name = table
         self._table = self._open_or_create(table)
         # The access log is made by its first write, so opening a store never writes to it.
         self._access_name = f"{table}_access"
         existing = self._db.list_tables().tables
-        self._access = (
-            self._db.open_table(self._access_name) if self._access_name in existing else None
-        )
+        self._access = self._open(self._access_name) if self._access_name in existing else None
         self._access_rows = 0 if self._access is None else int(self._access.count_rows())
         self._access_commits = 0
         self.access_fold_rows = access_fold_rows
@@ -318,7 +332,7 @@ class LanceStore:
         existing = self._db.list_tables().tables
         if name not in existing:
             return self._db.create_table(name, schema=self.schema)
-        table = self._db.open_table(name)
+        table = self._open(name)
         meta = table.schema.metadata or {}
         model = meta.get(META_MODEL, b"?").decode()
         dim = meta.get(META_DIM, b"?").decode()
@@ -330,6 +344,99 @@ class LanceStore:
                 "the store was made with."
             )
         return table
+
+    # -- opening a damaged store ---------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        d = self._local_dir
+        while d is not None and not d.exists() and d != d.parent:
+            d = d.parent  # LanceDB creates what is missing: its nearest existing parent
+        if d is not None and not os.access(d, os.W_OK):
+            raise ConfigError(
+                f"the store's directory {d} is not writable (read-only mount, or owned by "
+                "another user): fix its ownership or permissions so the user running "
+                "memoryd can write there, remount it read-write, or point --data-dir "
+                "(storage.uri) elsewhere"
+            )
+
+    def _table_dir(self, name: str) -> Path | None:
+        return None if self._local_dir is None else self._local_dir / f"{name}.lance"
+
+    def _open(self, name: str) -> Any:
+        """Open table ``name``; a damaged newest manifest is a DataCorrupt naming it, or,
+        with ``open_last_good``, is moved aside until a version opens."""
+        try:
+            return self._db.open_table(name)
+        except Exception as error:
+            table_dir = self._table_dir(name)
+            if table_dir is None:
+                raise DataCorrupt(
+                    f"the table {name} at {self.uri} cannot be opened: {damage.short_error(error)}"
+                ) from None
+            if not self.open_last_good:
+                raise DataCorrupt(damage.describe(table_dir, error, "opened")) from None
+            return self._open_older(name, table_dir, error)
+
+    def _open_older(self, name: str, table_dir: Path, error: BaseException) -> Any:
+        into = damage.quarantine_dir(table_dir)
+        hint = table_dir / "_versions" / "latest_version_hint.json"
+        if hint.exists():
+            damage.move_aside(hint, table_dir, into)
+        while len(manifests := damage.manifests_newest_first(table_dir)) > 1:
+            moved = damage.move_aside(manifests[0], table_dir, into)
+            log.warning(
+                "--open-last-good: moved the unreadable manifest %s to %s", manifests[0], moved
+            )
+            try:
+                table = self._db.open_table(name)
+            except Exception as e:
+                error = e
+                continue
+            log.warning(
+                "--open-last-good: opened %s at version %d; later writes are lost",
+                table_dir,
+                table.version,
+            )
+            return table
+        raise DataCorrupt(
+            f"{damage.describe(table_dir, error, 'opened')} (no older version opens either)"
+        )
+
+    def _read_all(self, table: Any, name: str) -> pa.Table:
+        """Every row of ``table``; unreadable fragments are a DataCorrupt naming them, or,
+        with ``open_last_good``, roll the table back to the newest version that reads."""
+        try:
+            return table.to_arrow()
+        except Exception as error:
+            table_dir = self._table_dir(name)
+            if table_dir is None:
+                raise DataCorrupt(
+                    f"the table {name} at {self.uri} cannot be read: {damage.short_error(error)}"
+                ) from None
+            if not self.open_last_good:
+                raise DataCorrupt(damage.describe(table_dir, error, "read")) from None
+            current = table.version
+            for version in sorted((v["version"] for v in table.list_versions()), reverse=True):
+                if version >= current:
+                    continue
+                table.checkout(version)
+                try:
+                    data = table.to_arrow()
+                except Exception:
+                    continue
+                table.restore()  # commits the checked-out version's state as the newest
+                log.warning(
+                    "--open-last-good: %s rolled back to version %d (of %d), the newest "
+                    "whose files all read; %d rows",
+                    table_dir,
+                    version,
+                    current,
+                    data.num_rows,
+                )
+                return data
+            raise DataCorrupt(
+                f"{damage.describe(table_dir, error, 'read')} (no older version reads either)"
+            ) from None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -358,7 +465,7 @@ class LanceStore:
         """Every stored row (for rebuilding the in-memory index at start), with the newest
         access count of each from the access log."""
         access = self.read_access()
-        for batch in self._table.to_arrow().to_batches(max_chunksize=8192):
+        for batch in self._read_all(self._table, self._table_name).to_batches(max_chunksize=8192):
             for row in from_arrow(batch):
                 entry = access.get(row[0].id)
                 if entry is not None:
@@ -374,7 +481,7 @@ class LanceStore:
         """The access log folded: per id, the highest count and the latest access."""
         if self._access is None:
             return {}
-        folded = _fold(self._access.to_arrow())
+        folded = _fold(self._read_all(self._access, self._access_name))
         ids = folded.column("id").to_pylist()
         counts = folded.column("access_count").to_pylist()
         last = _datetimes(folded.column("last_accessed_at"))
