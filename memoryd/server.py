@@ -206,7 +206,9 @@ class Daemon:
         if s.auth_token is not None:
             interceptors.append(TokenAuthInterceptor(s.auth_token.get_secret_value()))
         # Innermost, so that auth refuses a call before its body is judged (api.decoding).
-        interceptors.append(RequestDecodingInterceptor())
+        interceptors.append(
+            RequestDecodingInterceptor(answers_frames=MemoryServicer.ANSWERS_UNDECODABLE_FRAMES)
+        )
         server = grpc.aio.server(
             interceptors=interceptors,
             maximum_concurrent_rpcs=s.server.max_concurrent_rpcs,

@@ -11,9 +11,10 @@ it cannot decode into an :class:`Undecodable` marker, and wraps the behaviour so
 unary request that is a marker is refused with InvalidArgument. It must be the innermost
 interceptor (last in the list): an interceptor outside it that denies the call (auth)
 answers first, so an unauthenticated client still gets UNAUTHENTICATED. Client-streaming
-RPCs receive markers as frames, and the servicer answers each as that frame's error
-(Stream: the op's ``error``; Import: an entry of ``errors``), so one bad frame neither
-ends the stream nor drops the valid ops in flight.
+RPCs named in ``answers_frames`` receive markers as frames, and their servicer answers
+each as that frame's error (Stream: the op's ``error``; Import: an entry of ``errors``),
+so one bad frame neither ends the stream nor drops the valid ops in flight. Any other
+client stream (server reflection) ends INVALID_ARGUMENT at the first bad frame.
 
 Each refusal is logged as a one-line WARNING, at most one per ``LOG_EVERY_SECONDS``
 (with a count of those not logged), so a client sending garbage cannot grow the log.
@@ -24,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +81,7 @@ class Undecodable:
         return (
             f"the request body ({self.size} bytes) is not a valid {self.type_name}: "
             "malformed protobuf, or a string field that is not valid UTF-8; "
-            "send a message built from memoryd's .proto files"
+            "send a message serialised from its .proto definition"
         )
 
 
@@ -138,6 +139,27 @@ def refuse_undecodable(request: Any) -> None:
         raise InvalidArgument(request.message)
 
 
+async def _refusing(frames: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async for frame in frames:
+        refuse_undecodable(frame)
+        yield frame
+
+
+def _guard_frames(behavior: Behavior, streaming: bool) -> Behavior:
+    async def unary(frames: Any, context: Any) -> Any:
+        return await behavior(_refusing(frames), context)
+
+    async def stream(frames: Any, context: Any) -> AsyncIterator[Any]:
+        async for response in behavior(_refusing(frames), context):
+            yield response
+
+    return stream if streaming else unary
+
+
+def _as_is(behavior: Behavior, _streaming: bool) -> Behavior:
+    return behavior
+
+
 def _guard(behavior: Behavior, streaming: bool) -> Behavior:
     async def unary(request: Any, context: Any) -> Any:
         refuse_undecodable(request)
@@ -154,7 +176,10 @@ def _guard(behavior: Behavior, streaming: bool) -> Behavior:
 class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
     """Install the lenient deserializer and refuse undecodable unary requests; innermost."""
 
-    def __init__(self) -> None:
+    def __init__(self, answers_frames: Collection[str] = ()) -> None:
+        """``answers_frames``: the client-streaming methods (full paths) whose servicer
+        answers an :class:`Undecodable` frame itself."""
+        self._answers_frames = frozenset(answers_frames)
         self._cache = WrapCache()
 
     async def intercept_service(
@@ -166,8 +191,10 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return handler
         method = handler_call_details.method
-        if handler.request_streaming:
-            wrap: Callable[[Behavior, bool], Behavior] = lambda b, _streaming: b  # noqa: E731
+        if not handler.request_streaming:
+            wrap: Callable[[Behavior, bool], Behavior] = _guard
+        elif method in self._answers_frames:
+            wrap = _as_is
         else:
-            wrap = _guard
+            wrap = _guard_frames
         return self._cache.get(method, handler, wrap, lambda d: lenient(d, method))

@@ -28,6 +28,12 @@ from memoryd.core.service import MemoryService
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
+    # Client streams whose frames that do not decode are answered here, one by one.
+    ANSWERS_UNDECODABLE_FRAMES = frozenset(
+        f"/{pb.DESCRIPTOR.services_by_name['MemoryService'].full_name}/{name}"
+        for name in ("Stream", "Import")
+    )
+
     def __init__(self, max_in_flight: int = 64):
         self._service: MemoryService | None = None
         self._started = time.monotonic()

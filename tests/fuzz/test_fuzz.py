@@ -4,10 +4,10 @@ Every RPC of every memoryd service, found from the generated descriptors (so a n
 fuzzed without touching this file), gets (1) messages hypothesis builds from its request
 type's descriptor, field by field, with values both plausible (known agents, scopes,
 texts, UUIDs) and hostile (NUL, invisible and control characters, extreme numbers, NaN,
-unknown enum values, deep nesting), and (2) raw bytes: valid messages mutated (bits
-flipped, bytes inserted, cut short) and plain garbage, sent through a generic channel
-method with identity serializers; client-streaming RPCs (Stream, Import) get a few such
-frames each. After every call:
+unknown enum values, deep nesting), and (2) raw bytes, also sent to health and
+reflection: valid messages mutated (bits flipped, bytes inserted, cut short) and plain
+garbage, sent through a generic channel method with identity serializers; client-streaming
+RPCs (Stream, Import, reflection) get a few such frames each. After every call:
 
 - the daemon is alive;
 - the answer is never UNKNOWN or INTERNAL (bad input is the caller's error, not a bug),
@@ -27,6 +27,8 @@ import grpc
 import pytest
 from google.protobuf import descriptor as d
 from google.protobuf import message_factory
+from grpc_health.v1 import health_pb2
+from grpc_reflection.v1alpha import reflection_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memoryd_client._gen.memoryd.v1 import hooks_pb2, memory_pb2
@@ -50,7 +52,16 @@ METHODS: list[d.MethodDescriptor] = [
     for service in module.DESCRIPTOR.services_by_name.values()
     for method in service.methods
 ]
-METHOD_IDS = [f"{m.containing_service.name}.{m.name}" for m in METHODS]
+# The services served beside them take the raw bytes too (Health.Watch never ends: left out).
+SERVED_BESIDE = [
+    health_pb2.DESCRIPTOR.services_by_name["Health"].methods_by_name["Check"],
+    *reflection_pb2.DESCRIPTOR.services_by_name["ServerReflection"].methods,
+]
+
+
+def _id(method: d.MethodDescriptor) -> str:
+    return f"{method.containing_service.name}.{method.name}"
+
 
 AGENTS = ["fz-a", "fz-b", "fz-c"]
 PLAUSIBLE = [
@@ -302,7 +313,7 @@ def _frames(method: d.MethodDescriptor, one: st.SearchStrategy[bytes]) -> Any:
     )
 
 
-@pytest.mark.parametrize("method", METHODS, ids=METHOD_IDS)
+@pytest.mark.parametrize("method", METHODS, ids=_id)
 def test_messages_built_from_the_descriptor(daemon, channel, method):
     one = messages(method.input_type).map(lambda m: m.SerializeToString())
 
@@ -314,7 +325,7 @@ def test_messages_built_from_the_descriptor(daemon, channel, method):
     run()
 
 
-@pytest.mark.parametrize("method", METHODS, ids=METHOD_IDS)
+@pytest.mark.parametrize("method", METHODS + SERVED_BESIDE, ids=_id)
 def test_raw_mutated_bytes(daemon, channel, method):
     @FUZZ
     @given(frames=_frames(method, mutated(method.input_type)))

@@ -74,6 +74,17 @@ def test_an_undecodable_body_is_invalid_argument(auth_channel, method, raw):
         assert leak not in details, details
 
 
+def test_an_undecodable_reflection_frame_is_invalid_argument(auth_channel):
+    call = auth_channel.stream_stream(
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        request_serializer=_identity,
+        response_deserializer=_identity,
+    )
+    with pytest.raises(grpc.RpcError) as caught:
+        list(call(iter([GARBAGE]), metadata=AUTH, timeout=30))
+    assert caught.value.code() == INVALID, caught.value.details()
+
+
 @pytest.mark.parametrize("body", [GARBAGE, None], ids=["garbage", "bad-utf8"])
 def test_an_undecodable_body_without_credentials_is_unauthenticated(auth_channel, body):
     raw = body if body is not None else _bad_utf8_store("mallory")
