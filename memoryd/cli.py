@@ -42,7 +42,7 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["storage"] = {"open_last_good": True}
     try:
         settings = load_settings(args.config, overrides)
-    except ConfigError as e:
+    except (ConfigError, DataCorrupt) as e:
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level, settings.log_format)
@@ -67,7 +67,7 @@ def _reembed(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config, overrides)
         n = reembed(settings, args.source, args.target)
-    except ConfigError as e:
+    except (ConfigError, DataCorrupt) as e:
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
     print(f"re-embedded {n} memories into {args.target}")
@@ -82,7 +82,7 @@ def _restore(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config, {"data_dir": args.data_dir})
         n = restore(settings, args.backup, args.data_dir)
-    except ConfigError as e:
+    except (ConfigError, DataCorrupt) as e:
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
     print(f"restored {n} memories into {args.data_dir}")

@@ -285,12 +285,14 @@ class LanceStore:
         cache_bytes: int = 64 << 20,
         access_fold_rows: int = ACCESS_FOLD_ROWS,
         open_last_good: bool = False,
+        read_only: bool = False,
     ):
         self.uri = uri
         self.open_last_good = open_last_good
         local = uri.removeprefix("file://")
         self._local_dir = Path(local) if "://" not in local else None
-        self._check_writable()
+        if not read_only:  # a store only read (reembed's source) may sit on a read-only disk
+            self._check_writable()
         self.model_name = model_name
         self.dim = dim
         self.max_batch = max_batch
