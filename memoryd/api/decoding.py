@@ -89,16 +89,22 @@ class RateLimitedWarning:
     """One WARNING line at most every ``every`` seconds; the lines held back are counted
     and reported with the next one."""
 
-    def __init__(self, logger: logging.Logger, every: float = LOG_EVERY_SECONDS):
+    def __init__(
+        self,
+        logger: logging.Logger,
+        every: float = LOG_EVERY_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._log = logger
         self._every = every
+        self._clock = clock
         self._lock = threading.Lock()
         self._last = -float("inf")
         self._held = 0
 
     def __call__(self, message: str, *args: object) -> None:
         with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             if now - self._last < self._every:
                 self._held += 1
                 return

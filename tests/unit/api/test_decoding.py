@@ -34,12 +34,14 @@ def test_the_request_id_of_a_stream_frame_is_read_when_it_leads() -> None:
 def test_warnings_are_rate_limited_and_count_what_was_held(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    warn = RateLimitedWarning(logging.getLogger("memoryd.test"), every=3600)
+    now = [1000.0]
+    warn = RateLimitedWarning(logging.getLogger("memoryd.test"), every=10, clock=lambda: now[0])
     with caplog.at_level(logging.WARNING):
         for _ in range(50):
             warn("bad body")
+            now[0] += 0.1
     assert [r.getMessage() for r in caplog.records] == ["bad body"]
-    warn._last = -float("inf")  # as if the hour had passed
+    now[0] += 10
     with caplog.at_level(logging.WARNING):
         warn("bad body")
     assert caplog.records[-1].getMessage() == "bad body (and 49 more like it not logged)"
