@@ -13,8 +13,9 @@ def normalize_text(text: str) -> str:
 
 
 # Unicode categories that show nothing: controls (NUL ...), format characters (zero-width
-# space, BOM ...), surrogates, private use, unassigned, and separators (spaces, lines).
-_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"})
+# space, BOM ...), surrogates and separators (spaces, lines). Not unassigned code points:
+# an emoji newer than Python's Unicode tables is unassigned to it, yet visible.
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp"})
 
 
 def is_blank(text: str) -> bool:

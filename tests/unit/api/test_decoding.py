@@ -2,14 +2,10 @@ from __future__ import annotations
 
 import logging
 
-import grpc
 import pytest
 
 from memoryd._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd.api.decoding import RateLimitedWarning, Undecodable, lenient
-from memoryd.api.errors import MAX_MESSAGE_CHARS, status_of
-from memoryd.core import errors
-from memoryd.core.text import is_blank
 
 
 def test_a_body_that_does_not_decode_becomes_a_marker_naming_the_message() -> None:
@@ -45,24 +41,3 @@ def test_warnings_are_rate_limited_and_count_what_was_held(
     with caplog.at_level(logging.WARNING):
         warn("bad body")
     assert caplog.records[-1].getMessage() == "bad body (and 49 more like it not logged)"
-
-
-def test_every_status_message_is_capped() -> None:
-    code, message = status_of(errors.PermissionDenied("scope " * 10_000))
-    assert code == grpc.StatusCode.PERMISSION_DENIED
-    assert len(message) <= MAX_MESSAGE_CHARS and message.endswith("more chars)")
-
-
-def test_name_few_names_a_few_then_counts_the_rest() -> None:
-    assert errors.name_few(["a", "b"]) == "a, b"
-    assert errors.name_few([str(i) for i in range(12)], few=3) == "0, 1, 2 and 9 more"
-
-
-@pytest.mark.parametrize("text", ["", "\x00", " \t\n", "\u200b\ufeff", "\x7f\x01", "\u3000"])
-def test_texts_with_nothing_visible_are_blank(text: str) -> None:
-    assert is_blank(text)
-
-
-@pytest.mark.parametrize("text", ["a", "\x00a", "日本", "🙂", "\u200bx"])
-def test_texts_with_something_visible_are_not_blank(text: str) -> None:
-    assert not is_blank(text)
