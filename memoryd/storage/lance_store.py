@@ -23,8 +23,10 @@ answered as ``StorageFull`` (RESOURCE_EXHAUSTED "no space left on device"). Noth
 failed commit is visible and every acknowledged write is kept (LanceDB commits by writing
 a new manifest last). The store then reports the fault (``status()``, shown in Stats and
 in the ``memoryd.storage`` health entry) until a write succeeds again or, while the writer
-is idle, a probe file of ``SPACE_PROBE_BYTES`` can be written: so it recovers by itself
-once space is freed.
+is idle, the disk has ``SPACE_FREED_BYTES`` more free than when the write failed: so it
+recovers by itself once space is freed. (Not "a small probe file can be written": a failed
+commit leaves some space free, enough for a probe but not for the next commit, and health
+flapped back to SERVING while Stores still failed.)
 
 Damaged files found at start (an empty newest manifest, a data fragment cut short) stop the
 daemon with a ``DataCorrupt`` naming the file and what to do (``storage.damage``); with
@@ -41,13 +43,13 @@ store made by another model is refused with a clear message.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import json
 import logging
 import os
 import queue
 import re
+import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -72,7 +74,7 @@ COMPACT_FORCE_FACTOR = 5
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
-SPACE_PROBE_BYTES = 1 << 20
+SPACE_FREED_BYTES = 8 << 20
 STATUS_OK = "ok"
 
 # LanceDB raises no OSError on a full disk but a RuntimeError carrying Rust's io error,
@@ -329,6 +331,7 @@ class LanceStore:
         self.commits = 0
         self.rows_written = 0
         self.fault: str | None = None  # why writes fail now (a full disk), else None
+        self._free_at_fault: int | None = None  # free bytes on the disk when it began
 
     def _open_or_create(self, name: str) -> Any:
         existing = self._db.list_tables().tables
@@ -578,6 +581,8 @@ class LanceStore:
                 "(acknowledged memories are kept; reads go on)",
                 self.uri,
             )
+        if self.fault is None:
+            self._free_at_fault = self._free_bytes()
         # Callers see no path: the server's file layout is none of their business.
         self.fault = "no space left on device: the disk holding memoryd's data is full"
         return StorageFull(
@@ -590,24 +595,22 @@ class LanceStore:
             self.fault = None
             log.warning("writes succeed again under %s", self.uri)
 
-    def _probe_space(self) -> None:
-        """While writes fail for lack of space: can a small file be written now?"""
-        if "://" in self.uri and not self.uri.startswith("file://"):
-            return  # object stores: the next write tells
-        path = os.path.join(self.uri.removeprefix("file://"), ".memoryd-space-probe")
+    def _free_bytes(self) -> int | None:
+        """Free bytes on the store's disk (None for object stores, or when unknown)."""
+        if self._local_dir is None:
+            return None
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                os.write(fd, bytes(SPACE_PROBE_BYTES))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            return shutil.disk_usage(self._local_dir).free
         except OSError:
-            return
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-        self._recovered()
+            return None
+
+    def _probe_space(self) -> None:
+        """While writes fail for lack of space: has space been freed since?"""
+        free = self._free_bytes()
+        if free is None or self._free_at_fault is None:
+            return  # the next write tells
+        if free >= self._free_at_fault + SPACE_FREED_BYTES:
+            self._recovered()
 
     def _commit(self, kind: str, group: list[_Op]) -> None:
         if kind == "access":  # another table: neither waits for nor counts toward compaction

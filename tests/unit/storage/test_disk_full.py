@@ -13,7 +13,7 @@ import pytest
 
 from memoryd.core.errors import StorageFull
 from memoryd.core.records import Category, Memory
-from memoryd.storage.lance_store import LanceStore, no_space
+from memoryd.storage.lance_store import SPACE_FREED_BYTES, LanceStore, no_space
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 # What lancedb raised when a 3 MiB tmpfs filled up (Table.add; delete and merge_insert
@@ -93,20 +93,25 @@ async def test_a_full_disk_refuses_writes_keeps_data_and_recovers(tmp_path: Path
     assert sorted(m.id for m, _, _ in reopened.scan()) == [mem(1).id, mem(3).id]
 
 
-async def test_the_fault_clears_while_idle_once_a_probe_can_be_written(tmp_path: Path) -> None:
-    """No write needs to come along: the idle writer probes the disk."""
+async def test_the_fault_clears_while_idle_once_space_is_freed(tmp_path: Path) -> None:
+    """No write needs to come along: the idle writer watches the free space, and a little
+    more room than at the failure (what the failed commit left) is not enough."""
     store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
     store._table.add = lambda *a, **k: (_ for _ in ()).throw(RuntimeError(LANCE_ENOSPC))
+    free = [300 << 10]
+    store._free_bytes = lambda: free[0]  # type: ignore[method-assign]
     store.start()
     try:
         with pytest.raises(StorageFull):
             await store.add([row(1)])
+        free[0] += 2 << 20
+        await asyncio.sleep(2.5)  # two idle probes
         assert store.status() != "ok"
+        free[0] += SPACE_FREED_BYTES
         for _ in range(50):  # the writer probes after each idle second
             if store.status() == "ok":
                 break
             await asyncio.sleep(0.1)
         assert store.status() == "ok"
-        assert not list(tmp_path.glob(".memoryd-space-probe"))
     finally:
         store.close()
