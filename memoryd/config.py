@@ -78,6 +78,12 @@ class StorageSettings(_Section):
     cache_mib: int = Field(
         64, ge=1, description="LanceDB index and metadata caches, each (its default is 6 GB + 1 GB)"
     )
+    open_last_good: bool = Field(
+        False,
+        description="when the newest version of the table is damaged (an empty manifest, a "
+        "fragment cut short), open the newest version that reads whole instead of refusing "
+        "to start; the writes after it are lost (also: memoryd serve --open-last-good)",
+    )
 
 
 class EmbedderSettings(_Section):

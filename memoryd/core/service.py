@@ -56,7 +56,7 @@ from memoryd.core.records import (
 )
 from memoryd.core.retrieval import Rerank, RetrievalConfig, Retriever, options_to_overrides
 from memoryd.core.summarize import count_words, extractive_summary
-from memoryd.core.text import content_hash, normalize_text
+from memoryd.core.text import content_hash, is_blank, normalize_text
 
 log = logging.getLogger(__name__)
 
@@ -787,8 +787,11 @@ class MemoryService:
 
     def _check_text(self, raw: str, name: str) -> str:
         text = normalize_text(raw)
-        if not text:
-            raise InvalidArgument(f"{name} is empty")
+        if is_blank(text):
+            raise InvalidArgument(
+                f"{name} is empty (it holds no visible character, only spaces, controls "
+                "such as NUL, or invisible characters)"
+            )
         if len(text) > self.limits.max_chars:
             raise InvalidArgument(
                 f"{name} is {len(text)} chars; the limit is {self.limits.max_chars} "
@@ -868,5 +871,6 @@ def _decode_token(token: str) -> tuple[datetime, str]:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         micros, memory_id = json.loads(raw)
         return _EPOCH + int(micros) * _MICROSECOND, str(memory_id)
-    except (ValueError, TypeError, OverflowError, json.JSONDecodeError):
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        # RecursionError: json.loads of a deeply nested forged token.
         raise InvalidArgument("page_token is invalid; pass next_page_token as returned") from None

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 SERVICE = "memoryd.v1.MemoryService"
 
 
-@pytest.mark.parametrize("service", ["", SERVICE])
+@pytest.mark.parametrize("service", ["", SERVICE, "memoryd.storage"])
 def test_health_is_serving_once_ready(channel, service):
     health = health_pb2_grpc.HealthStub(channel)
     r = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
