@@ -374,14 +374,14 @@ describe("MemorydClient against memoryd", () => {
     const mixed = await client.importMemories({
       agentId,
       memories: [
-        { id: randomUUID(), text: "A memory without a category" },
+        { id: randomUUID(), text: "A memory whose importance is out of range", importance: 7 },
         { id: randomUUID(), text: "Parking is on level 2", category: Category.FACT, importance: 0.7 },
       ],
     });
     assert.equal(mixed.imported, 1n);
     assert.equal(mixed.errors.length, 1);
     assert.equal(mixed.errors[0]!.codeName, "INVALID_ARGUMENT");
-    assert.match(mixed.errors[0]!.message, /category/);
+    assert.match(mixed.errors[0]!.message, /importance/);
   });
 
   it("listConflicts: none for a fresh agent; a bad limit is INVALID_ARGUMENT", async () => {
