@@ -421,9 +421,13 @@ async def preference_queries(client: AsyncMemoryClient, args: argparse.Namespace
     together = f"cal-together-{run}"
     ids = [await store(client, together, p[0]) for p in PREFERENCES]
     background = corpus.take(corpus.memories(args.seed), BACKGROUND)
-    await asyncio.gather(
-        *(client.store(together, t, category=pb.CATEGORY_OTHER) for t in background)
-    )
+    gate = asyncio.Semaphore(args.parallel)
+
+    async def one(text: str) -> None:
+        async with gate:
+            await client.store(together, text, category=pb.CATEGORY_OTHER)
+
+    await asyncio.gather(*(one(t) for t in background))
     for mid, p in zip(ids, PREFERENCES, strict=True):
         asks.append((together, Query("together", "question", p[1], [mid])))
         for kind, text in zip(FORGET_KINDS, p[2:], strict=True):
