@@ -22,6 +22,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_settings import (
     BaseSettings,
@@ -268,7 +269,9 @@ class HooksSettings(_Section):
     time_budget_ms: float = Field(800.0, gt=0.0, description="BuildContext never takes longer")
     max_results: int = Field(3, ge=1, le=50)
     overfetch: int = Field(10, ge=1, le=100)
-    min_score: float = Field(0.3, ge=0.0, le=1.0)
+    min_score: float = Field(
+        0.28, ge=0.0, le=1.0, description="weakest final score put in the block"
+    )
     max_chars_per_memory: int = Field(500, ge=20)
     min_prompt_chars: int = Field(10, ge=0)
     min_prompt_chars_cjk: int = Field(3, ge=0)
@@ -306,9 +309,23 @@ class HooksSettings(_Section):
 
 
 class ForgetSettings(_Section):
-    strong_score: float = Field(0.9, gt=0.0, le=1.0)
-    candidate_score: float = Field(0.7, gt=0.0, le=1.0)
+    """Forget by query, judged on the final score Recall shows: the best match is deleted
+    when it scores >= strong_score and leads the runner-up by >= margin; matches scoring
+    >= candidate_score are listed otherwise. Defaults from bench/calibrate.py."""
+
+    strong_score: float = Field(0.5, gt=0.0, le=1.0)
+    candidate_score: float = Field(0.3, gt=0.0, le=1.0)
+    margin: float = Field(0.15, ge=0.0, le=1.0)
     max_candidates: int = Field(10, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _check_order(self) -> ForgetSettings:
+        if self.candidate_score > self.strong_score:
+            raise ValueError(
+                f"candidate_score ({self.candidate_score}) must not exceed strong_score "
+                f"({self.strong_score})"
+            )
+        return self
 
 
 class ListSettings(_Section):

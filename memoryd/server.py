@@ -110,6 +110,7 @@ def limits_from(settings: Settings) -> ServiceLimits:
         recall_max_limit=s.recall.max_limit,
         forget_strong_score=s.forget.strong_score,
         forget_candidate_score=s.forget.candidate_score,
+        forget_margin=s.forget.margin,
         forget_max_candidates=s.forget.max_candidates,
         list_default_page_size=s.listing.default_page_size,
         list_max_page_size=s.listing.max_page_size,
