@@ -11,7 +11,15 @@ bidirectional Stream RPC. Responses are the generated protobuf messages (``pb``)
 """
 
 from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
+from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
 from memoryd_client.client import AsyncMemoryClient, MemoryClient, MemorydError, tls_credentials
 
-__all__ = ["AsyncMemoryClient", "MemoryClient", "MemorydError", "pb", "tls_credentials"]
+__all__ = [
+    "AsyncMemoryClient",
+    "MemoryClient",
+    "MemorydError",
+    "pb",
+    "review_pb",
+    "tls_credentials",
+]
 __version__ = "0.1.0"
