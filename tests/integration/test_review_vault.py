@@ -291,3 +291,23 @@ def test_the_dashboards_of_a_seeded_store_match_stats(
         .read_text()
         .endswith("My own remark.\n")
     )
+
+
+def test_the_morning_review_prepares_a_bundle_and_never_applies(
+    client: MemoryClient, address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = "rev-morning"
+    for t in CAROL:
+        client.store(a, t)
+    before = state(client, a)
+    base = ["--vault", str(tmp_path), "--agent", a, "--address", address]
+    code, out = run(capsys, *base, "morning-review")
+    assert code == 0 and "nothing applied" in out, out
+    (note,) = (tmp_path / "00-system/memoryd/review-bundles").glob("rb-*.md")
+    text = note.read_text()
+    assert 'trigger: "morning-review"' in text and 'status: "pending_user_review"' in text
+    assert "### rv-" in text
+    assert state(client, a) == before
+    # Scheduling is off by default and says how to turn it on.
+    code, out = run(capsys, *base, "morning-review", "--schedule")
+    assert code == 2 and "morning_review] enabled = true" in out

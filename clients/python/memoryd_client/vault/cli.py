@@ -20,6 +20,8 @@ import os
 import re
 import secrets
 import sys
+import time
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +34,7 @@ from memoryd_client.client import MemoryClient, MemorydError
 from memoryd_client.vault import render
 from memoryd_client.vault.blocks import update_note
 from memoryd_client.vault.paths import ReviewRoot, VaultPathError
+from memoryd_client.vault.schedule import Cron, CronError
 from memoryd_client.vault.settings import VaultConfigError, VaultSettings, load
 from memoryd_client.vault.state import (
     BundleState,
@@ -254,7 +257,9 @@ def review_prepare(v: Vault, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def new_bundle(v: Vault, resp: review_pb.PrepareReviewResponse) -> BundleState:
+def new_bundle(
+    v: Vault, resp: review_pb.PrepareReviewResponse, trigger: str = "manual"
+) -> BundleState:
     now = datetime.now(UTC)
     bundle_id = f"rb-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
     state = BundleState(
@@ -265,6 +270,7 @@ def new_bundle(v: Vault, resp: review_pb.PrepareReviewResponse) -> BundleState:
         decisions={i.item_id: Decision() for i in resp.items},
         truncated=resp.truncated,
         memories_scanned=resp.memories_scanned,
+        trigger=trigger,
     )
     v.save_state(state)
     return state
@@ -390,6 +396,50 @@ def review_apply(v: Vault, args: argparse.Namespace) -> int:
     return EXIT_FAILED if resp.conflicts or resp.refused else EXIT_OK
 
 
+def _morning_once(v: Vault) -> None:
+    resp = _prepare(v, [])
+    state = new_bundle(v, resp, trigger="morning-review")
+    risks = Counter(render.RISK.get(i.risk, "?") for i in state.items)
+    print(
+        f"morning review {state.bundle_id}: {len(state.items)} proposals "
+        f"({risks.get('high', 0)} high, {risks.get('medium', 0)} medium, "
+        f"{risks.get('low', 0)} low risk); nothing applied. Approve with "
+        f"`memoryd vault review approve {state.bundle_id} --items ...`",
+        flush=True,
+    )
+
+
+def morning_review(v: Vault, args: argparse.Namespace) -> int:
+    """Proposal-only: prepares a bundle and never applies. With --schedule, at the times of
+    [vault.morning_review] cron in its timezone (it must be enabled), until stopped."""
+    if not args.schedule:
+        _morning_once(v)
+        return EXIT_OK
+    s = v.settings
+    if not s.morning_enabled:
+        raise VaultError(
+            "the morning review is off: set [vault.morning_review] enabled = true "
+            "(MEMORYD_VAULT__MORNING_REVIEW__ENABLED=true)",
+            EXIT_USAGE,
+        )
+    try:
+        cron = Cron.parse(s.morning_cron, s.morning_timezone)
+    except CronError as e:
+        raise VaultError(f"[vault.morning_review]: {e}", EXIT_USAGE) from None
+    runs = 0
+    while args.runs == 0 or runs < args.runs:
+        at = cron.next_after(datetime.now(UTC))
+        print(f"next morning review at {at.astimezone(cron.zone).isoformat()}", flush=True)
+        while (left := (at - datetime.now(UTC)).total_seconds()) > 0:
+            time.sleep(min(left, 60.0))
+        try:
+            _morning_once(v)
+        except (MemorydError, OSError, VaultPathError) as e:  # try again next time
+            print(f"morning review failed: {e}", file=sys.stderr, flush=True)
+        runs += 1
+    return EXIT_OK
+
+
 def _listing(v: Vault, kind: str, folder: str, title: str) -> int:
     resp = _prepare(v, [KINDS[kind]])
     rel = f"{folder}/{datetime.now(UTC):%Y-%m-%d}-{v.agent}.md"
@@ -447,6 +497,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=build)
     sub.add_parser("conflicts", help="list conflict proposals").set_defaults(func=conflicts)
     sub.add_parser("duplicates", help="list near-duplicate proposals").set_defaults(func=duplicates)
+    m = sub.add_parser(
+        "morning-review", help="prepare a bundle now (proposals only; never applies)"
+    )
+    m.add_argument(
+        "--schedule",
+        action="store_true",
+        help="run at [vault.morning_review] cron times in its timezone until stopped",
+    )
+    m.add_argument("--runs", type=int, default=0, help="with --schedule: stop after N runs")
+    m.set_defaults(func=morning_review)
     r = sub.add_parser(
         "review", help="review bundles: prepare, show, approve, reject, snooze, apply"
     )

@@ -116,6 +116,7 @@ def bundle_front(state: BundleState) -> dict[str, Any]:
         "createdByAgent": state.agent,
         "status": state.status,
         "applyMode": "approval_required",
+        "trigger": state.trigger,
         "items": len(state.items),
         "highRisk": risks.get("high", 0),
         "mediumRisk": risks.get("medium", 0),

@@ -62,6 +62,7 @@ class BundleState:
     applies: list[dict[str, Any]] | None = None
     truncated: bool = False
     memories_scanned: int = 0
+    trigger: str = "manual"  # or "morning-review"
 
     def item(self, item_id: str) -> review_pb.ReviewItem:
         for it in self.items:
@@ -79,6 +80,7 @@ class BundleState:
                 "status": self.status,
                 "truncated": self.truncated,
                 "memories_scanned": self.memories_scanned,
+                "trigger": self.trigger,
                 "items": [json_format.MessageToDict(i) for i in self.items],
                 "decisions": {k: vars(v) for k, v in self.decisions.items()},
                 "applies": self.applies or [],
@@ -105,6 +107,7 @@ class BundleState:
                 applies=list(raw.get("applies", [])),
                 truncated=bool(raw.get("truncated", False)),
                 memories_scanned=int(raw.get("memories_scanned", 0)),
+                trigger=str(raw.get("trigger", "manual")),
             )
         except (ValueError, KeyError, TypeError, json_format.ParseError) as e:
             raise StateError(f"bundle state is damaged: {e}") from None
