@@ -5,8 +5,8 @@ B is one of four agents whose grants on ``shared:s`` differ: none (the default p
 write-only, read-only, read-write. Whatever B does, it must learn nothing of A's private
 memory (text, id, counts, existence, duplicate_of, idempotency replays) and change
 nothing of it; of the shared memory it may see only what it may read, and change only
-what it may both read and write. Every RPC of MemoryService, HookService and ReviewService has a probe
-here: a new RPC without one fails ``test_every_rpc_has_a_probe``.
+what it may both read and write. Every RPC of MemoryService, HookService and ReviewService
+has a probe here: a new RPC without one fails ``test_every_rpc_has_a_probe``.
 """
 
 from __future__ import annotations
