@@ -421,6 +421,11 @@ def duplicate_item(a: Memory, b: Memory, score: float, access: Access) -> Item:
 def conflict_item(a: Memory, b: Memory, score: float, cue: str) -> Item:
     newer, older = (a, b) if (a.created_at, a.id) >= (b.created_at, b.id) else (b, a)
     action = Action(ActionKind.SUPERSEDE, older.id, keep_id=newer.id)
+    blocked = (
+        f"{newer.id} already supersedes {newer.supersedes}; resolve by hand"
+        if newer.supersedes
+        else ""
+    )
     return Item(
         item_id=item_id(Kind.CONFLICT, action),
         kind=Kind.CONFLICT,
@@ -436,6 +441,7 @@ def conflict_item(a: Memory, b: Memory, score: float, cue: str) -> Item:
             _pc("not_superseded", older.id, "the older is not superseded yet"),
             _pc("writable", newer.id, f"the caller may write {newer.scope}"),
         ),
+        blocked=blocked,
     )
 
 
@@ -694,6 +700,8 @@ class ReviewService:
             assert newer is not None
             if target.superseded_by:
                 return result(Outcome.CONFLICT, f"{target.id} is already superseded")
+            if newer.supersedes:  # one chain per memory: never un-supersede another
+                return result(Outcome.CONFLICT, f"{newer.id} already supersedes {newer.supersedes}")
             if newer.scope != target.scope:
                 return result(Outcome.CONFLICT, "the two memories are no longer in one scope")
             if problem := _write_problem(access, newer.scope):
@@ -744,10 +752,18 @@ class ReviewService:
         return m if m is not None and m.scope in access.read else None
 
     def _promoted_copy(self, access: Access, a: Action) -> Memory | None:
+        """The copy an earlier apply of this promotion wrote, if any. Metadata anyone may set
+        is not enough: the copy must also carry the original's text and owner, so a memory
+        planted with ``promoted_from`` can never make an apply delete the original."""
         if a.target_scope not in access.read:
             return None
+        original = self.store.get(a.memory_id)
         for m in self.store.visible([a.target_scope], now=self.memories.clock()):
-            if m.metadata.get(PROMOTED_FROM_KEY) == a.memory_id:
+            if m.metadata.get(PROMOTED_FROM_KEY) != a.memory_id:
+                continue
+            if original is None or (
+                m.content_hash == original.content_hash and m.agent_id == original.agent_id
+            ):
                 return m
         return None
 

@@ -369,3 +369,41 @@ async def test_promotion_needs_write_on_the_target_and_one_step_up(
     assert r2.outcome == Outcome.REFUSED and "not one step up" in r2.message
     assert {x.scope for x in memories.list("a").memories} >= {"agent:a"}
     assert memories.list("a", scopes=("global",)).memories == []
+
+
+async def test_a_planted_promoted_from_never_makes_an_apply_delete_the_original(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    m = await put(
+        memories,
+        "a",
+        "the release train leaves every second tuesday",
+        metadata={"asserted_by": "user"},
+    )
+    item = await promotion(review, "a", m, TEAM)
+    # b plants a memory in the workspace claiming to be the promoted copy.
+    await put(
+        memories, "b", "something else entirely", scope=TEAM, metadata={"promoted_from": m.id}
+    )
+    (r,) = await review.apply("a", [approve(item)])
+    assert r.outcome == Outcome.APPLIED  # a real copy was written, then the original moved
+    texts = sorted(x.text for x in memories.list("a", scopes=(TEAM,)).memories)
+    assert texts == ["something else entirely", m.text]
+
+
+async def test_a_conflict_whose_newer_memory_already_supersedes_another_is_not_applied(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    old = await put(memories, "a", TABS_A, Category.PREFERENCE)
+    clock.advance(minutes=1)
+    new = await put(memories, "a", TABS_B, Category.PREFERENCE)
+    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.CONFLICT})))).items
+    other = await put(
+        memories, "a", "an unrelated older preference about fonts", Category.PREFERENCE
+    )
+    current = memories.get("a", new.id)
+    await memories.store.replace(replace(current, supersedes=other.id), None)
+    (r,) = await review.apply("a", [approve(item)])
+    assert r.outcome == Outcome.CONFLICT  # its hash changed (it now supersedes another)
+    assert memories.get("a", old.id).superseded_by == ""
+    assert memories.get("a", other.id).superseded_by == new.id
