@@ -311,3 +311,37 @@ def test_the_morning_review_prepares_a_bundle_and_never_applies(
     # Scheduling is off by default and says how to turn it on.
     code, out = run(capsys, *base, "morning-review", "--schedule")
     assert code == 2 and "morning_review] enabled = true" in out
+
+
+def test_the_async_client_prepares_and_applies(client: MemoryClient, address: str) -> None:
+    import asyncio
+
+    from memoryd_client import AsyncMemoryClient, review_pb
+
+    a = "rev-async"
+    twins = [client.store(a, t).memory for t in HIKING]
+
+    async def go() -> tuple[review_pb.PrepareReviewResponse, review_pb.ApplyReviewResponse]:
+        async with AsyncMemoryClient(address, timeout=30.0) as c:
+            prepared = await c.review_prepare(
+                review_pb.PrepareReviewRequest(
+                    agent_id=a, kinds=[review_pb.REVIEW_KIND_DUPLICATE], scopes=[f"agent:{a}"]
+                )
+            )
+            (item,) = prepared.items
+            approved = review_pb.ApprovedItem(
+                item_id=item.item_id,
+                kind=item.kind,
+                action=item.action,
+                hashes=[review_pb.MemoryHash(id=m.id, hash=m.hash) for m in item.memories],
+                approval=review_pb.APPROVAL_ITEM,
+            )
+            applied = await c.review_apply(
+                review_pb.ApplyReviewRequest(agent_id=a, items=[approved])
+            )
+            return prepared, applied
+
+    prepared, applied = asyncio.run(go())
+    assert {m.id for m in prepared.items[0].memories} == {m.id for m in twins}
+    assert applied.applied == 1 and applied.results[0].outcome == review_pb.APPLY_OUTCOME_APPLIED
+    assert len(client.list_all(a, scopes=[f"agent:{a}"])) == 1

@@ -385,6 +385,7 @@ class AsyncMemoryClient:
             else grpc.aio.insecure_channel(address, options=_channel_args())
         )
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._review = review_grpc.ReviewServiceStub(self._channel)
         self._metadata = _metadata(token)
         self.timeout = timeout
         self.retries = retries
@@ -481,6 +482,16 @@ class AsyncMemoryClient:
             categories=[_cat(c) for c in categories],
         )
         return await self._call(self._stub.List, req, idempotent=True, timeout=timeout)
+
+    async def review_prepare(
+        self, request: review_pb.PrepareReviewRequest, *, timeout: float | None = None
+    ) -> review_pb.PrepareReviewResponse:
+        return await self._call(self._review.Prepare, request, idempotent=True, timeout=timeout)
+
+    async def review_apply(
+        self, request: review_pb.ApplyReviewRequest, *, timeout: float | None = None
+    ) -> review_pb.ApplyReviewResponse:
+        return await self._call(self._review.Apply, request, idempotent=True, timeout=timeout)
 
     async def stats(
         self, agent_id: str, *, daemon_wide: bool = False, timeout: float | None = None
