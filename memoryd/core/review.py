@@ -506,19 +506,26 @@ def promotion_item(memory: Memory, target_scope: str, access: Access) -> Item:
 
 
 def pairs_over(
-    vectors: np.ndarray, min_score: float, block: int = 512
+    vectors: np.ndarray, min_score: float, neighbours: int = 5, block: int = 512
 ) -> list[tuple[int, int, float]]:
-    """Every (i, j, cosine) with i < j and cosine >= min_score (rows are unit vectors)."""
-    out: list[tuple[int, int, float]] = []
+    """Pairs (i, j, cosine), i < j, cosine >= min_score, where j is among i's ``neighbours``
+    nearest or i among j's (rows are unit vectors): at most ``neighbours`` x n pairs, so a
+    scope of many memories on one topic cannot flood a review."""
     n = vectors.shape[0]
+    k = min(neighbours, n - 1)
+    found: dict[tuple[int, int], float] = {}
     for start in range(0, n, block):
         sims = vectors[start : start + block] @ vectors.T
-        rows, cols = np.nonzero(sims >= min_score)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+        for r in range(sims.shape[0]):
+            sims[r, start + r] = -np.inf  # not itself
+        top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k > 0 else np.empty((0, 0), int)
+        for r, cols in enumerate(top.tolist()):
             i = start + r
-            if i < c:
-                out.append((i, c, float(sims[r, c])))
-    return out
+            for c in cols:
+                score = float(sims[r, c])
+                if score >= min_score:
+                    found[(min(i, c), max(i, c))] = score
+    return [(i, j, score) for (i, j), score in sorted(found.items())]
 
 
 # -- the service ---------------------------------------------------------------------------

@@ -345,3 +345,22 @@ def test_the_async_client_prepares_and_applies(client: MemoryClient, address: st
     assert {m.id for m in prepared.items[0].memories} == {m.id for m in twins}
     assert applied.applied == 1 and applied.results[0].outcome == review_pb.APPLY_OUTCOME_APPLIED
     assert len(client.list_all(a, scopes=[f"agent:{a}"])) == 1
+
+
+def test_conflicts_and_duplicates_listings(
+    client: MemoryClient, address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = "rev-list"
+    twins = [client.store(a, t).memory for t in CAROL]
+    pg = [client.store(a, t, category=pb.CATEGORY_DECISION).memory for t in POSTGRES]
+    base = ["--vault", str(tmp_path), "--agent", a, "--address", address]
+    before = state(client, a)
+    code, out = run(capsys, *base, "duplicates")
+    assert code == 0 and "1 duplicate candidates" in out, out
+    (dup_note,) = (tmp_path / "00-system/memoryd/duplicate-candidates").glob(f"*-{a}.md")
+    assert all(m.id in dup_note.read_text() for m in twins)
+    code, out = run(capsys, *base, "conflicts")
+    assert code == 0 and "1 conflicts" in out and "negation" in out, out
+    (conflict_note,) = (tmp_path / "00-system/memoryd/conflicts").glob(f"*-{a}.md")
+    assert all(m.id in conflict_note.read_text() for m in pg)
+    assert state(client, a) == before  # listings change nothing

@@ -407,3 +407,22 @@ async def test_a_conflict_whose_newer_memory_already_supersedes_another_is_not_a
     assert r.outcome == Outcome.CONFLICT  # its hash changed (it now supersedes another)
     assert memories.get("a", old.id).superseded_by == ""
     assert memories.get("a", other.id).superseded_by == new.id
+
+
+def test_pairs_are_bounded_by_neighbours_and_threshold() -> None:
+    import numpy as np
+
+    from memoryd.core.review import pairs_over
+
+    rng = np.random.default_rng(7)
+    base = rng.normal(size=64).astype(np.float32)
+    rows = np.stack([base + 0.05 * rng.normal(size=64).astype(np.float32) for _ in range(40)])
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    pairs = pairs_over(rows, 0.5, neighbours=3, block=7)
+    assert 40 <= len(pairs) <= 3 * 40  # all are similar, but each row brings at most 3
+    assert all(i < j and s >= 0.5 for i, j, s in pairs)
+    exact = rows @ rows.T
+    assert all(abs(exact[i, j] - s) < 1e-5 for i, j, s in pairs)
+    far = np.eye(4, dtype=np.float32)
+    assert pairs_over(far, 0.5) == []
+    assert pairs_over(far[:1], 0.5) == []
