@@ -315,7 +315,7 @@ def _review_action(a: review_pb.ReviewAction) -> review.Action:
         kind = review.ActionKind(a.kind)
     except ValueError:
         raise InvalidArgument(f"action.kind {a.kind} is not a known ReviewActionKind") from None
-    return review.Action(kind, a.memory_id, a.keep_id, a.target_scope)
+    return review.Action(kind, a.memory_id, a.keep_id, a.target_scope, a.stale_after_days)
 
 
 def _review_kind(value: int, name: str) -> review.Kind:
@@ -370,6 +370,7 @@ def review_item_to_pb(item: review.Item) -> review_pb.ReviewItem:
             memory_id=a.memory_id,
             keep_id=a.keep_id,
             target_scope=a.target_scope,
+            stale_after_days=a.stale_after_days,
         ),
         preconditions=[
             review_pb.Precondition(kind=p.kind, memory_id=p.memory_id, detail=p.detail)

@@ -124,6 +124,7 @@ class Action:
     memory_id: str
     keep_id: str = ""
     target_scope: str = ""
+    stale_after_days: int = 0  # STALE: the threshold it was prepared with (not in the id)
 
     def memory_ids(self) -> tuple[str, ...]:
         return (self.memory_id, self.keep_id) if self.keep_id else (self.memory_id,)
@@ -445,8 +446,8 @@ def conflict_item(a: Memory, b: Memory, score: float, cue: str) -> Item:
     )
 
 
-def stale_item(memory: Memory, why: str, now: datetime) -> Item:
-    action = Action(ActionKind.FORGET, memory.id)
+def stale_item(memory: Memory, why: str, now: datetime, stale_after_days: int = 0) -> Item:
+    action = Action(ActionKind.FORGET, memory.id, stale_after_days=stale_after_days)
     if memory.is_expired(now) or memory.superseded_by:
         risk = Risk.LOW  # it is no longer recalled anyway
     else:
@@ -576,7 +577,7 @@ class ReviewService:
             ]
             for m in [*expired, *rows]:
                 if why := stale_reason(m, now, stale_days):
-                    items.append(stale_item(m, why, now))
+                    items.append(stale_item(m, why, now, stale_days))
         if Kind.PROMOTION in kinds:
             items += [promotion_item(m, target, access) for m, target in asks]
         unique: dict[str, Item] = {}
@@ -689,7 +690,8 @@ class ReviewService:
 
         if a.kind == ActionKind.FORGET:
             if it.kind == Kind.STALE:
-                why = stale_reason(target, now, self.settings.stale_after_days)
+                days = a.stale_after_days or self.settings.stale_after_days
+                why = stale_reason(target, now, days)
                 if not why:
                     return result(Outcome.CONFLICT, f"memory {target.id} is no longer stale")
             if a.keep_id:
@@ -802,8 +804,10 @@ def _check_shape(it: Approved) -> None:
             raise InvalidArgument(
                 f"item {it.item_id!r}: {memory_id[:64]!r} is not a UUID"
             ) from None
-    if (it.kind == Kind.DUPLICATE or a.kind == ActionKind.SUPERSEDE) and not a.keep_id:
-        raise InvalidArgument(f"item {it.item_id!r}: keep_id is required")
+    if (it.kind in (Kind.DUPLICATE, Kind.CONFLICT)) != bool(a.keep_id):
+        raise InvalidArgument(
+            f"item {it.item_id!r}: keep_id is required for duplicates and conflicts only"
+        )
     if a.kind == ActionKind.PROMOTE:
         validate_scope(a.target_scope)
     if a.keep_id == a.memory_id:

@@ -426,3 +426,19 @@ def test_pairs_are_bounded_by_neighbours_and_threshold() -> None:
     far = np.eye(4, dtype=np.float32)
     assert pairs_over(far, 0.5) == []
     assert pairs_over(far[:1], 0.5) == []
+
+
+async def test_a_stale_item_is_rechecked_with_the_threshold_it_was_prepared_with(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    m = await put(memories, "a", "the parking permit renews every spring")
+    clock.advance(days=10)  # the daemon's threshold here is 30 days
+    prepared = await review.prepare(
+        PrepareQuery("a", kinds=frozenset({Kind.STALE}), stale_after_days=7)
+    )
+    (item,) = prepared.items
+    assert item.action.stale_after_days == 7
+    (r,) = await review.apply("a", [approve(item)])
+    assert r.outcome == Outcome.APPLIED
+    assert memories.list("a").memories == []
+    assert m.id in r.changed_ids

@@ -159,6 +159,7 @@ class ReviewAction(_message.Message):
     MEMORY_ID_FIELD_NUMBER: _builtins.int
     KEEP_ID_FIELD_NUMBER: _builtins.int
     TARGET_SCOPE_FIELD_NUMBER: _builtins.int
+    STALE_AFTER_DAYS_FIELD_NUMBER: _builtins.int
     kind: Global___ReviewActionKind.ValueType
     memory_id: _builtins.str
     """the memory forgotten, superseded or promoted"""
@@ -166,6 +167,10 @@ class ReviewAction(_message.Message):
     """FORGET of a duplicate: the twin that stays; SUPERSEDE: the newer memory"""
     target_scope: _builtins.str
     """PROMOTE"""
+    stale_after_days: _builtins.int
+    """STALE: the "not recalled for N days" threshold the item was prepared with; Apply
+    re-checks staleness with it (0 = the daemon's review.stale_after_days).
+    """
     def __init__(
         self,
         *,
@@ -173,10 +178,11 @@ class ReviewAction(_message.Message):
         memory_id: _builtins.str = ...,
         keep_id: _builtins.str = ...,
         target_scope: _builtins.str = ...,
+        stale_after_days: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["keep_id", b"keep_id", "kind", b"kind", "memory_id", b"memory_id", "target_scope", b"target_scope"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["keep_id", b"keep_id", "kind", b"kind", "memory_id", b"memory_id", "stale_after_days", b"stale_after_days", "target_scope", b"target_scope"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
