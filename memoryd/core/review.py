@@ -17,19 +17,25 @@ one agent may read, and changes nothing:
     PROMOTION   asked for by the caller: move a memory one step up the ladder
                 agent:<id> -> a shared scope (workspace:<x>, project:<x>, ...) -> global
 
+Pairs are looked for among each memory's 5 nearest neighbours of its scope (an exact
+matrix product over the scope's vectors, off the event loop), at most review.max_memories
+memories (newest first) per Prepare.
+
 Each item carries a stable id (from its kind and action), a risk class, the memories it
 touches with a hash of the fields the action depends on (:func:`memory_hash`), the
 evidence, the action and its preconditions.
 
 Apply takes approved items back and, for each on its own, all or nothing, under the
-per-memory locks Update uses: (1) the item id must be the one its kind and action give
-and its hashes must name exactly the action's memories; (2) an item whose change is
-already there is ALREADY_APPLIED (a second apply is a no-op); (3) every memory is re-read:
-gone, no longer readable, or a different hash is a CONFLICT, as is a precondition that no
-longer holds (a stale memory that was recalled since, a target scope that now holds the
-same text); (4) the rules, else REFUSED: the caller's agent must be allowed to write every
-scope the action changes; a promotion to a shared scope needs provenance ``user`` (below)
-and an approval of that item by itself (``Approval.ITEM``), never a bulk one.
+per-memory locks Update uses: (1) the item id must be the one its kind and action give and
+its hashes must name exactly the action's memories, else that item is REFUSED; (2) an
+item whose change is already there is ALREADY_APPLIED (a second apply is a no-op); (3)
+every memory is re-read: gone, no longer readable, or a different hash is a CONFLICT, as
+is a precondition that no longer holds (a stale memory recalled since, by the threshold
+it was prepared with; a target scope that now holds the same text); (4) the rules, else
+REFUSED: the caller's agent must be allowed to write every scope the action changes; a
+promotion goes one step up the ladder, and to a shared or global scope it needs
+provenance ``user`` (below) and an approval of that item by itself (``Approval.ITEM``),
+never a bulk one.
 
 Provenance: the metadata key ``asserted_by``. Capture sets ``user`` (it keeps user
 messages only); a host storing on a person's word sets ``user``, a model's own tool call
@@ -37,9 +43,10 @@ messages only); a host storing on a person's word sets ``user``, a model's own t
 (``assistant``, or unknown) may have been asserted by an assistant alone and is never
 promoted to a shared or global scope.
 
-A promotion writes a copy into the target scope (same id kept in ``promoted_from``
-metadata, same vector, owner and times) and then deletes the original; if the daemon stops
-in between, the next apply of the item finds the copy and finishes by deleting the original.
+A promotion writes a copy into the target scope (a new id; the original's id in
+``promoted_from`` metadata; same text, vector, owner and times) and then deletes the
+original; if the daemon stops in between, the next apply of the item finds the copy and
+finishes by deleting the original.
 """
 
 from __future__ import annotations
