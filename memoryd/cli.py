@@ -212,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
     b.set_defaults(func=_restore)
 
+    sub.add_parser(
+        "vault",
+        help="the Markdown/Obsidian review vault (memoryd vault --help)",
+        add_help=False,
+    )
     ctl_verbs = ctl.add_parser(sub)
     _reembed_args(ctl_verbs.add_parser("reembed", help="the same as `memoryd reembed`"))
 
@@ -229,6 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["vault"]:  # the review vault's own command line (on the client package)
+        from memoryd_client.vault.cli import main as vault_main
+
+        return vault_main(argv[1:])
     args = build_parser().parse_args(argv)
     return int(args.func(args))
 

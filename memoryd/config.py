@@ -38,6 +38,7 @@ from memoryd.core.hooks import HookSettings
 from memoryd.core.policy import AccessPolicy, AgentAccess
 from memoryd.core.principals import RateLimits
 from memoryd.core.retrieval import Fusion, Rerank, RetrievalConfig
+from memoryd.core.review import ReviewSettings
 
 
 def default_data_dir() -> Path:
@@ -308,6 +309,47 @@ class HooksSettings(_Section):
         return HookSettings(context=context, capture=capture, time_budget_ms=self.time_budget_ms)
 
 
+class ReviewSettingsSection(_Section):
+    """The ReviewService's proposals (memoryd/core/review.py)."""
+
+    duplicate_min_score: float = Field(
+        0.85, ge=0.5, le=1.0, description="near-duplicate proposals from this cosine up"
+    )
+    stale_after_days: int = Field(
+        90, ge=0, description="not recalled for this long = stale (0 = only expired/superseded)"
+    )
+    max_items: int = Field(200, ge=1, le=10_000)
+    max_memories: int = Field(5000, ge=2, le=1_000_000, description="scanned per Prepare")
+
+    def to_settings(self, conflict_min_score: float) -> ReviewSettings:
+        return ReviewSettings(
+            duplicate_min_score=self.duplicate_min_score,
+            conflict_min_score=conflict_min_score,
+            stale_after_days=self.stale_after_days,
+            max_items=self.max_items,
+            max_memories=self.max_memories,
+        )
+
+
+class MorningReviewSettings(_Section):
+    enabled: bool = False
+    cron: str = "0 9 * * *"
+    timezone: str = "UTC"
+
+
+class VaultSettings(_Section):
+    """The review vault (``memoryd vault``): read by the CLI from the same file and the
+    same MEMORYD_VAULT__* variables; the daemon never touches the vault."""
+
+    enabled: bool = False
+    path: str = ""
+    agent: str = ""
+    review_root: str = "00-system/memoryd"
+    allow_dot_obsidian_write: bool = False
+    records: bool = True
+    morning_review: MorningReviewSettings = Field(default_factory=MorningReviewSettings)
+
+
 class ForgetSettings(_Section):
     """Forget by query, judged on the final score Recall shows: the best match is deleted
     when it scores >= strong_score and leads the runner-up by >= margin; matches scoring
@@ -475,6 +517,8 @@ class Settings(BaseSettings):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     backup: BackupSettings = Field(default_factory=BackupSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
+    review: ReviewSettingsSection = Field(default_factory=ReviewSettingsSection)
+    vault: VaultSettings = Field(default_factory=VaultSettings)
 
     @field_validator("listen")
     @classmethod

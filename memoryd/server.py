@@ -28,14 +28,21 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from memoryd._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, memory_pb2, memory_pb2_grpc
+from memoryd._gen.memoryd.v1 import (
+    hooks_pb2,
+    hooks_pb2_grpc,
+    memory_pb2,
+    memory_pb2_grpc,
+    review_pb2,
+    review_pb2_grpc,
+)
 from memoryd.api.auth import AuthInterceptor, KeyRing
 from memoryd.api.backup import write_backup
 from memoryd.api.decoding import RequestDecodingInterceptor
 from memoryd.api.errors import ErrorMappingInterceptor
 from memoryd.api.limits import LimitsInterceptor, RateLimiter
 from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
-from memoryd.api.servicer import HookServicer, MemoryServicer
+from memoryd.api.servicer import HookServicer, MemoryServicer, ReviewServicer
 from memoryd.config import Settings
 from memoryd.core.errors import ConfigError, StorageFull
 from memoryd.core.hooks import HookService
@@ -44,6 +51,7 @@ from memoryd.core.lifecycle import MergeSettings, TtlSettings
 from memoryd.core.protocols import Reranker
 from memoryd.core.records import Category
 from memoryd.core.retrieval import LateInteractionReranker, Rerank, Retriever
+from memoryd.core.review import ReviewService
 from memoryd.core.service import MemoryService, ServiceLimits
 from memoryd.inference.batcher import BatchingEmbedder
 from memoryd.inference.cross_encoder import CrossEncoderReranker
@@ -69,6 +77,7 @@ HOOK_SERVICE_NAME = hooks_pb2.DESCRIPTOR.services_by_name["HookService"].full_na
 # disk). "" and the services stay SERVING meanwhile, since reads are still answered.
 STORAGE_HEALTH_NAME = "memoryd.storage"
 STORAGE_WATCH_SECONDS = 1.0
+REVIEW_SERVICE_NAME = review_pb2.DESCRIPTOR.services_by_name["ReviewService"].full_name
 SWEEP_INTERVAL_SECONDS = 60.0
 FREEZE_MIN_OBJECTS = 200_000  # re-freeze the heap only past this many unfrozen objects
 
@@ -228,6 +237,7 @@ class Daemon:
         self.health = health.aio.HealthServicer()
         self.servicer = MemoryServicer(max_in_flight=settings.server.stream_max_in_flight)
         self.hook_servicer = HookServicer()
+        self.review_servicer = ReviewServicer()
         self.embedder: BatchingEmbedder | None = None
         self.cross_encoder: CrossEncoderReranker | None = None
         self.repository: Repository | None = None
@@ -270,11 +280,13 @@ class Daemon:
         )
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, server)
         hooks_pb2_grpc.add_HookServiceServicer_to_server(self.hook_servicer, server)
+        review_pb2_grpc.add_ReviewServiceServicer_to_server(self.review_servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (
                 SERVICE_NAME,
                 HOOK_SERVICE_NAME,
+                REVIEW_SERVICE_NAME,
                 health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
                 reflection.SERVICE_NAME,
             ),
@@ -282,7 +294,7 @@ class Daemon:
         )
         self.port = self._bind(server)
         await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        for name in (SERVICE_NAME, HOOK_SERVICE_NAME, STORAGE_HEALTH_NAME):
+        for name in (SERVICE_NAME, HOOK_SERVICE_NAME, REVIEW_SERVICE_NAME, STORAGE_HEALTH_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         await server.start()
         self.server = server
@@ -315,6 +327,9 @@ class Daemon:
         )
         self.servicer.set_service(self.service, storage_status=self.repository.durable.status)
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))
+        self.review_servicer.set_service(
+            ReviewService(self.service, s.review.to_settings(s.store.merge_band_low))
+        )
         self._sweeper = asyncio.create_task(self._sweep_forever())
         self._storage_watch = asyncio.create_task(self._watch_storage())
         if s.backup.enabled:
@@ -326,7 +341,7 @@ class Daemon:
             host = s.metrics.listen.rpartition(":")[0]
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        for name in (SERVICE_NAME, HOOK_SERVICE_NAME, STORAGE_HEALTH_NAME):
+        for name in (SERVICE_NAME, HOOK_SERVICE_NAME, REVIEW_SERVICE_NAME, STORAGE_HEALTH_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self.startup_seconds = time.perf_counter() - started
         log.info("SERVING after %.2fs", self.startup_seconds)

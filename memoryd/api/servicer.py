@@ -19,11 +19,14 @@ from memoryd._gen.memoryd.v1 import hooks_pb2 as hooks_pb
 from memoryd._gen.memoryd.v1 import hooks_pb2_grpc as hooks_grpc
 from memoryd._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
+from memoryd._gen.memoryd.v1 import review_pb2 as review_pb
+from memoryd._gen.memoryd.v1 import review_pb2_grpc as review_grpc
 from memoryd.api import convert
 from memoryd.api.decoding import Undecodable
 from memoryd.api.errors import status_of
 from memoryd.core.errors import InvalidArgument, NotReady
 from memoryd.core.hooks import HookService
+from memoryd.core.review import ReviewService
 from memoryd.core.service import MemoryService
 
 
@@ -251,3 +254,32 @@ class HookServicer(hooks_grpc.HookServiceServicer):
             scope=request.scope,
         )
         return convert.capture_response(result)
+
+
+class ReviewServicer(review_grpc.ReviewServiceServicer):
+    """``memoryd.v1.ReviewService``: review proposals and their approval-gated apply."""
+
+    def __init__(self) -> None:
+        self._review: ReviewService | None = None
+
+    def set_service(self, review: ReviewService) -> None:
+        self._review = review
+
+    @property
+    def review(self) -> ReviewService:
+        if self._review is None:
+            raise NotReady("memoryd is starting (loading models and the index); retry shortly")
+        return self._review
+
+    async def Prepare(
+        self, request: review_pb.PrepareReviewRequest, context: Any
+    ) -> review_pb.PrepareReviewResponse:
+        prepared = await self.review.prepare(convert.prepare_review_request(request))
+        return convert.prepare_review_response(prepared)
+
+    async def Apply(
+        self, request: review_pb.ApplyReviewRequest, context: Any
+    ) -> review_pb.ApplyReviewResponse:
+        items = convert.apply_review_request(request)
+        results = await self.review.apply(request.agent_id, items)
+        return convert.apply_review_response(results)

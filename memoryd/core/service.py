@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import math
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -692,15 +693,33 @@ class MemoryService:
     async def update(self, patch: MemoryPatch) -> Memory:
         # Updates of one memory run one at a time, so a merge of metadata never works
         # from a state another update is about to replace.
-        entry = self._update_locks.setdefault(patch.id, _IdLock())
-        entry.users += 1
+        async with self.locked([patch.id]):
+            return await self._update(patch)
+
+    @contextlib.asynccontextmanager
+    async def locked(self, ids: Sequence[str]) -> AsyncIterator[None]:
+        """Hold the per-memory locks of ``ids`` (taken in sorted order, so two holders of
+        overlapping sets never deadlock): Update and review Apply of one memory never
+        interleave."""
+        ordered = sorted(set(ids))
+        entries = []
+        for memory_id in ordered:
+            entry = self._update_locks.setdefault(memory_id, _IdLock())
+            entry.users += 1
+            entries.append((memory_id, entry))
+        taken = 0
         try:
-            async with entry.lock:
-                return await self._update(patch)
+            for _, entry in entries:
+                await entry.lock.acquire()
+                taken += 1
+            yield
         finally:
-            entry.users -= 1
-            if entry.users == 0:
-                del self._update_locks[patch.id]
+            for _, entry in entries[:taken]:
+                entry.lock.release()
+            for memory_id, entry in entries:
+                entry.users -= 1
+                if entry.users == 0:
+                    del self._update_locks[memory_id]
 
     async def _update(self, patch: MemoryPatch) -> Memory:
         access = self.access(patch.agent_id)

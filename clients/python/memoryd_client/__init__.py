@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
+    from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
     from memoryd_client.client import (
         AsyncMemoryClient,
         MemoryClient,
@@ -27,7 +28,14 @@ if TYPE_CHECKING:
         tls_credentials,
     )
 
-__all__ = ["AsyncMemoryClient", "MemoryClient", "MemorydError", "pb", "tls_credentials"]
+__all__ = [
+    "AsyncMemoryClient",
+    "MemoryClient",
+    "MemorydError",
+    "pb",
+    "review_pb",
+    "tls_credentials",
+]
 __version__ = "0.1.0"
 
 
@@ -35,6 +43,8 @@ def __getattr__(name: str) -> Any:
     value: Any
     if name == "pb":
         from memoryd_client._gen.memoryd.v1 import memory_pb2 as value
+    elif name == "review_pb":
+        from memoryd_client._gen.memoryd.v1 import review_pb2 as value
     elif name in ("AsyncMemoryClient", "MemoryClient", "MemorydError", "tls_credentials"):
         from memoryd_client import client
 

@@ -19,6 +19,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
+from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
+from memoryd_client._gen.memoryd.v1 import review_pb2_grpc as review_grpc
 
 T = TypeVar("T")
 
@@ -217,6 +219,7 @@ class MemoryClient:
             else grpc.insecure_channel(address, options=_channel_args())
         )
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._review = review_grpc.ReviewServiceStub(self._channel)
         self._metadata = _metadata(token)
         self.timeout = timeout
         self.retries = retries
@@ -358,6 +361,19 @@ class MemoryClient:
             timeout=None,
         )
 
+    def review_prepare(
+        self, request: review_pb.PrepareReviewRequest, *, timeout: float | None = None
+    ) -> review_pb.PrepareReviewResponse:
+        """Review proposals (ReviewService.Prepare); changes nothing."""
+        return self._call(self._review.Prepare, request, idempotent=True, timeout=timeout)
+
+    def review_apply(
+        self, request: review_pb.ApplyReviewRequest, *, timeout: float | None = None
+    ) -> review_pb.ApplyReviewResponse:
+        """Apply approved review items (ReviewService.Apply). Idempotent by design: an item
+        already applied is reported ALREADY_APPLIED, so a retry is safe."""
+        return self._call(self._review.Apply, request, idempotent=True, timeout=timeout)
+
     def stats(
         self, agent_id: str, *, daemon_wide: bool = False, timeout: float | None = None
     ) -> pb.StatsResponse:
@@ -383,6 +399,7 @@ class AsyncMemoryClient:
             else grpc.aio.insecure_channel(address, options=_channel_args())
         )
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._review = review_grpc.ReviewServiceStub(self._channel)
         self._metadata = _metadata(token)
         self.timeout = timeout
         self.retries = retries
@@ -489,6 +506,16 @@ class AsyncMemoryClient:
             categories=[_cat(c) for c in categories],
         )
         return await self._call(self._stub.List, req, idempotent=True, timeout=timeout)
+
+    async def review_prepare(
+        self, request: review_pb.PrepareReviewRequest, *, timeout: float | None = None
+    ) -> review_pb.PrepareReviewResponse:
+        return await self._call(self._review.Prepare, request, idempotent=True, timeout=timeout)
+
+    async def review_apply(
+        self, request: review_pb.ApplyReviewRequest, *, timeout: float | None = None
+    ) -> review_pb.ApplyReviewResponse:
+        return await self._call(self._review.Apply, request, idempotent=True, timeout=timeout)
 
     async def stats(
         self, agent_id: str, *, daemon_wide: bool = False, timeout: float | None = None

@@ -8,9 +8,12 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 
 import {
+  Approval,
+  ApplyOutcome,
   Category,
   MemorydClient,
   MemorydError,
+  ReviewKind,
   StoreOutcome,
   type Memory,
   type StreamOp,
@@ -239,6 +242,32 @@ describe("MemorydClient against memoryd", () => {
     controller.abort();
     await rejectsWith(pending, "CANCELLED");
     await session.close();
+  });
+
+  it("reviewPrepare proposes a near duplicate; reviewApply forgets it once", async () => {
+    const agentId = "reviewer";
+    for (const text of ["Carol runs the Berlin office", "Carol manages the Berlin office"]) {
+      await client.store({ agentId, text });
+    }
+    const prepared = await client.reviewPrepare({ agentId, kinds: [ReviewKind.DUPLICATE] });
+    assert.equal(prepared.items.length, 1);
+    const item = prepared.items[0]!;
+    assert.ok(item.itemId.startsWith("rv-"));
+    assert.equal(item.memories.length, 2);
+    assert.ok(item.memories.every((m) => m.hash.startsWith("sha256:")));
+    const approved = {
+      itemId: item.itemId,
+      kind: item.kind,
+      action: item.action,
+      hashes: item.memories.map((m) => ({ id: m.id, hash: m.hash })),
+      approval: Approval.ITEM,
+    };
+    const first = await client.reviewApply({ agentId, items: [approved] });
+    assert.equal(first.results[0]!.outcome, ApplyOutcome.APPLIED);
+    assert.equal((await client.stats({ agentId })).total, 1n);
+    const second = await client.reviewApply({ agentId, items: [approved] });
+    assert.equal(second.results[0]!.outcome, ApplyOutcome.ALREADY_APPLIED);
+    assert.equal((await client.stats({ agentId })).total, 1n);
   });
 
   it("capture decides per message; buildContext recalls it for that agent only", async () => {
