@@ -10,8 +10,9 @@
 bidirectional Stream RPC. Responses are the generated protobuf messages (``pb``).
 """
 
+from memoryd_client._gen.memoryd.v1 import hooks_pb2 as hooks_pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd_client.client import AsyncMemoryClient, MemoryClient, MemorydError
 
-__all__ = ["AsyncMemoryClient", "MemoryClient", "MemorydError", "pb"]
+__all__ = ["AsyncMemoryClient", "MemoryClient", "MemorydError", "hooks_pb", "pb"]
 __version__ = "0.1.0"

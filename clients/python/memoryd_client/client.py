@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from memoryd_client._gen.memoryd.v1 import hooks_pb2 as hooks_pb
+from memoryd_client._gen.memoryd.v1 import hooks_pb2_grpc as hooks_grpc
 from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
 
@@ -143,6 +145,44 @@ def update_request(
     return req
 
 
+def build_context_request(
+    agent_id: str,
+    prompt: str,
+    *,
+    session_id: str = "",
+    max_results: int = 0,
+    min_score: float = 0.0,
+    time_budget_ms: int = 0,
+    scopes: Iterable[str] = (),
+) -> hooks_pb.BuildContextRequest:
+    return hooks_pb.BuildContextRequest(
+        agent_id=agent_id,
+        session_id=session_id,
+        prompt=prompt,
+        max_results=max_results,
+        min_score=min_score,
+        time_budget_ms=time_budget_ms,
+        scopes=list(scopes),
+    )
+
+
+def capture_request(
+    agent_id: str,
+    messages: Iterable[hooks_pb.ChatMessage | tuple[str, str]],
+    *,
+    session_id: str = "",
+    scope: str = "",
+) -> hooks_pb.CaptureRequest:
+    """``messages``: ChatMessage or ``(role, text)`` pairs, in the turn's order."""
+    msgs = [
+        m if isinstance(m, hooks_pb.ChatMessage) else hooks_pb.ChatMessage(role=m[0], text=m[1])
+        for m in messages
+    ]
+    return hooks_pb.CaptureRequest(
+        agent_id=agent_id, session_id=session_id, messages=msgs, scope=scope
+    )
+
+
 def _channel_args() -> list[tuple[str, Any]]:
     return [("grpc.enable_retries", 0)]
 
@@ -169,6 +209,7 @@ class MemoryClient:
             else grpc.insecure_channel(address, options=_channel_args())
         )
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._hooks = hooks_grpc.HookServiceStub(self._channel)
         self._metadata = _metadata(token)
         self.timeout = timeout
         self.retries = retries
@@ -311,6 +352,24 @@ class MemoryClient:
             self._stub.Stats, pb.StatsRequest(agent_id=agent_id), idempotent=True, timeout=timeout
         )
 
+    # HookService. Hooks sit in a gateway's turn with a budget of their own: never retried.
+    def build_context(
+        self, agent_id: str, prompt: str, *, timeout: float | None = None, **kw: Any
+    ) -> hooks_pb.BuildContextResponse:
+        req = build_context_request(agent_id, prompt, **kw)
+        return self._call(self._hooks.BuildContext, req, idempotent=False, timeout=timeout)
+
+    def capture(
+        self,
+        agent_id: str,
+        messages: Iterable[hooks_pb.ChatMessage | tuple[str, str]],
+        *,
+        timeout: float | None = None,
+        **kw: Any,
+    ) -> hooks_pb.CaptureResponse:
+        req = capture_request(agent_id, messages, **kw)
+        return self._call(self._hooks.Capture, req, idempotent=False, timeout=timeout)
+
 
 class AsyncMemoryClient:
     """asyncio client; same methods as MemoryClient, awaitable, plus ``stream``."""
@@ -330,6 +389,7 @@ class AsyncMemoryClient:
             else grpc.aio.insecure_channel(address, options=_channel_args())
         )
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._hooks = hooks_grpc.HookServiceStub(self._channel)
         self._metadata = _metadata(token)
         self.timeout = timeout
         self.retries = retries
@@ -429,6 +489,23 @@ class AsyncMemoryClient:
         return await self._call(
             self._stub.Stats, pb.StatsRequest(agent_id=agent_id), idempotent=True, timeout=timeout
         )
+
+    async def build_context(
+        self, agent_id: str, prompt: str, *, timeout: float | None = None, **kw: Any
+    ) -> hooks_pb.BuildContextResponse:
+        req = build_context_request(agent_id, prompt, **kw)
+        return await self._call(self._hooks.BuildContext, req, idempotent=False, timeout=timeout)
+
+    async def capture(
+        self,
+        agent_id: str,
+        messages: Iterable[hooks_pb.ChatMessage | tuple[str, str]],
+        *,
+        timeout: float | None = None,
+        **kw: Any,
+    ) -> hooks_pb.CaptureResponse:
+        req = capture_request(agent_id, messages, **kw)
+        return await self._call(self._hooks.Capture, req, idempotent=False, timeout=timeout)
 
     def stream(
         self,

@@ -1,0 +1,3 @@
+module github.com/memoryd/memoryd/clients/go
+
+go 1.23
