@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math/rand/v2"
 	"time"
 
 	"google.golang.org/grpc"
@@ -47,17 +48,21 @@ type Config struct {
 	// Retries is how many times an idempotent call is retried on UNAVAILABLE. Default 3;
 	// negative disables retries.
 	Retries int
+	// MaxBackoff bounds one wait between retries (100 ms, doubled each time, with
+	// jitter). Default 2s.
+	MaxBackoff time.Duration
 	// DialOptions are appended to the client's own (e.g. extra interceptors).
 	DialOptions []grpc.DialOption
 }
 
 // Client is safe for concurrent use. Close it when done.
 type Client struct {
-	conn    *grpc.ClientConn
-	memory  pb.MemoryServiceClient
-	hooks   pb.HookServiceClient
-	timeout time.Duration
-	retries int
+	conn       *grpc.ClientConn
+	memory     pb.MemoryServiceClient
+	hooks      pb.HookServiceClient
+	timeout    time.Duration
+	retries    int
+	maxBackoff time.Duration
 }
 
 // Error is every failed call: the gRPC status code and the daemon's message.
@@ -133,6 +138,10 @@ func New(cfg Config) (*Client, error) {
 	} else if retries < 0 {
 		retries = 0
 	}
+	maxBackoff := cfg.MaxBackoff
+	if maxBackoff <= 0 {
+		maxBackoff = 2 * time.Second
+	}
 	creds := insecure.NewCredentials()
 	if cfg.TLS != nil {
 		creds = credentials.NewTLS(cfg.TLS)
@@ -159,11 +168,12 @@ func New(cfg Config) (*Client, error) {
 		return nil, wrap(err)
 	}
 	return &Client{
-		conn:    conn,
-		memory:  pb.NewMemoryServiceClient(conn),
-		hooks:   pb.NewHookServiceClient(conn),
-		timeout: timeout,
-		retries: retries,
+		conn:       conn,
+		memory:     pb.NewMemoryServiceClient(conn),
+		hooks:      pb.NewHookServiceClient(conn),
+		timeout:    timeout,
+		retries:    retries,
+		maxBackoff: maxBackoff,
 	}, nil
 }
 
@@ -171,7 +181,8 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Close() error { return c.conn.Close() }
 
 // call runs one unary call under the client's deadline (unless ctx has one), retrying
-// idempotent calls on UNAVAILABLE with exponential backoff (50 ms, x4).
+// idempotent calls on UNAVAILABLE with exponential backoff (100 ms doubled up to
+// MaxBackoff, each wait between half and all of it so clients do not return in lockstep).
 func call[Req, Resp any](ctx context.Context, c *Client, idempotent bool, req Req,
 	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	if _, ok := ctx.Deadline(); !ok {
@@ -183,7 +194,7 @@ func call[Req, Resp any](ctx context.Context, c *Client, idempotent bool, req Re
 	if idempotent {
 		attempts += c.retries
 	}
-	delay := 50 * time.Millisecond
+	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		resp, err := rpc(ctx, req)
 		if err == nil {
@@ -192,12 +203,17 @@ func call[Req, Resp any](ctx context.Context, c *Client, idempotent bool, req Re
 		if status.Code(err) != codes.Unavailable || attempt >= attempts {
 			return resp, wrap(err)
 		}
+		wait := min(backoff, c.maxBackoff)
+		wait = wait/2 + rand.N(wait/2+1)
+		if deadline, _ := ctx.Deadline(); time.Now().Add(wait).After(deadline) {
+			return resp, wrap(err) // no time for another attempt: the real cause is more useful
+		}
 		select {
 		case <-ctx.Done():
 			return resp, wrap(err)
-		case <-time.After(delay):
+		case <-time.After(wait):
 		}
-		delay *= 4
+		backoff *= 2
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -105,8 +106,9 @@ func TestEveryRPCHasAScenario(t *testing.T) {
 	}
 }
 
-// startDaemon runs `python -m memoryd serve` with auth on; returns host:port.
-func startDaemon(t *testing.T, token string) string {
+// startDaemon runs `python -m memoryd serve` with auth on; returns host:port once it
+// serves (or, with untilListening, as soon as its port is bound while it still loads).
+func startDaemon(t *testing.T, token string, untilListening ...bool) string {
 	t.Helper()
 	python, err := filepath.Abs(fromEnv("MEMORYD_PYTHON", "../../.venv/bin/python"))
 	if err != nil {
@@ -125,8 +127,8 @@ func startDaemon(t *testing.T, token string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &logBuffer{listening: make(chan string, 1)}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s (set MEMORYD_PYTHON?): %v", python, err)
 	}
@@ -150,6 +152,16 @@ func startDaemon(t *testing.T, token string) string {
 			t.Errorf("memoryd did not stop within 30s of SIGTERM")
 		}
 	}
+	if len(untilListening) > 0 && untilListening[0] {
+		select {
+		case port := <-stderr.listening:
+			t.Cleanup(stop)
+			return "127.0.0.1:" + port
+		case <-time.After(180 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("memoryd did not listen within 180s\n%s", tail(stderr.String()))
+		}
+	}
 	select {
 	case line := <-lines:
 		const prefix = "memoryd serving on "
@@ -164,6 +176,35 @@ func startDaemon(t *testing.T, token string) string {
 		t.Fatalf("memoryd did not serve within 180s\n%s", tail(stderr.String()))
 	}
 	return ""
+}
+
+// logBuffer keeps the daemon's log and reports the port of its "listening on" line.
+type logBuffer struct {
+	mu        sync.Mutex
+	text      strings.Builder
+	listening chan string
+	seen      bool
+}
+
+var listeningRE = regexp.MustCompile(`listening on \S+ \(port (\d+)\)`)
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.text.Write(p)
+	if !b.seen {
+		if m := listeningRE.FindStringSubmatch(b.text.String()); m != nil {
+			b.seen = true
+			b.listening <- m[1]
+		}
+	}
+	return len(p), nil
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.text.String()
 }
 
 func tail(s string) string {

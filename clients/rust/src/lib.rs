@@ -53,6 +53,9 @@ pub struct Config {
     pub timeout: Duration,
     /// Retries of idempotent calls on UNAVAILABLE. Default 3.
     pub retries: u32,
+    /// Upper bound of one wait between retries (100 ms, doubled each time, with jitter).
+    /// Default 2 s.
+    pub max_backoff: Duration,
     /// Connect with TLS (rustls; feature `tls`).
     pub tls: bool,
     /// PEM of a CA to trust for TLS (a private CA); None uses the TLS defaults.
@@ -68,6 +71,7 @@ impl Default for Config {
             token: None,
             timeout: Duration::from_secs(10),
             retries: 3,
+            max_backoff: Duration::from_secs(2),
             tls: false,
             tls_ca_pem: None,
             tls_domain: None,
@@ -177,6 +181,17 @@ pub struct Client {
     hooks: HookStub,
     timeout: Duration,
     retries: u32,
+    max_backoff: Duration,
+}
+
+/// Between half and all of `wait`, so clients that lost the daemon together do not come
+/// back in lockstep.
+fn jitter(wait: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(wait.as_nanos() as u64);
+    let fraction = (hasher.finish() % 1000) as f64 / 2000.0; // 0 .. 0.5
+    wait.mul_f64(0.5 + fraction)
 }
 
 impl Client {
@@ -229,11 +244,13 @@ impl Client {
             hooks: pb::hook_service_client::HookServiceClient::with_interceptor(channel, auth),
             timeout: config.timeout,
             retries: config.retries,
+            max_backoff: config.max_backoff,
         })
     }
 
     /// One unary call under the client's deadline; idempotent calls are retried on
-    /// UNAVAILABLE with exponential backoff (50 ms, x4) while the deadline allows.
+    /// UNAVAILABLE with exponential backoff (100 ms doubled up to `max_backoff`, with
+    /// jitter) while the deadline allows.
     async fn call<S, Req, Resp, F, Fut>(
         &self,
         stub: &S,
@@ -249,7 +266,7 @@ impl Client {
     {
         let deadline = Instant::now() + self.timeout;
         let attempts = 1 + if idempotent { self.retries } else { 0 };
-        let mut delay = Duration::from_millis(50);
+        let mut backoff = Duration::from_millis(100);
         let mut attempt = 1;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -262,11 +279,12 @@ impl Client {
             match outcome {
                 Ok(resp) => return Ok(resp.into_inner()),
                 Err(e) if e.code == Code::Unavailable && attempt < attempts => {
-                    if Instant::now() + delay >= deadline {
-                        return Err(e);
+                    let wait = jitter(backoff.min(self.max_backoff));
+                    if Instant::now() + wait >= deadline {
+                        return Err(e); // no time for another attempt: the real cause is more useful
                     }
-                    tokio::time::sleep(delay).await;
-                    delay *= 4;
+                    tokio::time::sleep(wait).await;
+                    backoff *= 2;
                     attempt += 1;
                 }
                 Err(e) => return Err(e),

@@ -76,7 +76,13 @@ struct Daemon {
 }
 
 impl Daemon {
+    /// Starts memoryd with auth on; returns once it serves (or, with `until_listening`, as
+    /// soon as its port is bound while it still loads).
     fn start(token: &str) -> Daemon {
+        Daemon::start_with(token, false)
+    }
+
+    fn start_with(token: &str, until_listening: bool) -> Daemon {
         let python = from_env(
             "MEMORYD_PYTHON",
             manifest_dir()
@@ -84,8 +90,10 @@ impl Daemon {
                 .to_str()
                 .unwrap(),
         );
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let data =
-            std::env::temp_dir().join(format!("memoryd-rust-conformance-{}", std::process::id()));
+            std::env::temp_dir().join(format!("memoryd-rust-test-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&data);
         std::fs::create_dir_all(&data).unwrap();
         let mut cmd = Command::new(&python);
@@ -100,7 +108,7 @@ impl Daemon {
         .arg(&data)
         .current_dir(manifest_dir().join("../.."))
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(data.with_extension("log")).unwrap());
+        .stderr(Stdio::piped());
         for (k, _) in std::env::vars() {
             if k.starts_with("MEMORYD_") {
                 cmd.env_remove(k);
@@ -110,6 +118,34 @@ impl Daemon {
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("running {python} (set MEMORYD_PYTHON?): {e}"));
+        // The log goes to a file beside the data dir; its "listening on" line gives the port.
+        let log_path = data.with_extension("log");
+        let (port_tx, port_rx) = std::sync::mpsc::channel::<String>();
+        let stderr = child.stderr.take().unwrap();
+        let log_file = log_path.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut log = std::fs::File::create(log_file).unwrap();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = writeln!(log, "{line}");
+                if let Some(rest) = line.split("(port ").nth(1) {
+                    let port: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+                    let _ = port_tx.send(port);
+                }
+            }
+        });
+        if until_listening {
+            let port = port_rx
+                .recv_timeout(Duration::from_secs(180))
+                .unwrap_or_else(|_| {
+                    panic!("memoryd did not listen; its log: {}", log_path.display())
+                });
+            return Daemon {
+                child,
+                address: format!("127.0.0.1:{port}"),
+                _data: data,
+            };
+        }
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -119,7 +155,7 @@ impl Daemon {
             let _ = child.kill();
             panic!(
                 "memoryd did not serve: {line:?}; its log: {}",
-                data.with_extension("log").display()
+                log_path.display()
             );
         }
         Daemon {
@@ -136,6 +172,9 @@ impl Drop for Daemon {
         for _ in 0..300 {
             if let Ok(Some(status)) = self.child.try_wait() {
                 let _ = std::fs::remove_dir_all(&self._data);
+                if status.success() {
+                    let _ = std::fs::remove_file(self._data.with_extension("log"));
+                }
                 assert!(
                     status.success() || std::thread::panicking(),
                     "memoryd exited with {status}"
@@ -505,4 +544,64 @@ async fn run_scenario(clients: &HashMap<&str, Client>, scenario: &Value) -> Resu
         }
     }
     Ok(())
+}
+
+/// While memoryd loads it answers UNAVAILABLE: a call that may not be retried fails with
+/// it, an idempotent one rides it out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_outlast_a_daemon_that_is_starting() {
+    let daemon = Daemon::start_with("startup-token", true);
+    let impatient = Client::connect(Config {
+        retries: 0,
+        ..Config::new(daemon.address.clone()).token("startup-token")
+    })
+    .await
+    .unwrap();
+    let early = pb::StoreRequest {
+        agent_id: "boot".into(),
+        text: "written during start-up".into(),
+        ..Default::default()
+    };
+    let err = impatient
+        .store(early)
+        .await
+        .expect_err("a Store while the daemon loads");
+    assert_eq!(err.code_name(), "UNAVAILABLE", "{err}");
+
+    let patient = Client::connect(Config {
+        retries: 1000,
+        max_backoff: Duration::from_millis(500),
+        timeout: Duration::from_secs(120),
+        ..Config::new(daemon.address.clone()).token("startup-token")
+    })
+    .await
+    .unwrap();
+    let stats = patient.stats("boot").await.expect("Stats with retries");
+    assert_eq!(stats.total, 0, "the Store during start-up wrote nothing");
+}
+
+/// With nothing listening at all, the deadline bounds the retries.
+#[tokio::test]
+async fn the_deadline_bounds_retries() {
+    let client = Client::connect(Config {
+        retries: 1000,
+        timeout: Duration::from_millis(700),
+        ..Config::new("127.0.0.1:1")
+    })
+    .await
+    .unwrap();
+    let start = std::time::Instant::now();
+    let err = client
+        .stats("main")
+        .await
+        .expect_err("nothing listens on port 1");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(
+        ["UNAVAILABLE", "DEADLINE_EXCEEDED"].contains(&err.code_name()),
+        "{err}"
+    );
 }
