@@ -46,6 +46,7 @@ import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 
@@ -71,6 +72,7 @@ public final class MemorydClient implements AutoCloseable {
   private final HookServiceGrpc.HookServiceBlockingStub hooks;
   private final Duration timeout;
   private final int retries;
+  private final Duration maxBackoff;
 
   private MemorydClient(Builder b) throws IOException {
     ChannelCredentials creds;
@@ -101,6 +103,7 @@ public final class MemorydClient implements AutoCloseable {
     this.hooks = HookServiceGrpc.newBlockingStub(channel);
     this.timeout = b.timeout;
     this.retries = b.retries;
+    this.maxBackoff = b.maxBackoff;
   }
 
   public static Builder builder() {
@@ -116,6 +119,7 @@ public final class MemorydClient implements AutoCloseable {
     private String authority;
     private Duration timeout = Duration.ofSeconds(10);
     private int retries = 3;
+    private Duration maxBackoff = Duration.ofSeconds(2);
 
     /** "host:port". */
     public Builder address(String address) {
@@ -160,6 +164,12 @@ public final class MemorydClient implements AutoCloseable {
       return this;
     }
 
+    /** Upper bound of one wait between retries (100 ms, doubled each time, with jitter). */
+    public Builder maxBackoff(Duration maxBackoff) {
+      this.maxBackoff = maxBackoff;
+      return this;
+    }
+
     /** Makes the client; it connects on the first call. */
     public MemorydClient build() {
       try {
@@ -172,29 +182,33 @@ public final class MemorydClient implements AutoCloseable {
 
   /**
    * One unary call under the client's deadline; idempotent calls are retried on UNAVAILABLE
-   * with exponential backoff (50 ms, x4) while the deadline allows.
+   * with exponential backoff (100 ms doubled up to maxBackoff; each wait between half and all
+   * of it, so clients do not return in lockstep) while the deadline allows.
    */
   private <S extends AbstractStub<S>, Req, Resp> Resp call(
       S stub, boolean idempotent, Req request, BiFunction<S, Req, Resp> rpc) {
     long deadline = System.nanoTime() + timeout.toNanos();
     int attempts = 1 + (idempotent ? retries : 0);
-    long delayMs = 50;
+    long backoffMs = 100;
     for (int attempt = 1; ; attempt++) {
       long left = deadline - System.nanoTime();
       try {
         return rpc.apply(stub.withDeadlineAfter(Math.max(left, 0), TimeUnit.NANOSECONDS), request);
       } catch (StatusRuntimeException e) {
         boolean retry = e.getStatus().getCode() == Status.Code.UNAVAILABLE && attempt < attempts;
-        if (!retry || System.nanoTime() + delayMs * 1_000_000 >= deadline) {
+        long bound = Math.min(backoffMs, maxBackoff.toMillis());
+        long waitMs = bound / 2 + ThreadLocalRandom.current().nextLong(bound / 2 + 1);
+        // No time for another attempt: the real cause is more useful than a bare timeout.
+        if (!retry || System.nanoTime() + waitMs * 1_000_000 >= deadline) {
           throw MemorydException.of(e);
         }
         try {
-          Thread.sleep(delayMs);
+          Thread.sleep(waitMs);
         } catch (InterruptedException ie) {
           Thread.currentThread().interrupt();
           throw new MemorydException(Status.Code.CANCELLED, "interrupted");
         }
-        delayMs *= 4;
+        backoffMs *= 2;
       }
     }
   }
