@@ -68,7 +68,7 @@ def go_plugin(name: str) -> Path:
     bindir = CACHE / "go-plugins" / spec.replace("/", "_").replace("@", "-")
     exe = bindir / name
     if not exe.exists():
-        env = {**os.environ, "GOBIN": str(bindir), "GOFLAGS": "-mod=mod"}
+        env = {**os.environ, "GOBIN": str(bindir)}
         _run([_need("go"), "install", spec], env=env)
     return exe
 
