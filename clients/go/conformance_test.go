@@ -108,7 +108,8 @@ func TestEveryRPCHasAScenario(t *testing.T) {
 
 // startDaemon runs `python -m memoryd serve` with auth on; returns host:port once it
 // serves (or, with untilListening, as soon as its port is bound while it still loads).
-func startDaemon(t *testing.T, token string, untilListening ...bool) string {
+// extraEnv adds NAME=value settings (e.g. TLS) to the daemon's environment.
+func startDaemon(t *testing.T, token string, untilListening bool, extraEnv ...string) string {
 	t.Helper()
 	python, err := filepath.Abs(fromEnv("MEMORYD_PYTHON", "../../.venv/bin/python"))
 	if err != nil {
@@ -123,6 +124,7 @@ func startDaemon(t *testing.T, token string, untilListening ...bool) string {
 		}
 	}
 	cmd.Env = append(cmd.Env, "MEMORYD_AUTH_TOKEN="+token)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +154,7 @@ func startDaemon(t *testing.T, token string, untilListening ...bool) string {
 			t.Errorf("memoryd did not stop within 30s of SIGTERM")
 		}
 	}
-	if len(untilListening) > 0 && untilListening[0] {
+	if untilListening {
 		select {
 		case port := <-stderr.listening:
 			t.Cleanup(stop)
@@ -216,7 +218,7 @@ func tail(s string) string {
 
 func TestConformance(t *testing.T) {
 	doc := loadScenarios(t)
-	address := startDaemon(t, doc.AuthToken)
+	address := startDaemon(t, doc.AuthToken, false)
 	clients := map[string]*memoryd.Client{}
 	for name, token := range map[string]string{"default": doc.AuthToken, "no_token": "", "wrong_token": "wrong-token"} {
 		c, err := memoryd.New(memoryd.Config{Address: address, Token: token, Timeout: 30 * time.Second})

@@ -3,7 +3,6 @@ daemon with auth on. Every other client runs the same file (see README.md here).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import selectors
 import subprocess
@@ -17,7 +16,7 @@ import grpc
 import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, hooks_pb, pb
+from memoryd_client import MemoryClient, MemorydError, hooks_pb, pb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import engine
@@ -178,23 +177,15 @@ def _unary(c: MemoryClient, rpc: str, req: dict[str, Any]) -> Any:
     raise AssertionError(f"the Python runner does not know {rpc}")
 
 
-def _streaming(c: MemoryClient, address: str, token: str | None, rpc: str, reqs: list[Any]) -> Any:
+def _streaming(c: MemoryClient, rpc: str, reqs: list[Any]) -> Any:
     if rpc == "MemoryService.Import":
         parsed = [_parse(pb.ImportRequest, r) for r in reqs]
         agents = {r.agent_id for r in parsed}
         assert len(agents) == 1, "one Import call imports for one agent"
         return _json(c.import_memories(agents.pop(), [r.memory for r in parsed]))
     if rpc == "MemoryService.Stream":
-
-        async def session() -> Any:
-            async with AsyncMemoryClient(address, token=token) as ac:
-                ops = [_parse(pb.StreamRequest, r) for r in reqs]
-                out = {}
-                async for resp in ac.stream(ops, timeout=30):
-                    out[resp.request_id] = _json(resp)
-                return {"responses": out}
-
-        return asyncio.run(session())
+        ops = [_parse(pb.StreamRequest, r) for r in reqs]
+        return {"responses": {r.request_id: _json(r) for r in c.stream(ops, timeout=30)}}
     raise AssertionError(f"the Python runner does not know {rpc}")
 
 
@@ -211,7 +202,7 @@ def test_scenario(daemon: str, scenario: dict[str, Any]) -> None:
             try:
                 if "requests" in step:
                     reqs = engine.substitute(step["requests"], env)
-                    result = _streaming(c, daemon, tokens[who], step["rpc"], reqs)
+                    result = _streaming(c, step["rpc"], reqs)
                 else:
                     result = _unary(c, step["rpc"], engine.substitute(step["request"], env))
                 code, message = "OK", ""

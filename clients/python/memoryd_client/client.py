@@ -339,6 +339,20 @@ class MemoryClient:
         except grpc.RpcError as e:
             raise MemorydError.from_rpc(e) from None
 
+    def stream(
+        self, requests: Iterable[pb.StreamRequest], *, timeout: float | None = None
+    ) -> Iterator[pb.StreamResponse]:
+        """Open a Stream session: responses arrive as ops finish, matched by request_id.
+
+        ``requests`` is read on a thread of grpc's as the daemon takes them (a generator may
+        block to wait for the next op). A failing op is answered with ``error`` set; the
+        session goes on."""
+        call = self._stub.Stream(iter(requests), timeout=timeout, metadata=self._metadata)
+        try:
+            yield from call
+        except grpc.RpcError as e:
+            raise MemorydError.from_rpc(e) from None
+
     def conflicts(self, agent_id: str, *, limit: int = 0) -> pb.ListConflictsResponse:
         return self._call(
             self._stub.ListConflicts,
@@ -513,7 +527,12 @@ class AsyncMemoryClient:
         *,
         timeout: float | None = None,
     ) -> AsyncIterator[pb.StreamResponse]:
-        """Open a Stream session: responses arrive as ops finish, matched by request_id."""
+        """Open a Stream session: responses arrive as ops finish, matched by request_id.
+
+        Known grpcio issue (grpc/grpc#36066): when the daemon refuses the whole session
+        (e.g. UNAUTHENTICATED) while a request is being written, grpcio's asyncio client
+        may report ``INTERNAL: Internal error from Core`` instead; the blocking
+        ``MemoryClient.stream`` reports the daemon's status."""
         call = self._stub.Stream(requests, timeout=timeout, metadata=self._metadata)
         return _stream_errors(call)
 

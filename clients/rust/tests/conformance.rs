@@ -79,10 +79,10 @@ impl Daemon {
     /// Starts memoryd with auth on; returns once it serves (or, with `until_listening`, as
     /// soon as its port is bound while it still loads).
     fn start(token: &str) -> Daemon {
-        Daemon::start_with(token, false)
+        Daemon::start_with(token, false, &[])
     }
 
-    fn start_with(token: &str, until_listening: bool) -> Daemon {
+    fn start_with(token: &str, until_listening: bool, env: &[(&str, String)]) -> Daemon {
         let python = from_env(
             "MEMORYD_PYTHON",
             manifest_dir()
@@ -115,6 +115,9 @@ impl Daemon {
             }
         }
         cmd.env("MEMORYD_AUTH_TOKEN", token);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("running {python} (set MEMORYD_PYTHON?): {e}"));
@@ -550,7 +553,7 @@ async fn run_scenario(clients: &HashMap<&str, Client>, scenario: &Value) -> Resu
 /// it, an idempotent one rides it out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_outlast_a_daemon_that_is_starting() {
-    let daemon = Daemon::start_with("startup-token", true);
+    let daemon = Daemon::start_with("startup-token", true, &[]);
     let impatient = Client::connect(Config {
         retries: 0,
         ..Config::new(daemon.address.clone()).token("startup-token")
@@ -604,4 +607,35 @@ async fn the_deadline_bounds_retries() {
         ["UNAVAILABLE", "DEADLINE_EXCEEDED"].contains(&err.code_name()),
         "{err}"
     );
+}
+
+/// A daemon serving TLS (the test certificate of tests/conformance/tls): a client trusting
+/// the test CA gets answers; a plaintext client gets none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls() {
+    let dir = manifest_dir().join("../../tests/conformance/tls");
+    let file = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let daemon = Daemon::start_with(
+        "tls-token",
+        false,
+        &[("MEMORYD_SERVER__TLS_CERT", file("server.crt")), ("MEMORYD_SERVER__TLS_KEY", file("server.key"))],
+    );
+    let secure = Client::connect(Config {
+        tls: true,
+        tls_ca_pem: Some(std::fs::read(dir.join("ca.crt")).unwrap()),
+        ..Config::new(daemon.address.clone()).token("tls-token")
+    })
+    .await
+    .unwrap();
+    let stats = secure.stats("tls").await.expect("Stats over TLS");
+    assert_eq!(stats.embedding_dim, 384);
+
+    let plain = Client::connect(Config {
+        retries: 0,
+        timeout: Duration::from_secs(5),
+        ..Config::new(daemon.address.clone()).token("tls-token")
+    })
+    .await
+    .unwrap();
+    assert!(plain.stats("tls").await.is_err(), "a plaintext client got an answer from a TLS daemon");
 }

@@ -29,10 +29,6 @@ import dev.memoryd.v1.StoreRequest;
 import dev.memoryd.v1.StreamRequest;
 import dev.memoryd.v1.StreamResponse;
 import dev.memoryd.v1.UpdateRequest;
-import java.io.BufferedReader;
-import java.io.File;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -44,7 +40,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
@@ -67,8 +62,7 @@ class ConformanceTest {
   private static final Pattern INDEX = Pattern.compile("\\[(\\d+|\\*)\\]");
 
   private Map<String, Object> doc;
-  private Process daemon;
-  private Path data;
+  private TestDaemon daemon;
   private final Map<String, MemorydClient> clients = new HashMap<>();
 
   private static String fromEnv(String name, String fallback) {
@@ -117,27 +111,7 @@ class ConformanceTest {
   void startDaemon() throws Exception {
     doc = load();
     String token = (String) doc.get("auth_token");
-    String python =
-        new File(fromEnv("MEMORYD_PYTHON", "../../.venv/bin/python")).getAbsolutePath();
-    data = Files.createTempDirectory("memoryd-java-conformance");
-    ProcessBuilder pb =
-        new ProcessBuilder(
-            python, "-m", "memoryd", "serve", "--listen", "127.0.0.1:0", "--data-dir",
-            data.resolve("data").toString());
-    pb.directory(new File("../.."));
-    pb.environment().keySet().removeIf(k -> k.startsWith("MEMORYD_"));
-    pb.environment().put("MEMORYD_AUTH_TOKEN", token);
-    pb.redirectError(data.resolve("stderr.log").toFile());
-    daemon = pb.start();
-    BufferedReader out =
-        new BufferedReader(new InputStreamReader(daemon.getInputStream(), StandardCharsets.UTF_8));
-    String line = out.readLine();
-    String prefix = "memoryd serving on ";
-    if (line == null || !line.startsWith(prefix)) {
-      daemon.destroyForcibly();
-      fail("memoryd did not serve: " + line + "\n" + Files.readString(data.resolve("stderr.log")));
-    }
-    String address = line.substring(prefix.length()).trim();
+    daemon = new TestDaemon(Map.of("MEMORYD_AUTH_TOKEN", token), false);
     Map<String, String> tokens = new LinkedHashMap<>();
     tokens.put("default", token);
     tokens.put("no_token", null);
@@ -146,7 +120,7 @@ class ConformanceTest {
       clients.put(
           e.getKey(),
           MemorydClient.builder()
-              .address(address)
+              .address(daemon.address)
               .token(e.getValue())
               .timeout(Duration.ofSeconds(30))
               .build());
@@ -157,12 +131,7 @@ class ConformanceTest {
   void stopDaemon() throws Exception {
     clients.values().forEach(MemorydClient::close);
     if (daemon != null) {
-      daemon.destroy(); // SIGTERM
-      if (!daemon.waitFor(30, TimeUnit.SECONDS)) {
-        daemon.destroyForcibly();
-        fail("memoryd did not stop within 30 s of SIGTERM");
-      }
-      assertEquals(0, daemon.exitValue(), "memoryd's exit code");
+      assertEquals(0, daemon.stop(), "memoryd's exit code on SIGTERM");
     }
   }
 
