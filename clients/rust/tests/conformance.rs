@@ -618,7 +618,10 @@ async fn tls() {
     let daemon = Daemon::start_with(
         "tls-token",
         false,
-        &[("MEMORYD_SERVER__TLS_CERT", file("server.crt")), ("MEMORYD_SERVER__TLS_KEY", file("server.key"))],
+        &[
+            ("MEMORYD_SERVER__TLS_CERT", file("server.crt")),
+            ("MEMORYD_SERVER__TLS_KEY", file("server.key")),
+        ],
     );
     let secure = Client::connect(Config {
         tls: true,
@@ -637,5 +640,8 @@ async fn tls() {
     })
     .await
     .unwrap();
-    assert!(plain.stats("tls").await.is_err(), "a plaintext client got an answer from a TLS daemon");
+    assert!(
+        plain.stats("tls").await.is_err(),
+        "a plaintext client got an answer from a TLS daemon"
+    );
 }
