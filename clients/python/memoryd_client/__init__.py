@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memoryd_client._gen.memoryd.v1 import hooks_pb2 as hooks_pb
     from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
     from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
     from memoryd_client.client import (
@@ -32,6 +33,7 @@ __all__ = [
     "AsyncMemoryClient",
     "MemoryClient",
     "MemorydError",
+    "hooks_pb",
     "pb",
     "review_pb",
     "tls_credentials",
@@ -43,6 +45,8 @@ def __getattr__(name: str) -> Any:
     value: Any
     if name == "pb":
         from memoryd_client._gen.memoryd.v1 import memory_pb2 as value
+    elif name == "hooks_pb":
+        from memoryd_client._gen.memoryd.v1 import hooks_pb2 as value
     elif name == "review_pb":
         from memoryd_client._gen.memoryd.v1 import review_pb2 as value
     elif name in ("AsyncMemoryClient", "MemoryClient", "MemorydError", "tls_credentials"):
