@@ -12,7 +12,7 @@ import (
 // While memoryd loads it answers UNAVAILABLE: a call that may not be retried fails with
 // it, an idempotent one rides it out.
 func TestRetriesOutlastADaemonThatIsStarting(t *testing.T) {
-	const token = "startup-token"
+	const token = "startup-token-for-the-tests"
 	address := startDaemon(t, token, true)
 	ctx := context.Background()
 

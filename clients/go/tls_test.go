@@ -19,7 +19,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const token = "tls-token"
+	const token = "tls-token-for-the-tests"
 	address := startDaemon(t, token, false,
 		"MEMORYD_SERVER__TLS_CERT="+filepath.Join(dir, "server.crt"),
 		"MEMORYD_SERVER__TLS_KEY="+filepath.Join(dir, "server.key"))

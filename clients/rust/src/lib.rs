@@ -323,6 +323,7 @@ impl Client {
         self.forget(pb::ForgetRequest {
             agent_id: agent_id.to_string(),
             target,
+            ..Default::default()
         })
         .await
     }
@@ -337,6 +338,7 @@ impl Client {
         self.forget(pb::ForgetRequest {
             agent_id: agent_id.to_string(),
             target,
+            ..Default::default()
         })
         .await
     }
@@ -354,6 +356,7 @@ impl Client {
         let req = pb::GetRequest {
             agent_id: agent_id.to_string(),
             id: id.to_string(),
+            ..Default::default()
         };
         let resp = self
             .call(
@@ -377,9 +380,15 @@ impl Client {
 
     /// Counts of what an agent may read.
     pub async fn stats(&self, agent_id: &str) -> Result<pb::StatsResponse, Error> {
-        let req = pb::StatsRequest {
+        self.stats_with(pb::StatsRequest {
             agent_id: agent_id.to_string(),
-        };
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Stats with every request field, e.g. `daemon_wide` (needs an operator credential).
+    pub async fn stats_with(&self, req: pb::StatsRequest) -> Result<pb::StatsResponse, Error> {
         self.call(&self.memory, true, req, |mut c, r| async move {
             c.stats(r).await
         })
@@ -433,6 +442,7 @@ impl Client {
         let requests = memories.map(move |m| pb::ImportRequest {
             agent_id: agent_id.clone(),
             memory: Some(m),
+            ..Default::default()
         });
         Ok(self.memory.clone().import(requests).await?.into_inner())
     }

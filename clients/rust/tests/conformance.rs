@@ -553,10 +553,10 @@ async fn run_scenario(clients: &HashMap<&str, Client>, scenario: &Value) -> Resu
 /// it, an idempotent one rides it out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_outlast_a_daemon_that_is_starting() {
-    let daemon = Daemon::start_with("startup-token", true, &[]);
+    let daemon = Daemon::start_with("startup-token-for-the-tests", true, &[]);
     let impatient = Client::connect(Config {
         retries: 0,
-        ..Config::new(daemon.address.clone()).token("startup-token")
+        ..Config::new(daemon.address.clone()).token("startup-token-for-the-tests")
     })
     .await
     .unwrap();
@@ -575,7 +575,7 @@ async fn retries_outlast_a_daemon_that_is_starting() {
         retries: 1000,
         max_backoff: Duration::from_millis(500),
         timeout: Duration::from_secs(120),
-        ..Config::new(daemon.address.clone()).token("startup-token")
+        ..Config::new(daemon.address.clone()).token("startup-token-for-the-tests")
     })
     .await
     .unwrap();
@@ -616,7 +616,7 @@ async fn tls() {
     let dir = manifest_dir().join("../../tests/conformance/tls");
     let file = |name: &str| dir.join(name).to_str().unwrap().to_string();
     let daemon = Daemon::start_with(
-        "tls-token",
+        "tls-token-for-the-tests",
         false,
         &[
             ("MEMORYD_SERVER__TLS_CERT", file("server.crt")),
@@ -626,7 +626,7 @@ async fn tls() {
     let secure = Client::connect(Config {
         tls: true,
         tls_ca_pem: Some(std::fs::read(dir.join("ca.crt")).unwrap()),
-        ..Config::new(daemon.address.clone()).token("tls-token")
+        ..Config::new(daemon.address.clone()).token("tls-token-for-the-tests")
     })
     .await
     .unwrap();
@@ -636,7 +636,7 @@ async fn tls() {
     let plain = Client::connect(Config {
         retries: 0,
         timeout: Duration::from_secs(5),
-        ..Config::new(daemon.address.clone()).token("tls-token")
+        ..Config::new(daemon.address.clone()).token("tls-token-for-the-tests")
     })
     .await
     .unwrap();

@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 
 /** While memoryd loads it answers UNAVAILABLE; idempotent calls ride that out with retries. */
 class StartupTest {
-  private static final String TOKEN = "startup-token";
+  private static final String TOKEN = "startup-token-for-the-tests";
 
   @Test
   void retriesOutlastADaemonThatIsStarting() throws Exception {

@@ -18,14 +18,14 @@ class TlsTest {
     File dir = new File("../../tests/conformance/tls").getAbsoluteFile();
     Map<String, String> env =
         Map.of(
-            "MEMORYD_AUTH_TOKEN", "tls-token",
+            "MEMORYD_AUTH_TOKEN", "tls-token-for-the-tests",
             "MEMORYD_SERVER__TLS_CERT", new File(dir, "server.crt").getPath(),
             "MEMORYD_SERVER__TLS_KEY", new File(dir, "server.key").getPath());
     try (TestDaemon daemon = new TestDaemon(env, false)) {
       try (MemorydClient secure =
           MemorydClient.builder()
               .address(daemon.address)
-              .token("tls-token")
+              .token("tls-token-for-the-tests")
               .tls(new File(dir, "ca.crt"))
               .build()) {
         assertEquals(384, secure.stats("tls").getEmbeddingDim());
@@ -33,7 +33,7 @@ class TlsTest {
       try (MemorydClient plain =
           MemorydClient.builder()
               .address(daemon.address)
-              .token("tls-token")
+              .token("tls-token-for-the-tests")
               .retries(0)
               .timeout(Duration.ofSeconds(5))
               .build()) {
