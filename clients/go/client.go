@@ -1,6 +1,7 @@
 // Package memoryd is a Go client for memoryd, the long-term memory daemon for AI agents.
 //
-// One Client serves both services (MemoryService and HookService) over one connection.
+// One Client serves the three services (MemoryService, HookService, ReviewService) over one
+// connection.
 // Requests and responses are the generated messages of package memorydv1. Every call has
 // a deadline (Config.Timeout unless the context already has one); idempotent calls are
 // retried while the daemon starts or restarts (UNAVAILABLE); every failure is an *Error
@@ -60,6 +61,7 @@ type Client struct {
 	conn       *grpc.ClientConn
 	memory     pb.MemoryServiceClient
 	hooks      pb.HookServiceClient
+	review     pb.ReviewServiceClient
 	timeout    time.Duration
 	retries    int
 	maxBackoff time.Duration
@@ -171,6 +173,7 @@ func New(cfg Config) (*Client, error) {
 		conn:       conn,
 		memory:     pb.NewMemoryServiceClient(conn),
 		hooks:      pb.NewHookServiceClient(conn),
+		review:     pb.NewReviewServiceClient(conn),
 		timeout:    timeout,
 		retries:    retries,
 		maxBackoff: maxBackoff,
@@ -270,6 +273,18 @@ func (c *Client) Stats(ctx context.Context, agentID string) (*pb.StatsResponse, 
 // ListConflicts returns the conflict log entries the agent may read.
 func (c *Client) ListConflicts(ctx context.Context, req *pb.ListConflictsRequest) (*pb.ListConflictsResponse, error) {
 	return call(ctx, c, true, req, c.memory.ListConflicts)
+}
+
+// ReviewPrepare returns review proposals (near duplicates, conflicts, stale memories,
+// promotions asked for) over what the agent may read. It changes nothing: retried.
+func (c *Client) ReviewPrepare(ctx context.Context, req *pb.PrepareReviewRequest) (*pb.PrepareReviewResponse, error) {
+	return call(ctx, c, true, req, c.review.Prepare)
+}
+
+// ReviewApply applies approved review items, each re-validated and applied whole. Retried:
+// a second Apply of the same items changes nothing (ALREADY_APPLIED).
+func (c *Client) ReviewApply(ctx context.Context, req *pb.ApplyReviewRequest) (*pb.ApplyReviewResponse, error) {
+	return call(ctx, c, true, req, c.review.Apply)
 }
 
 // BuildContext is the before-prompt hook. Hooks have budgets of their own: never retried.

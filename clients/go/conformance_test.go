@@ -83,7 +83,8 @@ func TestEveryRPCHasAScenario(t *testing.T) {
 		}
 	}
 	var rpcs []string
-	for _, fd := range []protoFile{pb.File_memoryd_v1_memory_proto, pb.File_memoryd_v1_hooks_proto} {
+	for _, fd := range []protoFile{pb.File_memoryd_v1_memory_proto, pb.File_memoryd_v1_hooks_proto,
+		pb.File_memoryd_v1_review_proto} {
 		services := fd.Services()
 		for i := 0; i < services.Len(); i++ {
 			svc := services.Get(i)
@@ -347,6 +348,10 @@ func unary(c *memoryd.Client, rpc string, raw []byte) (any, error) {
 		resp, err = c.BuildContext(ctx, parse(raw, &pb.BuildContextRequest{}))
 	case "HookService.Capture":
 		resp, err = c.Capture(ctx, parse(raw, &pb.CaptureRequest{}))
+	case "ReviewService.Prepare":
+		resp, err = c.ReviewPrepare(ctx, parse(raw, &pb.PrepareReviewRequest{}))
+	case "ReviewService.Apply":
+		resp, err = c.ReviewApply(ctx, parse(raw, &pb.ApplyReviewRequest{}))
 	default:
 		panic("the Go runner does not know " + rpc)
 	}

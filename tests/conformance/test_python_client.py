@@ -16,7 +16,7 @@ import grpc
 import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from memoryd_client import MemoryClient, MemorydError, hooks_pb, pb
+from memoryd_client import MemoryClient, MemorydError, hooks_pb, pb, review_pb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import engine
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 def test_every_rpc_of_the_proto_has_a_scenario() -> None:
     rpcs = {
         f"{svc.name}.{m.name}"
-        for module in (pb, hooks_pb)
+        for module in (pb, hooks_pb, review_pb)
         for svc in module.DESCRIPTOR.services_by_name.values()
         for m in svc.methods
     }
@@ -174,6 +174,10 @@ def _unary(c: MemoryClient, rpc: str, req: dict[str, Any]) -> Any:
     if rpc == "HookService.Capture":
         r = _parse(hooks_pb.CaptureRequest, req)
         return _json(c.capture(r.agent_id, r.messages, session_id=r.session_id, scope=r.scope))
+    if rpc == "ReviewService.Prepare":
+        return _json(c.review_prepare(_parse(review_pb.PrepareReviewRequest, req)))
+    if rpc == "ReviewService.Apply":
+        return _json(c.review_apply(_parse(review_pb.ApplyReviewRequest, req)))
     raise AssertionError(f"the Python runner does not know {rpc}")
 
 

@@ -1,7 +1,7 @@
 //! Rust client for memoryd, the long-term memory daemon for AI agents (tonic + prost).
 //!
-//! One [`Client`] serves both services (MemoryService and HookService) over one HTTP/2
-//! connection. Requests and responses are the generated messages in [`pb`]. Every unary
+//! One [`Client`] serves the three services (MemoryService, HookService, ReviewService) over
+//! one HTTP/2 connection. Requests and responses are the generated messages in [`pb`]. Every unary
 //! call has a deadline (retries included); idempotent calls are retried while the daemon
 //! starts or restarts (`UNAVAILABLE`); every failure is an [`Error`] carrying the gRPC code
 //! and the daemon's message.
@@ -173,12 +173,14 @@ impl tonic::service::Interceptor for Auth {
 type Transport = InterceptedService<Channel, Auth>;
 type MemoryStub = pb::memory_service_client::MemoryServiceClient<Transport>;
 type HookStub = pb::hook_service_client::HookServiceClient<Transport>;
+type ReviewStub = pb::review_service_client::ReviewServiceClient<Transport>;
 
 /// The client. Cheap to clone; clones share the connection.
 #[derive(Clone)]
 pub struct Client {
     memory: MemoryStub,
     hooks: HookStub,
+    review: ReviewStub,
     timeout: Duration,
     retries: u32,
     max_backoff: Duration,
@@ -241,7 +243,11 @@ impl Client {
                 channel.clone(),
                 auth.clone(),
             ),
-            hooks: pb::hook_service_client::HookServiceClient::with_interceptor(channel, auth),
+            hooks: pb::hook_service_client::HookServiceClient::with_interceptor(
+                channel.clone(),
+                auth.clone(),
+            ),
+            review: pb::review_service_client::ReviewServiceClient::with_interceptor(channel, auth),
             timeout: config.timeout,
             retries: config.retries,
             max_backoff: config.max_backoff,
@@ -402,6 +408,30 @@ impl Client {
     ) -> Result<pb::ListConflictsResponse, Error> {
         self.call(&self.memory, true, req, |mut c, r| async move {
             c.list_conflicts(r).await
+        })
+        .await
+    }
+
+    /// Review proposals (ReviewService.Prepare) over what the agent may read: near
+    /// duplicates, conflicts, stale memories, promotions asked for. Changes nothing: retried.
+    pub async fn review_prepare(
+        &self,
+        req: pb::PrepareReviewRequest,
+    ) -> Result<pb::PrepareReviewResponse, Error> {
+        self.call(&self.review, true, req, |mut c, r| async move {
+            c.prepare(r).await
+        })
+        .await
+    }
+
+    /// Applies approved review items (ReviewService.Apply), each re-validated and applied
+    /// whole. Retried: a second Apply of the same items changes nothing (ALREADY_APPLIED).
+    pub async fn review_apply(
+        &self,
+        req: pb::ApplyReviewRequest,
+    ) -> Result<pb::ApplyReviewResponse, Error> {
+        self.call(&self.review, true, req, |mut c, r| async move {
+            c.apply(r).await
         })
         .await
     }

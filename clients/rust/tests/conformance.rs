@@ -269,6 +269,14 @@ async fn unary(c: &Client, rpc: &str, req: &Value) -> Result<Value, Error> {
             "CaptureResponse",
             &c.capture(parse("CaptureRequest", req)).await?,
         ),
+        "ReviewService.Prepare" => to_json(
+            "PrepareReviewResponse",
+            &c.review_prepare(parse("PrepareReviewRequest", req)).await?,
+        ),
+        "ReviewService.Apply" => to_json(
+            "ApplyReviewResponse",
+            &c.review_apply(parse("ApplyReviewRequest", req)).await?,
+        ),
         other => panic!("the Rust runner does not know {other}"),
     })
 }

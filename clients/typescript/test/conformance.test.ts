@@ -47,6 +47,13 @@ import {
   UpdateRequestSchema,
   UpdateResponseSchema,
 } from "../src/gen/memoryd/v1/memory_pb.js";
+import {
+  ApplyReviewRequestSchema,
+  ApplyReviewResponseSchema,
+  PrepareReviewRequestSchema,
+  PrepareReviewResponseSchema,
+  ReviewService,
+} from "../src/gen/memoryd/v1/review_pb.js";
 import { startDaemon, type Daemon } from "./daemon.js";
 
 type Json = JsonValue | undefined;
@@ -73,9 +80,11 @@ const scenarioPath =
 const doc = JSON.parse(readFileSync(scenarioPath, "utf8")) as { auth_token: string; scenarios: Scenario[] };
 
 describe("conformance: every RPC has a scenario", () => {
-  it("covers each method of MemoryService and HookService", () => {
+  it("covers each method of MemoryService, HookService and ReviewService", () => {
     const covered = new Set(doc.scenarios.flatMap((s) => s.steps.map((st) => st.rpc)));
-    const rpcs = [MemoryService, HookService].flatMap((svc) => svc.methods.map((m) => `${svc.name}.${m.name}`));
+    const rpcs = [MemoryService, HookService, ReviewService].flatMap((svc) =>
+      svc.methods.map((m) => `${svc.name}.${m.name}`),
+    );
     assert.ok(rpcs.length > 0);
     assert.deepEqual(rpcs.filter((r) => !covered.has(r)), [], "RPCs without a conformance scenario");
     assert.deepEqual([...covered].filter((r) => !rpcs.includes(r)), [], "scenarios name RPCs the proto lacks");
@@ -183,6 +192,10 @@ async function unary(c: MemorydClient, rpc: string, req: JsonValue): Promise<Jso
       return json(BuildContextResponseSchema, await c.buildContext(fromJson(BuildContextRequestSchema, req)));
     case "HookService.Capture":
       return json(CaptureResponseSchema, await c.capture(fromJson(CaptureRequestSchema, req)));
+    case "ReviewService.Prepare":
+      return json(PrepareReviewResponseSchema, await c.reviewPrepare(fromJson(PrepareReviewRequestSchema, req)));
+    case "ReviewService.Apply":
+      return json(ApplyReviewResponseSchema, await c.reviewApply(fromJson(ApplyReviewRequestSchema, req)));
     default:
       throw new Error(`the TypeScript runner does not know ${rpc}`);
   }

@@ -1,5 +1,7 @@
 package dev.memoryd.client;
 
+import dev.memoryd.v1.ApplyReviewRequest;
+import dev.memoryd.v1.ApplyReviewResponse;
 import dev.memoryd.v1.BuildContextRequest;
 import dev.memoryd.v1.BuildContextResponse;
 import dev.memoryd.v1.CaptureRequest;
@@ -17,8 +19,11 @@ import dev.memoryd.v1.ListRequest;
 import dev.memoryd.v1.ListResponse;
 import dev.memoryd.v1.Memory;
 import dev.memoryd.v1.MemoryServiceGrpc;
+import dev.memoryd.v1.PrepareReviewRequest;
+import dev.memoryd.v1.PrepareReviewResponse;
 import dev.memoryd.v1.RecallRequest;
 import dev.memoryd.v1.RecallResponse;
+import dev.memoryd.v1.ReviewServiceGrpc;
 import dev.memoryd.v1.StatsRequest;
 import dev.memoryd.v1.StatsResponse;
 import dev.memoryd.v1.StoreRequest;
@@ -51,7 +56,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 
 /**
- * The memoryd client: one object for MemoryService and HookService over one connection.
+ * The memoryd client: one object for MemoryService, HookService and ReviewService over one
+ * connection.
  *
  * <p>Every unary call has a deadline (retries included); idempotent calls are retried while
  * the daemon starts or restarts (UNAVAILABLE); every failure is a {@link MemorydException}
@@ -70,6 +76,7 @@ public final class MemorydClient implements AutoCloseable {
   private final MemoryServiceGrpc.MemoryServiceBlockingStub memory;
   private final MemoryServiceGrpc.MemoryServiceStub memoryAsync;
   private final HookServiceGrpc.HookServiceBlockingStub hooks;
+  private final ReviewServiceGrpc.ReviewServiceBlockingStub review;
   private final Duration timeout;
   private final int retries;
   private final Duration maxBackoff;
@@ -101,6 +108,7 @@ public final class MemorydClient implements AutoCloseable {
     this.memory = MemoryServiceGrpc.newBlockingStub(channel);
     this.memoryAsync = MemoryServiceGrpc.newStub(channel);
     this.hooks = HookServiceGrpc.newBlockingStub(channel);
+    this.review = ReviewServiceGrpc.newBlockingStub(channel);
     this.timeout = b.timeout;
     this.retries = b.retries;
     this.maxBackoff = b.maxBackoff;
@@ -263,6 +271,22 @@ public final class MemorydClient implements AutoCloseable {
   /** The conflict log entries the agent may read. */
   public ListConflictsResponse listConflicts(ListConflictsRequest request) {
     return call(memory, true, request, (s, r) -> s.listConflicts(r));
+  }
+
+  /**
+   * Review proposals (ReviewService.Prepare) over what the agent may read: near duplicates,
+   * conflicts, stale memories, promotions asked for. Changes nothing: retried.
+   */
+  public PrepareReviewResponse reviewPrepare(PrepareReviewRequest request) {
+    return call(review, true, request, (s, r) -> s.prepare(r));
+  }
+
+  /**
+   * Applies approved review items (ReviewService.Apply), each re-validated and applied whole.
+   * Retried: a second Apply of the same items changes nothing (ALREADY_APPLIED).
+   */
+  public ApplyReviewResponse reviewApply(ApplyReviewRequest request) {
+    return call(review, true, request, (s, r) -> s.apply(r));
   }
 
   /** The before-prompt hook. Hooks have budgets of their own: never retried. */

@@ -11,6 +11,7 @@ import com.google.protobuf.Descriptors.MethodDescriptor;
 import com.google.protobuf.Descriptors.ServiceDescriptor;
 import com.google.protobuf.Message;
 import com.google.protobuf.util.JsonFormat;
+import dev.memoryd.v1.ApplyReviewRequest;
 import dev.memoryd.v1.BuildContextRequest;
 import dev.memoryd.v1.CaptureRequest;
 import dev.memoryd.v1.ExportRequest;
@@ -23,7 +24,9 @@ import dev.memoryd.v1.ListConflictsRequest;
 import dev.memoryd.v1.ListRequest;
 import dev.memoryd.v1.Memory;
 import dev.memoryd.v1.MemoryOuterClass;
+import dev.memoryd.v1.PrepareReviewRequest;
 import dev.memoryd.v1.RecallRequest;
+import dev.memoryd.v1.Review;
 import dev.memoryd.v1.StatsRequest;
 import dev.memoryd.v1.StoreRequest;
 import dev.memoryd.v1.StreamRequest;
@@ -91,7 +94,8 @@ class ConformanceTest {
       }
     }
     Set<String> rpcs = new TreeSet<>();
-    for (FileDescriptor fd : List.of(MemoryOuterClass.getDescriptor(), Hooks.getDescriptor())) {
+    for (FileDescriptor fd : List.of(
+        MemoryOuterClass.getDescriptor(), Hooks.getDescriptor(), Review.getDescriptor())) {
       for (ServiceDescriptor svc : fd.getServices()) {
         for (MethodDescriptor m : svc.getMethods()) {
           rpcs.add(svc.getName() + "." + m.getName());
@@ -233,6 +237,10 @@ class ConformanceTest {
         return toJson(c.buildContext(parse(req, BuildContextRequest.newBuilder()).build()));
       case "HookService.Capture":
         return toJson(c.capture(parse(req, CaptureRequest.newBuilder()).build()));
+      case "ReviewService.Prepare":
+        return toJson(c.reviewPrepare(parse(req, PrepareReviewRequest.newBuilder()).build()));
+      case "ReviewService.Apply":
+        return toJson(c.reviewApply(parse(req, ApplyReviewRequest.newBuilder()).build()));
       default:
         throw new AssertionError("the Java runner does not know " + rpc);
     }
