@@ -31,7 +31,7 @@ from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memoryd_client._gen.memoryd.v1 import hooks_pb2, memory_pb2
+from memoryd_client._gen.memoryd.v1 import hooks_pb2, memory_pb2, review_pb2
 
 pytestmark = pytest.mark.fuzz
 
@@ -48,7 +48,7 @@ TIMEOUT = 60.0
 
 METHODS: list[d.MethodDescriptor] = [
     method
-    for module in (memory_pb2, hooks_pb2)
+    for module in (memory_pb2, hooks_pb2, review_pb2)
     for service in module.DESCRIPTOR.services_by_name.values()
     for method in service.methods
 ]
