@@ -736,7 +736,14 @@ class ReviewService:
         ):
             return result(Outcome.REFUSED, problem)
         if copy is None:
-            twin = self.store.find_by_hash(a.target_scope, target.content_hash)
+            # Only where the caller may read: in a write-only scope (a drop box) the answer
+            # "already holds this text" would reveal what others put there (as Store never
+            # answers DUPLICATE there either).
+            twin = (
+                self.store.find_by_hash(a.target_scope, target.content_hash)
+                if a.target_scope in access.read
+                else None
+            )
             if twin is not None:
                 return result(
                     Outcome.CONFLICT, f"{a.target_scope} already holds this text ({twin.id})"

@@ -317,3 +317,40 @@ def test_the_access_log_names_who_did_what_but_never_the_text(secured, as_key):
     assert "principal=gw-a" in line and "rpc=Store" in line and "code=OK" in line
     assert secret_text not in secured.log_path.read_text()
     assert KEYS["gw-a"] not in secured.log_path.read_text()
+
+
+def test_a_review_promotion_into_a_write_only_scope_reveals_nothing_there(secured, as_key):
+    from memoryd_client import review_pb
+
+    main, mallory = as_key("main"), as_key("mallory")
+    text = f"The launch password is {uuid.uuid4().hex[:10]}."
+    theirs = main.store("main", text, scope=BOX).memory
+    mine = mallory.store("mallory", text, metadata={"asserted_by": "user"}).memory
+    prepared = mallory.review_prepare(
+        review_pb.PrepareReviewRequest(
+            agent_id="mallory",
+            kinds=[review_pb.REVIEW_KIND_PROMOTION],
+            promotions=[review_pb.PromotionAsk(memory_id=mine.id, target_scope=BOX)],
+        )
+    )
+    (item,) = [i for i in prepared.items if i.kind == review_pb.REVIEW_KIND_PROMOTION]
+    assert theirs.id not in str(prepared)
+    applied = mallory.review_apply(
+        review_pb.ApplyReviewRequest(
+            agent_id="mallory",
+            items=[
+                review_pb.ApprovedItem(
+                    item_id=item.item_id,
+                    kind=item.kind,
+                    action=item.action,
+                    hashes=[review_pb.MemoryHash(id=m.id, hash=m.hash) for m in item.memories],
+                    approval=review_pb.APPROVAL_ITEM,
+                )
+            ],
+        )
+    )
+    # The same text already in the drop box is not "already held (<its id>)": that would
+    # tell mallory what others put where she may only write.
+    assert applied.results[0].outcome == review_pb.APPLY_OUTCOME_APPLIED, applied
+    assert theirs.id not in str(applied)
+    assert main.get("main", theirs.id).text == text
