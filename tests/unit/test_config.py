@@ -104,3 +104,12 @@ def test_the_readme_settings_file_loads_as_printed(tmp_path: Path) -> None:
     assert s.auth.keys_file is None and s.server.tls_client_ca is None
     assert s.server.insecure is False and s.auth.access_log is False
     assert s.policy.to_policy().access("ops").write == {"agent:ops", "global"}
+
+
+def test_vault_settings_never_stop_the_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vault is the CLI's business: a bad or unknown [vault] value must not keep memory
+    from starting (memoryd vault doctor reports it)."""
+    monkeypatch.setenv("MEMORYD_VAULT__ENABLED", "maybe")
+    monkeypatch.setenv("MEMORYD_VAULT__AGNET", "main")
+    s = load_settings()
+    assert s.listen == "127.0.0.1:50051"
