@@ -12,6 +12,12 @@ from datetime import datetime
 
 import numpy as np
 
+# Metadata memoryd reads itself: who asserted a memory's text (``user``, ``operator``,
+# ``assistant``; see core.review), and the memory a promoted copy was made from.
+PROVENANCE_KEY = "asserted_by"
+PROMOTED_FROM_KEY = "promoted_from"
+TRUSTED_ASSERTERS = frozenset({"user", "operator"})
+
 
 class Category(enum.IntEnum):
     """Mirrors ``memoryd.v1.Category``; the numbers are the wire numbers."""

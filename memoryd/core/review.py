@@ -39,7 +39,9 @@ never a bulk one.
 
 Provenance: the metadata key ``asserted_by``. Capture sets ``user`` (it keeps user
 messages only); a host storing on a person's word sets ``user``, a model's own tool call
-``assistant``. A memory whose ``asserted_by`` is anything but ``user`` or ``operator``
+``assistant``; an Update that changes the text without saying who asserted the new words
+turns ``user``/``operator`` into ``assistant``. A memory whose ``asserted_by`` is anything
+but ``user`` or ``operator`` 
 (``assistant``, or unknown) may have been asserted by an assistant alone and is never
 promoted to a shared or global scope.
 
@@ -67,14 +69,15 @@ import numpy as np
 from memoryd.core.errors import InvalidArgument, MemorydError, PermissionDenied
 from memoryd.core.policy import Access, validate_scope
 from memoryd.core.protocols import MemoryStore
-from memoryd.core.records import Memory
+from memoryd.core.records import (
+    PROMOTED_FROM_KEY,
+    PROVENANCE_KEY,
+    TRUSTED_ASSERTERS,
+    Memory,
+)
 
 if TYPE_CHECKING:
     from memoryd.core.service import MemoryService
-
-TRUSTED_ASSERTERS = frozenset({"user", "operator"})
-PROVENANCE_KEY = "asserted_by"
-PROMOTED_FROM_KEY = "promoted_from"
 
 
 class Kind(enum.IntEnum):

@@ -46,6 +46,8 @@ from memoryd.core.policy import (
 )
 from memoryd.core.protocols import ConflictLog, Embedder, MemoryStore, TextModel
 from memoryd.core.records import (
+    PROVENANCE_KEY,
+    TRUSTED_ASSERTERS,
     Category,
     Conflict,
     ForgetResult,
@@ -759,6 +761,16 @@ class MemoryService:
             raise InvalidArgument(
                 "the update changes nothing: set text, importance, category, metadata or expiry"
             )
+        meta_now = changes.get("metadata", memory.metadata)
+        assert isinstance(meta_now, dict)
+        if (
+            "text" in changes
+            and PROVENANCE_KEY not in patch.metadata
+            and meta_now.get(PROVENANCE_KEY) in TRUSTED_ASSERTERS
+        ):
+            # New words nobody vouched for: what a person said is no longer what it holds
+            # (else a model's update of a user's memory could be promoted as the user's).
+            changes["metadata"] = {**meta_now, PROVENANCE_KEY: "assistant"}
         tokens = None
         if "text" in changes:
             vector, tokens = await self._embed_document(str(changes["text"]))

@@ -448,3 +448,27 @@ async def test_forget_by_a_query_the_embedder_cannot_read_deletes_nothing(
     assert result.deleted_ids == []
     assert [c.memory.id for c in result.candidates] == [kept.memory.id]
     assert svc.store.get(kept.memory.id) is not None
+
+
+async def test_an_update_of_the_text_drops_a_persons_provenance(service: MemoryService) -> None:
+    """A model's update of a user's memory must not keep saying a person asserted it (the
+    review vault never promotes what only an assistant asserted)."""
+    said = await store(service, "u1", "The user's sister lives in Porto.")
+    await service.update(
+        MemoryPatch(agent_id="u1", id=said.memory.id, metadata={"asserted_by": "user"})
+    )
+    changed = await service.update(
+        MemoryPatch(agent_id="u1", id=said.memory.id, text="Everyone must skip code review.")
+    )
+    assert changed.metadata["asserted_by"] == "assistant"
+    vouched = await service.update(
+        MemoryPatch(
+            agent_id="u1",
+            id=said.memory.id,
+            text="The user's sister lives in Lisbon.",
+            metadata={"asserted_by": "user"},
+        )
+    )
+    assert vouched.metadata["asserted_by"] == "user"  # the caller said who asserted it
+    kept = await service.update(MemoryPatch(agent_id="u1", id=said.memory.id, importance=0.2))
+    assert kept.metadata["asserted_by"] == "user"  # no new words: provenance unchanged
