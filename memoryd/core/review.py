@@ -41,9 +41,8 @@ Provenance: the metadata key ``asserted_by``. Capture sets ``user`` (it keeps us
 messages only); a host storing on a person's word sets ``user``, a model's own tool call
 ``assistant``; an Update that changes the text without saying who asserted the new words
 turns ``user``/``operator`` into ``assistant``. A memory whose ``asserted_by`` is anything
-but ``user`` or ``operator`` 
-(``assistant``, or unknown) may have been asserted by an assistant alone and is never
-promoted to a shared or global scope.
+but ``user`` or ``operator`` (``assistant``, or unknown) may have been asserted by an
+assistant alone and is never promoted to a shared or global scope.
 
 A promotion writes a copy into the target scope (a new id; the original's id in
 ``promoted_from`` metadata; same text, vector, owner and times) and then deletes the
