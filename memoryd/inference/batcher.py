@@ -10,7 +10,8 @@ Recall queries go ahead of Store texts: a Recall sits on an agent's turn, and a 
 documents would otherwise hold it back for tens of milliseconds. But a Store text that
 has waited ``doc_max_wait`` (50 ms) goes next whatever is queued, so a steady stream of
 Recalls cannot starve Stores (measured with 32 clients at 90/10 before this rule: Store
-p99 1-3.7 s). Runs stay small (4 by
+p99 1-3.7 s), and never twice in a row while queries wait, so a flood of Stores cannot
+starve Recalls either. Runs stay small (4 by
 default): on this class of CPU (2 cores, AVX2) runs of 4 short texts gave the most texts
 per second, longer runs 10-25% fewer on an idle machine and up to 5x fewer on a busy one
 (bench/RESULTS.md), and a long run only makes the next query wait longer.
@@ -145,6 +146,7 @@ class BatchingEmbedder:
         self._cond = threading.Condition()
         self._queries = _FairQueue()
         self._docs = _FairQueue()
+        self._docs_last = False  # the last run taken was of Store texts
         self._stopping = False
         self._max_queue = max_queue
         self._cache = _LRU(cache_size)
@@ -241,12 +243,18 @@ class BatchingEmbedder:
                     return None
                 self._cond.wait()
             now = time.monotonic()
+            # A Store text that waited doc_max_wait goes next, but never twice in a row
+            # while queries wait: under a backlog of Stores the oldest has always waited
+            # that long, and queries (every tenant's Recall) would wait for the whole
+            # backlog (measured: one Recall 16 s behind a flood of Stores).
             docs_due = bool(self._docs) and (
-                not self._queries or now - self._docs.oldest() >= self.doc_max_wait
+                not self._queries
+                or (now - self._docs.oldest() >= self.doc_max_wait and not self._docs_last)
             )
             source, limit = (
                 (self._docs, self.doc_batch) if docs_due else (self._queries, self.max_batch)
             )
+            self._docs_last = docs_due
             jobs, expired = source.take(limit, now)
         for j in expired:
             j.loop.call_soon_threadsafe(

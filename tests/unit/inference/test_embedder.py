@@ -247,3 +247,24 @@ async def test_texts_whose_callers_gave_up_are_dropped_not_computed() -> None:
         assert not any("nobody waits for this" in r for r in fake.runs)
     finally:
         embedder.close()
+
+
+async def test_a_flood_of_store_texts_does_not_hold_back_a_query() -> None:
+    """Store texts that waited go first, but runs alternate while queries wait: a query
+    waits for at most one run of documents, not for the whole backlog."""
+    fake = _GatedModel()
+    embedder = BatchingEmbedder(lambda: fake, workers=1, doc_batch=4, doc_max_wait=0.0)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        first = asyncio.ensure_future(embedder.embed_one("doc 0"))
+        assert await asyncio.to_thread(fake.started.wait, 10)
+        docs = [asyncio.ensure_future(embedder.embed_one(f"doc {i}")) for i in range(1, 41)]
+        query = asyncio.ensure_future(embedder.embed_query("where is the query?"))
+        await asyncio.sleep(0.05)  # every document has waited longer than doc_max_wait
+        fake.gate.set()
+        await asyncio.gather(first, query, *docs)
+        at = next(i for i, run in enumerate(fake.runs) if "where is the query?" in run)
+        assert at <= 2, fake.runs[: at + 1]  # after at most one run of documents
+        assert sum(len(r) for r in fake.runs) == 42
+    finally:
+        embedder.close()
