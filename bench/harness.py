@@ -304,8 +304,10 @@ def report(args: argparse.Namespace, title: str, sections: Sequence[str]) -> Non
 
 
 def stats(address: str, agent_id: str) -> pb.StatsResponse:
+    """Daemon-wide Stats (rows and index of every agent): the benchmarks' daemons run with
+    auth off, where the local caller is an operator."""
     with MemoryClient(address, timeout=120.0) as c:
-        return c.stats(agent_id)
+        return c.stats(agent_id, daemon_wide=True)
 
 
 # -- the Stream RPC -----------------------------------------------------------------
@@ -401,6 +403,7 @@ async def bulk_store(
     clients: int = 8,
     pipeline: int = 32,
     label: str = "stored",
+    token: str | None = None,
 ) -> BulkResult:
     """Store every (agent_id, text) through ``clients`` Streams, ``pipeline`` ops in flight
     on each. Returns what was acknowledged; failures are counted by status code name."""
@@ -432,7 +435,7 @@ async def bulk_store(
                 last_note = now
                 log(f"{label} {done}/{len(items)} ({done / (now - started):.0f}/s)")
 
-    conns = [AsyncMemoryClient(address, retries=0) for _ in range(clients)]
+    conns = [AsyncMemoryClient(address, retries=0, token=token) for _ in range(clients)]
     sessions = [StreamSession(c) for c in conns]
     try:
         await asyncio.gather(*(worker(s) for s in sessions for _ in range(pipeline)))
