@@ -59,6 +59,7 @@ import hashlib
 import multiprocessing
 import os
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -75,6 +76,7 @@ from typing import Any
 import corpus
 import grpc
 import harness
+from google.protobuf import unknown_fields
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memoryd_client import AsyncMemoryClient, MemorydError, pb
 from memoryd_client._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, memory_pb2_grpc
@@ -84,7 +86,10 @@ OUTCOME = {pb.STORE_OUTCOME_CREATED: "CREATED", pb.STORE_OUTCOME_DUPLICATE: "DUP
 
 
 def short(message: str, n: int = 110) -> str:
+    """One line, without the parts that differ call by call (incident ids, ports)."""
     message = " ".join(message.split())
+    message = re.sub(r"incident [0-9a-f]+", "incident <id>", message)
+    message = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", message)
     return message if len(message) <= n else message[: n - 3] + "..."
 
 
@@ -300,12 +305,12 @@ def scalar_fields(message: Any) -> str:
     """The set scalar fields of a message (whatever this client's stubs know of it)."""
     parts = []
     for fd, value in message.ListFields():
-        if fd.label == fd.LABEL_REPEATED:
-            continue
+        if not isinstance(value, int | float | str | bool):
+            continue  # maps and repeated fields
         parts.append(f"{fd.name}={value:.0f}" if isinstance(value, float) else f"{fd.name}={value}")
-    unknown = message.UnknownFields() if hasattr(message, "UnknownFields") else ()
+    unknown = len(unknown_fields.UnknownFieldSet(message))
     if unknown:
-        parts.append(f"{len(unknown)} fields unknown to these stubs")
+        parts.append(f"{unknown} fields unknown to these stubs")
     return ", ".join(parts)
 
 
@@ -314,9 +319,11 @@ def log_counts(daemon: harness.Daemon) -> str:
     text = daemon.log_text()
     lines = text.splitlines()
     errors = sum(1 for line in lines if " ERROR " in line or '"ERROR"' in line)
+    first = next((line for line in lines if " ERROR " in line or '"ERROR"' in line), "")
     return (
         f"{len(lines)} lines, {errors} ERROR, {text.count('Traceback')} tracebacks, "
         f"{text.lower().count('no space left')} 'no space left'"
+        + (f"; first ERROR: `{short(first, 200)}`" if first else "")
     )
 
 
@@ -598,12 +605,12 @@ def scenario_diskfull(args: argparse.Namespace) -> list[str]:
             probes = asyncio.run(while_full(address, agents, att, texts))
             notes += probes
             recovered = asyncio.run(recover(args, address, mnt, agents, texts, att, notes))
+            logs = log_counts(daemon)
             code = daemon.stop()
             notes.append(["SIGTERM", f"exit {code}", "", ""])
             restart = start(daemon)
             ck = asyncio.run(check_after_restart(daemon.address, att, agents))
             rows_now = asyncio.run(daemon_rows(daemon.address))
-            logs = log_counts(daemon)
         finally:
             daemon.stop()
     by_code = Counter(code for _, _, _, code in att.calls)
@@ -620,7 +627,7 @@ def scenario_diskfull(args: argparse.Namespace) -> list[str]:
         f"{ck.replay_same}/{ck.acked}, other id {len(ck.replay_other)}, "
         f"{ck.unacked_committed} unanswered yet stored, rows of the run {ck.rows}, "
         f"daemon rows {rows_now}" + (f"; problems: {ck.problems()}" if not ck.ok else ""),
-        f"the log of the restarted run: {logs}",
+        f"the daemon's log while the disk filled and came back: {logs}",
     ]
     return [
         f"tmpfs of {args.disk_mib} MiB, {args.headroom_mib} MiB left free by a ballast file; "
@@ -795,7 +802,7 @@ def scenario_sigterm(args: argparse.Namespace) -> list[str]:
     lo, hi = (float(x) for x in args.kill_after.split("-"))
     texts = corpus.memories(args.seed)
     rows: list[list[object]] = []
-    phases: Counter[tuple[str, str]] = Counter()
+    phases: Counter[tuple[str, str, str]] = Counter()
     messages: Counter[str] = Counter()
     with workspace(args) as base:
         daemon = new_daemon(base, args.data_dir or base / "data")
@@ -847,14 +854,14 @@ def scenario_sigterm(args: argparse.Namespace) -> list[str]:
                 asyncio.run(load())
                 code = daemon.stop()
                 t_term = term[0]
-                for t0, t1, _kind, status in att.calls:
+                for t0, t1, kind, status in att.calls:
                     if t1 < t_term:
                         phase = "answered before the signal"
                     elif t0 < t_term:
                         phase = "in flight at the signal"
                     else:
                         phase = "sent after the signal"
-                    phases[(phase, status)] += 1
+                    phases[(phase, kind.split()[0], status)] += 1
                 messages.update(att.messages)
                 restart = start(daemon)
                 ck = asyncio.run(check_after_restart(daemon.address, att, agents))
@@ -884,10 +891,10 @@ def scenario_sigterm(args: argparse.Namespace) -> list[str]:
             daemon.stop()
     phase_rows = []
     for phase in ("answered before the signal", "in flight at the signal", "sent after the signal"):
-        got = Counter({status: n for (p, status), n in phases.items() if p == phase})
-        phase_rows.append(
-            [phase, got.get("OK", 0), codes(Counter({k: v for k, v in got.items() if k != "OK"}))]
-        )
+        for via in ("Stream", "unary"):
+            got = Counter({st: n for (p, v, st), n in phases.items() if (p, v) == (phase, via)})
+            errors = codes(Counter({k: v for k, v in got.items() if k != "OK"}))
+            phase_rows.append([phase, via, got.get("OK", 0), errors])
     return [
         f"{args.streams} Streams x {args.pipeline} keyed Stores in flight plus "
         f"{args.unary_clients} unary clients (keyed Store / Recall alternating), SIGTERM "
@@ -912,7 +919,7 @@ def scenario_sigterm(args: argparse.Namespace) -> list[str]:
             ),
             rows,
         ),
-        harness.table(("calls", "OK", "errors by code"), phase_rows),
+        harness.table(("calls", "via", "OK", "errors by code"), phase_rows),
         harness.table(
             ("status: message", "count"), sorted(messages.items(), key=lambda kv: -kv[1])
         ),
