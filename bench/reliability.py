@@ -39,9 +39,10 @@ p50/p99 and the daemon's RSS (flat = no leak) and rows.
 (``tenant-b-*``); B makes one Recall at a time (a distinct query each, so each is embedded;
 ``--b-interval`` between calls) while idle, then while ``--flood-streams`` (200) Streams of
 key A, in another process, flood Recalls and Stores (``--flood-pipeline`` ops in flight
-each) for ``--duration`` (60 s here); done twice: with ``[limits]`` off and with
-``MEMORYD_LIMITS__REQUESTS_PER_SECOND=--rate`` (per credential). Reported: B's p50/p99 idle
-and under the flood, the ratio of the p99s (target: at most 2), A's throughput.
+each) for ``--duration`` (60 s here); done with ``[limits]`` off, then (restarted on the
+same data) with ``MEMORYD_LIMITS__REQUESTS_PER_SECOND`` at each of ``--rates`` (100,25; per
+credential). Reported: B's p50/p99 idle and under the flood, the ratio of the p99s (target:
+at most 2), A's throughput.
 
     python bench/reliability.py --scenario kill9 --rounds 200
     python bench/reliability.py --scenario diskfull
@@ -1318,13 +1319,9 @@ def scenario_fairness(args: argparse.Namespace) -> list[str]:
         keys = write_keys(base / "keys.toml")
         data = args.data_dir or base / "data"
         configs = [("[limits] off", {})]
-        if args.rate:
-            configs.append(
-                (
-                    f"requests_per_second={args.rate:g}",
-                    {"MEMORYD_LIMITS__REQUESTS_PER_SECOND": f"{args.rate:g}"},
-                )
-            )
+        for rate in (float(x) for x in args.rates.split(",") if x.strip()):
+            env = {"MEMORYD_LIMITS__REQUESTS_PER_SECOND": f"{rate:g}"}
+            configs.append((f"requests_per_second={rate:g}", env))
         for i, (label, extra) in enumerate(configs):
             env = {"MEMORYD_AUTH__KEYS_FILE": str(base / "keys.toml"), **extra}
             daemon = new_daemon(base, data, env)
@@ -1505,7 +1502,7 @@ def main() -> None:
     p.add_argument("--flood-streams", type=int, default=200)
     p.add_argument("--flood-pipeline", type=int, default=2, help="ops in flight per flood Stream")
     p.add_argument(
-        "--rate", type=float, default=100.0, help="fairness: requests/s per key (0 = skip)"
+        "--rates", default="100,25", help="fairness: requests/s per key, one run each ('' = none)"
     )
     p.add_argument(
         "--b-interval", type=float, default=0.05, help="fairness: B's pause between calls"
