@@ -524,11 +524,14 @@ def scenario_kill9(args: argparse.Namespace) -> list[str]:
     ]
 
 
-async def read_back(address: str, acked: list[tuple[Item, str]]) -> tuple[list[str], int]:
+async def read_back(
+    address: str, acked: list[tuple[Item, str]], *, retries: int = 6
+) -> tuple[list[str], int]:
+    """Get every (item, id): the ids missing (with their code), and how many differ."""
     lost: list[str] = []
     differs = 0
     sem = asyncio.Semaphore(32)
-    async with AsyncMemoryClient(address, timeout=120.0, retries=6) as c:
+    async with AsyncMemoryClient(address, timeout=120.0, retries=retries) as c:
 
         async def one(item: Item, id_: str) -> None:
             nonlocal differs
@@ -704,7 +707,8 @@ async def while_full(
         except MemorydError as e:
             answer = f"{e.code.name}: {short(e.message)}"
         out.append(["full", "Recall", "", answer])
-    lost, differs = await read_back(address, [(att.sent[k], v[0]) for k, v in att.acked.items()])
+    acked = [(att.sent[k], v[0]) for k, v in att.acked.items()]
+    lost, differs = await read_back(address, acked, retries=0)
     out.append(
         [
             "full",
