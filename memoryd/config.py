@@ -30,12 +30,12 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from memoryd.api.limits import RateLimits
 from memoryd.core.capture import CaptureConfig
 from memoryd.core.context import DEFAULT_FORCE_PHRASES, ContextConfig
 from memoryd.core.errors import ConfigError
 from memoryd.core.hooks import HookSettings
 from memoryd.core.policy import AccessPolicy, AgentAccess
+from memoryd.core.principals import RateLimits
 from memoryd.core.retrieval import Fusion, Rerank, RetrievalConfig
 
 
@@ -91,6 +91,11 @@ class EmbedderSettings(_Section):
         description="Identity recorded in the store. Empty = 'all-MiniLM-L6-v2-int8' for "
         "the built-in model, else the model directory's name; to that default name "
         "'-dynq8' is appended when the daemon quantises the model.",
+    )
+    languages: list[str] | None = Field(
+        None,
+        description="ISO 639-1 codes of the languages the embedding model was trained on; "
+        '[] = every language. Unset = ["en"] for the built-in MiniLM, [] for model_dir',
     )
     quantize: Literal["auto", "int8", "none"] = Field(
         "auto",
@@ -151,6 +156,22 @@ class StoreSettings(_Section):
 class RecallSettings(_Section):
     default_limit: int = Field(5, ge=1, le=100)
     max_limit: int = Field(100, ge=1, le=1000)
+    timezone: str = Field(
+        "UTC",
+        description='IANA time zone that time expressions in queries ("yesterday") are '
+        "resolved in when a request names none",
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise ValueError(f"{value!r} is not an IANA time zone (e.g. Europe/Berlin)") from None
+        return value
 
 
 class RetrievalSettings(_Section):
@@ -177,7 +198,27 @@ class RetrievalSettings(_Section):
     rerank_timeout_ms: float = Field(200.0, gt=0.0)
     pool_min: int = Field(20, ge=1, le=1000)
     pool_factor: int = Field(2, ge=1, le=20)
-    analyzer_language: str = Field("english", description="Snowball stemmer for BM25")
+    analyzer_language: str = Field(
+        "english",
+        description="BM25 analysis of Latin-script text whose language the detector is unsure "
+        "of (short chat lines); every other text is analysed in its detected language. An "
+        "ISO 639-1 code or a Snowball name",
+    )
+    foreign_dense_trust: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="share of vector_weight (and of a model reranker's weight) kept for a "
+        "query in a language the embedder was not trained on (embedder.languages); 1 when "
+        "the lexical leg finds nothing",
+    )
+    time_boost: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="added to the fused score of memories created in the window a time "
+        'expression of the query names ("last week", "letzte Woche", "上周"); 0 = off',
+    )
     token_vectors: bool = Field(
         False,
         description="store each memory's token vectors for late-interaction reranking "

@@ -22,6 +22,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
+from zoneinfo import ZoneInfo
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -37,6 +38,7 @@ from memoryd.api.servicer import HookServicer, MemoryServicer
 from memoryd.config import Settings
 from memoryd.core.errors import ConfigError
 from memoryd.core.hooks import HookService
+from memoryd.core.language import warm_up as warm_up_language_detector
 from memoryd.core.lifecycle import MergeSettings, TtlSettings
 from memoryd.core.protocols import Reranker
 from memoryd.core.records import Category
@@ -121,6 +123,14 @@ def limits_from(settings: Settings) -> ServiceLimits:
         ),
         token_vectors=s.retrieval.token_vectors or s.retrieval.rerank == "late-interaction",
     )
+
+
+def embedder_languages(settings: Settings) -> frozenset[str]:
+    """The languages the configured embedder was trained on (empty = every language)."""
+    e = settings.embedder
+    if e.languages is not None:
+        return frozenset(e.languages)
+    return frozenset() if e.model_dir is not None else frozenset({"en"})
 
 
 def embedder_files(settings: Settings) -> ModelFiles:
@@ -275,7 +285,14 @@ class Daemon:
         }
         if self.cross_encoder is not None:
             rerankers[Rerank.CROSS_ENCODER] = self.cross_encoder
-        retriever = Retriever(self.repository, s.retrieval.to_config(), rerankers)
+        retriever = Retriever(
+            self.repository,
+            s.retrieval.to_config(),
+            rerankers,
+            dense_languages=embedder_languages(s),
+            timezone=ZoneInfo(s.recall.timezone),
+            detect_language=self.repository.index.analyzer.detect,
+        )
         self.service = MemoryService(
             self.repository,
             self.embedder,
@@ -308,27 +325,47 @@ class Daemon:
         address = self.settings.listen
         if (s.tls_cert is None) != (s.tls_key is None):
             raise ConfigError("server.tls_cert and server.tls_key must be set together")
-        if s.tls_cert is not None and s.tls_key is not None:
-            ca = s.tls_client_ca.read_bytes() if s.tls_client_ca is not None else None
-            creds = grpc.ssl_server_credentials(
-                [(s.tls_key.read_bytes(), s.tls_cert.read_bytes())],
-                root_certificates=ca,
-                require_client_auth=ca is not None,
-            )
-            port = server.add_secure_port(address, creds)
-        else:
-            port = server.add_insecure_port(address)
+        try:
+            if s.tls_cert is not None and s.tls_key is not None:
+                ca = s.tls_client_ca.read_bytes() if s.tls_client_ca is not None else None
+                creds = grpc.ssl_server_credentials(
+                    [(s.tls_key.read_bytes(), s.tls_cert.read_bytes())],
+                    root_certificates=ca,
+                    require_client_auth=ca is not None,
+                )
+                port = server.add_secure_port(address, creds)
+            else:
+                port = server.add_insecure_port(address)
+        except OSError as e:
+            raise ConfigError(f"cannot read a TLS file {e.filename}: {e.strerror}") from None
+        except RuntimeError:  # grpc: "Failed to bind to address"
+            port = 0
         if port == 0:
-            raise ConfigError(f"listen: cannot bind {address} (in use or not a local address)")
+            raise ConfigError(
+                f"listen: cannot bind {address}: the port is in use (another memoryd?) or the "
+                "address is not one of this machine's; pick another with --listen HOST:PORT "
+                "(port 0 = any free port)"
+            )
         return port
 
     def _lock_data_dir(self) -> None:
         uri = self.settings.storage_uri
         if not _is_local(uri):
             return
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
-        path = Path(self.settings.data_dir) / "memoryd.lock"
-        lock = path.open("a+")
+        data_dir = Path(self.settings.data_dir)
+        if data_dir.exists() and not data_dir.is_dir():
+            raise ConfigError(
+                f"data_dir {data_dir} is a file, not a directory: point --data-dir at a "
+                "directory (a missing one is created)"
+            )
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            lock = (data_dir / "memoryd.lock").open("a+")
+        except OSError as e:
+            raise ConfigError(
+                f"data_dir {data_dir}: cannot create or write {e.filename or data_dir}: "
+                f"{e.strerror}; fix its permissions or point --data-dir elsewhere"
+            ) from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -364,8 +401,10 @@ class Daemon:
         except KeyError:
             raise ConfigError(
                 f"retrieval.analyzer_language {s.retrieval.analyzer_language!r} is not a "
-                "Snowball language (e.g. english, german, czech)"
+                "language memoryd analyses (an ISO 639-1 code or a Snowball name, e.g. en, "
+                "english, german, cs)"
             ) from None
+        warm_up_language_detector()  # its model loads in ~0.3 s: not on a first Store
         repository = Repository(
             durable,
             analyzer,
@@ -445,8 +484,12 @@ class Daemon:
 
     async def stop(self) -> None:
         grace = self.settings.server.shutdown_grace_seconds
+        started = time.perf_counter()
         await self.health.enter_graceful_shutdown()
         if self.server is not None:
+            calls = self.metrics.in_flight
+            if calls:
+                log.info("stopping: %d calls in flight, waiting up to %.0fs for them", calls, grace)
             await self.server.stop(grace)
         for task in (self._sweeper, self._backups, self._keys_watch):
             if task is not None:
@@ -458,6 +501,9 @@ class Daemon:
                 await self.repository.flush_access_counts()
             except Exception:
                 log.exception("could not persist access counts at shutdown")
+            pending = self.repository.durable.pending()
+            if pending:
+                log.info("stopping: waiting for the store (%s)", pending)
             await asyncio.to_thread(self.repository.close)
         if self.embedder is not None:
             await asyncio.to_thread(self.embedder.close)
@@ -466,7 +512,7 @@ class Daemon:
         self.metrics.close()
         if self._lock_file is not None:
             self._lock_file.close()
-        log.info("stopped")
+        log.info("stopped in %.1fs", time.perf_counter() - started)
 
 
 async def serve(settings: Settings) -> None:

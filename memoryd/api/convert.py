@@ -11,6 +11,7 @@ from memoryd._gen.memoryd.v1 import hooks_pb2 as hooks_pb
 from memoryd._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd.core.errors import InvalidArgument
 from memoryd.core.hooks import CaptureResult, ContextResult
+from memoryd.core.language import LANGUAGES
 from memoryd.core.records import (
     Category,
     Conflict,
@@ -85,6 +86,7 @@ def memory_to_pb(m: Memory, *, summary_as_text: bool = False) -> pb.Memory:
         supersedes=m.supersedes,
         superseded_by=m.superseded_by,
         text_is_summary=use_summary,
+        language=m.language,
     )
 
 
@@ -107,6 +109,7 @@ def memory_from_pb(p: pb.Memory) -> Memory:
         related_ids=list(p.related_ids),
         supersedes=p.supersedes,
         superseded_by=p.superseded_by,
+        language=p.language if p.language in LANGUAGES else "",  # else detected on write
     )
 
 
@@ -127,6 +130,12 @@ def _explain_to_pb(e: Explain | None) -> pb.StageScores | None:
         final=e.final,
         mmr_position=e.mmr_position,
         reranker=e.reranker,
+        query_language=e.query_language,
+        dense_trust=e.dense_trust,
+        time_expression=e.time_expression,
+        time_window_start=_ts(e.time_window_start),
+        time_window_end=_ts(e.time_window_end),
+        time_boost=e.time_boost,
     )
 
 
@@ -213,6 +222,11 @@ def recall_request(req: pb.RecallRequest) -> RecallQuery:
         options=recall_options(req.options) if req.HasField("options") else {},
         explain=req.explain,
         as_of=_from_ts(req.options, "as_of") if req.HasField("options") else None,
+        created_after=_from_ts(req, "created_after"),
+        created_before=_from_ts(req, "created_before"),
+        reference_time=_from_ts(req, "reference_time"),
+        timezone=req.timezone,
+        time_expressions=not req.ignore_time_expressions,
     )
 
 
@@ -281,6 +295,16 @@ def stats_response(s: AgentStats, uptime: float, version: str) -> pb.StatsRespon
         version=version,
         store_rows=s.store_rows,
     )
+
+
+def context_time(req: hooks_pb.BuildContextRequest) -> dict[str, object]:
+    """BuildContextRequest's time fields as RecallQuery fields."""
+    return {
+        "created_after": _from_ts(req, "created_after"),
+        "created_before": _from_ts(req, "created_before"),
+        "reference_time": _from_ts(req, "reference_time"),
+        "timezone": req.timezone,
+    }
 
 
 def context_response(r: ContextResult) -> hooks_pb.BuildContextResponse:

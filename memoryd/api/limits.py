@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -26,18 +25,7 @@ import grpc
 from memoryd.api.errors import Behavior, WrapCache
 from memoryd.core import principals
 from memoryd.core.errors import DeadlineExceeded, Overloaded
-
-
-@dataclass(frozen=True, slots=True)
-class RateLimits:
-    requests_per_second: float = 0.0  # 0 = unlimited
-    request_burst: float = 0.0  # 0 = twice the rate (at least 1)
-    bytes_per_second: float = 0.0
-    bytes_burst: float = 0.0  # 0 = twice the rate (at least 1 MiB)
-
-    @property
-    def enabled(self) -> bool:
-        return self.requests_per_second > 0 or self.bytes_per_second > 0
+from memoryd.core.principals import RateLimits
 
 
 class TokenBucket:

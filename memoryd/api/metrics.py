@@ -57,6 +57,7 @@ class Metrics:
         )
         self._server: Any = None
         self._stages: dict[str, Any] = {}
+        self.in_flight = 0  # calls being served (for the shutdown log)
 
     def observe_stage(self, stage: str, seconds: float) -> None:
         child = self._stages.get(stage)
@@ -146,6 +147,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
     def _wrap(self, method: str, behavior: Behavior, streaming: bool) -> Behavior:
         m = self.metrics
         seconds = m.rpc_seconds.labels(method)
+        access_level = logging.INFO if self.access_log else logging.DEBUG
         totals: dict[str, Any] = {}
 
         def start(context: Any, request: Any) -> float:
@@ -154,12 +156,13 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
                 if key == "x-request-id":
                     given = str(value)[:64]
             REQUEST_ID.set(given or new_request_id())
-            if self.access_log:
-                agent = getattr(request, "agent_id", None)
-                AGENT.set(agent if isinstance(agent, str) and agent else "-")
+            m.in_flight += 1
+            agent = getattr(request, "agent_id", None)
+            AGENT.set(agent if isinstance(agent, str) and agent else "-")
             return time.perf_counter()
 
         def finish(context: Any, started: float, failed: bool) -> None:
+            m.in_flight -= 1
             code = context.code() if failed else None
             name = (
                 code.name if isinstance(code, grpc.StatusCode) else ("UNKNOWN" if failed else "OK")
@@ -171,16 +174,17 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
             elapsed = time.perf_counter() - started
             if not streaming:
                 seconds.observe(elapsed)
-            if self.access_log:
-                # Who, for which agent, what, how it ended: never memory text.
-                access_log.info(
-                    "principal=%s rpc=%s agent=%s code=%s ms=%.2f",
-                    principals.current().name,
-                    method,
-                    AGENT.get(),
-                    name,
-                    elapsed * 1e3,
-                )
+            # Who, for which agent, what, how it ended: never memory text. At INFO when the
+            # access log is on (auth.access_log), at DEBUG otherwise.
+            access_log.log(
+                access_level,
+                "rpc=%s code=%s principal=%s agent=%s ms=%.2f",
+                method,
+                name,
+                principals.current().name,
+                AGENT.get(),
+                elapsed * 1e3,
+            )
 
         if streaming:
 

@@ -214,6 +214,7 @@ class HookServicer(hooks_grpc.HookServiceServicer):
             min_score=request.min_score,
             time_budget_ms=request.time_budget_ms,
             scopes=tuple(request.scopes),
+            time=convert.context_time(request),
         )
         return convert.context_response(result)
 

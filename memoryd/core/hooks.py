@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from memoryd.core.capture import CaptureConfig, plan_capture
 from memoryd.core.context import ContextConfig, format_context_block, recall_query, skip_reason
@@ -73,7 +74,10 @@ class HookService:
         min_score: float = 0.0,
         time_budget_ms: int = 0,
         scopes: tuple[str, ...] = (),
+        time: Mapping[str, Any] | None = None,
     ) -> ContextResult:
+        """``time``: RecallQuery's time fields (created_after, created_before,
+        reference_time, timezone) for the recall."""
         access = self.memories.access(agent_id)
         access.readable(scopes)  # an unreadable scope is an error, not an empty block
         _check_session(session_id)
@@ -92,6 +96,7 @@ class HookService:
                 limit=max(limit, cfg.overfetch),
                 min_score=floor,
                 scopes=scopes,
+                **(time or {}),
             )
         )
         try:

@@ -49,6 +49,19 @@ class Principal:
 
 LOCAL = Principal("local", ("*",), operator=True)
 
+
+@dataclass(frozen=True, slots=True)
+class RateLimits:
+    requests_per_second: float = 0.0  # 0 = unlimited
+    request_burst: float = 0.0  # 0 = twice the rate (at least 1)
+    bytes_per_second: float = 0.0
+    bytes_burst: float = 0.0  # 0 = twice the rate (at least 1 MiB)
+
+    @property
+    def enabled(self) -> bool:
+        return self.requests_per_second > 0 or self.bytes_per_second > 0
+
+
 # The principal of the call being served (set by the gRPC edge for each RPC; tasks a call
 # starts, such as Stream ops, inherit it). In-process callers get LOCAL.
 CURRENT: ContextVar[Principal] = ContextVar("memoryd_principal", default=LOCAL)

@@ -111,8 +111,12 @@ class MemoryStore(Protocol):
         categories: frozenset[Category] = frozenset(),
         lexical: bool = True,
         vector: bool = True,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> Candidates:
-        """Hybrid candidates (best ``pool`` by cosine and by BM25), scored on both legs."""
+        """Hybrid candidates (best ``pool`` by cosine and by BM25), scored on both legs;
+        only memories created in [created_after, created_before) when those are given.
+        ``Candidates.query_language`` is the language the query was analysed in."""
         ...
 
     def touch(self, ids: Sequence[str], now: datetime) -> None:

@@ -56,6 +56,8 @@ class Memory:
     related_ids: list[str] = field(default_factory=list)
     supersedes: str = ""
     superseded_by: str = ""
+    # ISO 639-1 code of the text's language (core.language.detect), set when stored
+    language: str = ""
 
     def is_expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -78,6 +80,12 @@ class Explain:
     final: float
     mmr_position: int
     reranker: str
+    query_language: str = ""
+    dense_trust: float = 1.0
+    time_expression: str = ""
+    time_window_start: datetime | None = None
+    time_window_end: datetime | None = None
+    time_boost: float = 0.0
 
 
 @dataclass(slots=True, frozen=True)
@@ -132,6 +140,7 @@ class Candidates:
     vector_rank: np.ndarray  # int64[n]
     lexical_rank: np.ndarray  # int64[n]
     vectors: np.ndarray  # float32[n, dim]
+    query_language: str = ""  # ISO 639-1 code the query was analysed in
 
     def __len__(self) -> int:
         return len(self.memories)

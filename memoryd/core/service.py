@@ -113,6 +113,11 @@ class RecallQuery:
     options: Mapping[str, object] = field(default_factory=dict)  # RetrievalConfig overrides
     explain: bool = False
     as_of: datetime | None = None  # judge recency/decay as of this time (default now)
+    created_after: datetime | None = None  # only memories created in [after, before)
+    created_before: datetime | None = None
+    reference_time: datetime | None = None  # time expressions resolve against (as_of/now)
+    timezone: str = ""  # IANA name; "" = the retriever's default (recall.timezone)
+    time_expressions: bool = True  # resolve "last week" etc. in the query
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,13 +336,20 @@ class MemoryService:
         if exact is not None:
             return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
         near = self.store.search(vector, [scope], 5, now=now) if readable else []
+        language = self.retriever.language_of(text)
+        vector_reads = self.retriever.reads(language)
+        if not vector_reads:  # its cosine cannot tell this language's texts apart: exact only
+            near = []
         if near and near[0][1] >= self.limits.duplicate_threshold:
             twin, score = near[0]
             return StoreResult(twin, StoreOutcome.DUPLICATE, twin.id, float(score))
         for p in self._pending:
             if p.scope != scope or not readable:
                 continue
-            score = 1.0 if p.hash == digest else float(np.dot(p.vector, vector))
+            if p.hash == digest:
+                score = 1.0
+            else:
+                score = float(np.dot(p.vector, vector)) if vector_reads else 0.0
             if score >= self.limits.duplicate_threshold:
                 first = await asyncio.shield(p.done)
                 return StoreResult(first.memory, StoreOutcome.DUPLICATE, first.memory.id, score)
@@ -363,6 +375,7 @@ class MemoryService:
             metadata=metadata,
             content_hash=digest,
             idempotency_key=key,
+            language=language,
         )
         memory.related_ids = list(plan.related)
         memory.supersedes = plan.supersedes
@@ -501,14 +514,17 @@ class MemoryService:
         memories the agent cannot read, and changes none of them.
         """
         access = self.access(agent_id)
-        _check_uuid(memory.id)
+        if memory.id:
+            _check_uuid(memory.id)
+        else:  # a row with only a text: made as Store makes one
+            memory = replace(memory, id=str(uuid.uuid4()))
         scope = validate_scope(memory.scope or agent_scope(agent_id))
         access.check_write(scope)
         text = self._check_text(memory.text, "text")
         self._check_importance(memory.importance)
         metadata = self._check_metadata(dict(memory.metadata))
         if memory.category == Category.UNSPECIFIED:
-            raise InvalidArgument(f"memory {memory.id} has no category")
+            memory = replace(memory, category=detect_category(text))
         created_at = _aware(memory.created_at, "created_at")
         updated_at = _aware(memory.updated_at, "updated_at")
         expires_at = _aware(memory.expires_at, "expires_at")
@@ -597,6 +613,7 @@ class MemoryService:
             categories=q.categories,
             config=config,
             explain=q.explain,
+            when=self.retriever.time_arguments(q),
         )
         self.store.touch([h.memory.id for h in hits], now)
         return hits
@@ -620,6 +637,8 @@ class MemoryService:
         hits = self.store.search(vector, scopes, lim.forget_max_candidates, now=self.clock())
         candidates = [ScoredMemory(m, s) for m, s in hits if s >= lim.forget_candidate_score]
         strong = [c for c in candidates if c.score >= lim.forget_strong_score]
+        if not self.retriever.reads(self.retriever.language_of(text)):
+            strong = []  # a cosine the model cannot read never deletes: candidates only
         if len(strong) == 1:
             await self.store.delete([strong[0].memory.id])
             return ForgetResult([strong[0].memory.id], [])

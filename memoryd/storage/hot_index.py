@@ -46,6 +46,7 @@ class _Partition:
         self.vectors = np.zeros((16, dim), dtype=np.float32)
         self.expires = np.full(16, _NO_EXPIRY, dtype=np.float64)
         self.category = np.zeros(16, dtype=np.int8)
+        self.created = np.zeros(16, dtype=np.float64)  # created_at, seconds since the epoch
         self.hidden = np.zeros(16, dtype=np.uint8)  # superseded: kept, never recalled
         # int8 codes of the vectors (quantize_rows): the exact scan reads these first
         self.codes = np.zeros((16, dim), dtype=np.int8)
@@ -69,7 +70,16 @@ class _Partition:
 
     def _grow(self) -> None:
         cap = self.vectors.shape[0] * 2
-        for name in ("vectors", "expires", "category", "hidden", "codes", "scales", "l1"):
+        for name in (
+            "vectors",
+            "expires",
+            "category",
+            "created",
+            "hidden",
+            "codes",
+            "scales",
+            "l1",
+        ):
             old = getattr(self, name)
             new = np.empty((cap, *old.shape[1:]), dtype=old.dtype)
             new[: old.shape[0]] = old
@@ -91,8 +101,9 @@ class _Partition:
             self._write_vector(row, vector)
         self.expires[row] = memory.expires_at.timestamp() if memory.expires_at else _NO_EXPIRY
         self.category[row] = int(memory.category)
+        self.created[row] = memory.created_at.timestamp()
         if terms is not None:
-            self.lexical.set(row, terms)
+            self.lexical.set(row, terms, memory.language)
         if memory.content_hash:
             self.by_hash[memory.content_hash] = memory.id
 
@@ -118,6 +129,7 @@ class _Partition:
             self.vectors[row] = self.vectors[last]
             self.expires[row] = self.expires[last]
             self.category[row] = self.category[last]
+            self.created[row] = self.created[last]
             self.hidden[row] = self.hidden[last]
             self.codes[row] = self.codes[last]
             self.scales[row] = self.scales[last]
@@ -238,7 +250,11 @@ class HotIndex:
             self._token_bytes += tokens.nbytes
         old = self._memories.get(memory.id)
         same_text = old is not None and old.text == memory.text
-        terms = None if same_text else self.analyzer.terms(memory.text)
+        if not memory.language:  # stored before languages were: detected on load
+            memory.language = (
+                old.language if same_text and old is not None else self.analyzer.detect(memory.text)
+            )
+        terms = None if same_text else self.analyzer.terms(memory.text, memory.language)
         if old is not None:
             self._text_bytes -= len(old.text) + len(old.summary)
             old_part = self._parts[old.scope]
@@ -306,11 +322,18 @@ class HotIndex:
         if memory is None:
             return
         links = self._forward.get(memory_id, set()) | self._backlinks.get(memory_id, set())
-        memory.related_ids = sorted(i for i in links if i in self._memories)
+        # Links and supersession hold within a scope only: a link across scopes (which no
+        # write makes any more, but an older import could have stored) would show one
+        # agent an id of another's memory, or hide it from its owner.
+        memory.related_ids = sorted(i for i in links if self._same_scope(i, memory.scope))
         newer = self._superseded_by.get(memory_id, "")
-        memory.superseded_by = newer if newer in self._memories else ""
+        memory.superseded_by = newer if self._same_scope(newer, memory.scope) else ""
         part = self._parts[memory.scope]
         part.set_hidden(part.row_of[memory_id], bool(memory.superseded_by))
+
+    def _same_scope(self, memory_id: str, scope: str) -> bool:
+        other = self._memories.get(memory_id)
+        return other is not None and other.scope == scope
 
     def remove(self, memory_id: str) -> Memory | None:
         memory = self._memories.pop(memory_id, None)
@@ -388,17 +411,21 @@ class HotIndex:
         categories: frozenset[Category] = frozenset(),
         lexical: bool = True,
         vector: bool = True,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> Candidates:
         """Hybrid candidates: the union of the best ``pool`` by cosine and the best
-        ``pool`` by BM25 over the scopes, each re-scored exactly on both legs."""
+        ``pool`` by BM25 over the scopes, each re-scored exactly on both legs; only
+        memories created in [created_after, created_before) when those are given."""
         q = np.ascontiguousarray(query, dtype=np.float32)
         now_ts = now.timestamp()
         parts = [p for s in sorted(set(scopes)) if (p := self._parts.get(s)) is not None and p]
         weights: dict[str, float] = {}
+        query_language, query_counts = self.analyzer.query_terms(query_text, _main_languages(parts))
         if lexical and parts:
             n_docs = sum(len(p) for p in parts)
             avgdl = sum(p.lexical.total_len for p in parts) / n_docs
-            for term, count in Counter(self.analyzer.terms(query_text)).items():
+            for term, count in query_counts.items():
                 df = sum(p.lexical.df(term) for p in parts)
                 if df:
                     weights[term] = idf(df, n_docs) * count
@@ -408,8 +435,13 @@ class HotIndex:
         lex_parts: list[tuple[np.ndarray, np.ndarray]] = []
         touched: list[tuple[np.ndarray, np.ndarray]] = []  # rows with a query term, scores
         empty = (np.zeros(0, np.int64), np.zeros(0, np.float32))
+        after = created_after.timestamp() if created_after else -math.inf
+        before = created_before.timestamp() if created_before else math.inf
         for part in parts:
             mask = part.mask(now_ts, categories)
+            if created_after or created_before:
+                created = part.created[: len(part)]
+                mask = mask & ((created >= after) & (created < before)).astype(np.uint8)
             vec_parts.append(self._vector_topk(part, q, mask, pool) if vector else empty)
             if weights:
                 rows, scores = bm25_touched(part.lexical, weights, avgdl)
@@ -457,6 +489,7 @@ class HotIndex:
             vector_rank=_ranks(vec, np.full(n, vector, dtype=bool)),
             lexical_rank=_ranks(lex, lex > 0),
             vectors=vectors,
+            query_language=query_language,
         )
 
     def visible(
@@ -621,3 +654,13 @@ def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
     kept = order[present[order]]
     out[kept] = np.arange(len(kept))
     return out
+
+
+def _main_languages(parts: list[_Partition]) -> list[str]:
+    """The languages of at least a tenth of the searched rows (at most three), most
+    common first: a query is also analysed in these."""
+    counts: Counter[str] = Counter()
+    for part in parts:
+        counts.update(part.lexical.language_counts)
+    total = sum(counts.values())
+    return [code for code, n in counts.most_common(3) if code and n * 10 >= total]

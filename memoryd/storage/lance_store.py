@@ -105,6 +105,8 @@ def make_schema(model_name: str, dim: int) -> pa.Schema:
             pa.field("last_accessed_at", ts, nullable=True),
             pa.field("related_ids", pa.list_(pa.string()), nullable=False),
             pa.field("supersedes", pa.string(), nullable=False),
+            # ISO 639-1; null in rows written before the column existed (detected on load)
+            pa.field("language", pa.string(), nullable=True),
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
             pa.field("token_vectors", pa.binary(), nullable=True),  # int8 [t, dim]
         ],
@@ -139,6 +141,7 @@ def to_arrow(schema: pa.Schema, rows: Sequence[Row]) -> pa.Table:
         cols["last_accessed_at"].append(m.last_accessed_at)
         cols["related_ids"].append(list(m.related_ids))
         cols["supersedes"].append(m.supersedes)
+        cols["language"].append(m.language or None)
         cols["vector"].append(v)
     arrays = []
     for f in schema:
@@ -215,6 +218,7 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
                 last_accessed_at=d["last_accessed_at"][i],
                 related_ids=list(d["related_ids"][i]),
                 supersedes=d["supersedes"][i],
+                language=d["language"][i] or "" if "language" in d else "",
             )
         except (ValueError, TypeError) as e:
             raise DataCorrupt(f"stored memory {d['id'][i]!r} cannot be read: {e}") from e
@@ -320,6 +324,10 @@ class LanceStore:
                 "--data-dir (or storage.uri) at another location, or configure the model "
                 "the store was made with."
             )
+        missing = [f for f in self.schema if f.name not in table.schema.names]
+        if missing:  # a store from an older memoryd: the new columns, null in old rows
+            log.info("adding column(s) %s to %s", ", ".join(f.name for f in missing), name)
+            table.add_columns(missing)
         return table
 
     # -- lifecycle -------------------------------------------------------------------
@@ -344,6 +352,15 @@ class LanceStore:
             self._compact_due.set()
             self._compactor.join()
             self._compactor = None
+
+    def pending(self) -> str:
+        """What closing would wait for, in words ("" = nothing)."""
+        parts = []
+        if (queued := self._queue.qsize()) > 0:
+            parts.append(f"{queued} queued writes")
+        if self._compacting:
+            parts.append("a compaction in progress")
+        return ", ".join(parts)
 
     def scan(self) -> Iterator[Row]:
         """Every stored row (for rebuilding the in-memory index at start), with the newest

@@ -1,9 +1,19 @@
 """Lexical analysis and BM25 postings for the hot index.
 
-The analyzer lower-cases, splits on Unicode word boundaries, drops English stop words,
-stems with Snowball (PyStemmer), turns runs of CJK characters into overlapping bigrams
-(CJK text has no spaces), and keeps tag-like tokens (``proj:x``) whole as well as split,
-so a tag query finds the memory carrying the tag.
+Each memory is analysed in its own language (``core.language.detect``, stored with the
+memory): lower-cased, split on Unicode word boundaries, that language's stop words dropped
+(the ``stop-words`` package; the list below for English) and its Snowball stemmer applied
+(PyStemmer); languages without a stemmer (Vietnamese, ...) keep whole words. Mixed text is
+analysed by script runs: a word in another script than the text's language is analysed as
+that script's default language (a Latin brand name in Russian text as English, Cyrillic in
+English text as Russian). Runs of Chinese, Japanese, Korean or Thai characters (no spaces
+between words) become overlapping character n-grams (bigrams for CJK, ``THAI_NGRAM``-grams
+for Thai). Tag-like tokens (``proj:x``) are kept whole as well as split, so a tag query
+finds the memory carrying the tag.
+
+A query is analysed in its detected language and, term by term at most as often as any one
+analysis yields it, in the main languages of the scopes it searches (``query_terms``): a
+short query the detector gets wrong still meets the stems its memories were indexed with.
 
 Postings live beside the vectors, one ``LexicalPartition`` per scope partition, and are
 changed in the same call that changes the vectors: the text index can never be stale.
@@ -16,23 +26,30 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
 import Stemmer
 
+from memoryd.core import language as lang
 from memoryd.native import bm25_sparse
 
 K1 = 1.2
 B = 0.75
+THAI_NGRAM = 3
 
-_TOKEN = re.compile(r"[^\W_]+(?:[:'’.\-][^\W_]+)*", re.UNICODE)
-_CJK = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u1100-\u11ff]+"
+# Characters written without spaces between words: analysed as character n-grams.
+_NGRAM_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u1100-\u11ff"
+_THAI_CHARS = "\u0e00-\u0e7f"  # Thai vowel signs are marks (not \w): the whole block
+_PIECE = re.compile(
+    f"(?P<cjk>[{_NGRAM_CHARS}]+)|(?P<thai>[{_THAI_CHARS}]+)"
+    f"|(?P<word>[^\\W_{_NGRAM_CHARS}{_THAI_CHARS}]+"
+    f"(?:[:'’.\\-][^\\W_{_NGRAM_CHARS}{_THAI_CHARS}]+)*)",
+    re.UNICODE,
 )
 _SPLIT = re.compile(r"[:'’.\-]")
-_CACHED_WORD_LEN = 40  # longer "words" (e.g. a CJK sentence) are analysed uncached
+_CACHED_WORD_LEN = 40  # longer "words" are analysed uncached
 
 STOP_WORDS = frozenset(
     {
@@ -52,51 +69,137 @@ STOP_WORDS = frozenset(
     }
 )  # fmt: skip
 
+# stop-words' list names by ISO 639-1 code (the languages it has besides English). Not
+# Vietnamese: its list holds ~1,900 single syllables, many of them parts of content words
+# (XQuAD vi MRR@10 0.770 with it, 0.81 without).
+_STOP_LIST_NAMES = {
+    "ar": "arabic", "bg": "bulgarian", "ca": "catalan", "cs": "czech", "da": "danish",
+    "de": "german", "el": "greek", "es": "spanish", "fa": "persian", "fi": "finnish",
+    "fr": "french", "he": "hebrew", "hi": "hindi", "hu": "hungarian", "id": "indonesian",
+    "it": "italian", "nl": "dutch", "no": "norwegian", "pl": "polish", "pt": "portuguese",
+    "ro": "romanian", "ru": "russian", "sk": "slovak", "sv": "swedish", "tr": "turkish",
+    "uk": "ukrainian",
+}  # fmt: skip
 
-class Analyzer:
-    def __init__(self, language: str = "english"):
-        self._stemmer = Stemmer.Stemmer(language)
-        self._stem = lru_cache(maxsize=200_000)(self._stemmer.stemWord)
-        self._word = lru_cache(maxsize=200_000)(self._analyse)
 
-    def terms(self, text: str) -> list[str]:
+def stop_words(language: str) -> frozenset[str]:
+    if language == "en":
+        return STOP_WORDS
+    name = _STOP_LIST_NAMES.get(language)
+    if name is None:
+        return frozenset()
+    from stop_words import get_stop_words  # type: ignore[import-untyped]
+
+    # single words only: multi-word entries can never equal one token
+    return frozenset(w.lower() for w in get_stop_words(name) if " " not in w)
+
+
+def language_code(name: str) -> str:
+    """An ISO 639-1 code from a code or a Snowball name ("english" -> "en")."""
+    if name in lang.LANGUAGES:
+        return name
+    for code, snowball in lang.SNOWBALL.items():
+        if snowball == name:
+            return code
+    raise KeyError(name)
+
+
+class _Language:
+    """One language's word analysis, cached per word."""
+
+    def __init__(self, code: str, owner: Analyzer):
+        self.code = code
+        self.script = lang.script_of_language(code)
+        self.owner = owner
+        self.stop = stop_words(code)
+        snowball = lang.SNOWBALL.get(code)
+        self._stem = (
+            lru_cache(maxsize=200_000)(Stemmer.Stemmer(snowball).stemWord) if snowball else None
+        )
+        self.word = lru_cache(maxsize=200_000)(self.analyse)
+
+    def stem(self, word: str) -> str:
+        return self._stem(word) if self._stem is not None else word
+
+    def analyse(self, word: str) -> tuple[str, ...]:
+        """A word's terms (``word`` is the cached form of this)."""
+        script = next((lang.script_of_char(c) for c in word if c.isalpha()), self.script)
+        if script != self.script and script != lang.OTHER:
+            other = lang.SCRIPT_DEFAULT.get(script, self.owner.default)
+            if other != self.code:
+                return self.owner.language(other).word(word)
         out: list[str] = []
-        for word in _TOKEN.findall(text.lower()):
-            # A word's terms depend on the word alone, and words repeat: cached, analysing
-            # 100k memories at start-up takes a third of the time.
-            out.extend(self._word(word) if len(word) <= _CACHED_WORD_LEN else self._analyse(word))
-        return out
-
-    def _analyse(self, word: str) -> tuple[str, ...]:
-        out: list[str] = []
-        if _CJK.search(word):
-            self._cjk(word, out)
-            return tuple(out)
         if ":" in word:
             out.append(word)  # the whole tag, unstemmed
         parts = _SPLIT.split(word) if _SPLIT.search(word) else [word]
         if len(parts) > 1 and ":" not in word and "'" not in word and "’" not in word:
             out.append(word.replace(".", "").replace("-", ""))  # e.g. "e-mail", "u.s"
         for part in parts:
-            if part and part not in STOP_WORDS:
-                out.append(self._stem(part))
+            if part and part not in self.stop:
+                out.append(self.stem(part))
         return tuple(out)
 
-    def _cjk(self, word: str, out: list[str]) -> None:
-        pos = 0
-        for run in _CJK.finditer(word):
-            for other in _SPLIT.split(word[pos : run.start()]):
-                if other and other not in STOP_WORDS:
-                    out.append(self._stem(other))
-            chars = run.group()
-            if len(chars) == 1:
-                out.append(chars)
+
+def _ngrams(chars: str, n: int, out: list[str]) -> None:
+    if len(chars) <= n:
+        out.append(chars)
+    else:
+        out.extend(chars[i : i + n] for i in range(len(chars) - n + 1))
+
+
+class Analyzer:
+    """Text to BM25 terms in the text's language; ``default`` (an ISO code or a Snowball
+    name) is the language of Latin-script text the detector is unsure of."""
+
+    def __init__(self, default: str = "en"):
+        self.default = language_code(default)
+        self._languages: dict[str, _Language] = {}
+        self.language(self.default)
+
+    def language(self, code: str) -> _Language:
+        analysis = self._languages.get(code)
+        if analysis is None:
+            if code not in lang.LANGUAGES:
+                code = self.default
+            analysis = self._languages.get(code) or _Language(code, self)
+            self._languages[code] = analysis
+        return analysis
+
+    def detect(self, text: str) -> str:
+        return lang.detect(text, self.default)
+
+    def terms(self, text: str, language: str | None = None) -> list[str]:
+        analysis = self.language(language or self.detect(text))
+        out: list[str] = []
+        for m in _PIECE.finditer(text.lower()):
+            piece = m.group()
+            if m.lastgroup == "cjk":
+                _ngrams(piece, 2, out)
+            elif m.lastgroup == "thai":
+                _ngrams(piece, THAI_NGRAM, out)
             else:
-                out.extend(chars[i : i + 2] for i in range(len(chars) - 1))
-            pos = run.end()
-        for other in _SPLIT.split(word[pos:]):
-            if other and other not in STOP_WORDS:
-                out.append(self._stem(other))
+                # A word's terms depend on the word alone, and words repeat: cached,
+                # analysing 100k memories at start-up takes a third of the time.
+                out.extend(
+                    analysis.word(piece)
+                    if len(piece) <= _CACHED_WORD_LEN
+                    else analysis.analyse(piece)
+                )
+        return out
+
+    def query_terms(self, text: str, also: Iterable[str] = ()) -> tuple[str, Counter[str]]:
+        """The query's language and its terms: its own analysis, merged with the analyses
+        in the ``also`` languages (each term counted as often as the analysis that yields
+        it most often)."""
+        code = self.detect(text)
+        counts = Counter(self.terms(text, code))
+        for other in also:
+            if other == code:
+                continue
+            for term, n in Counter(self.terms(text, other)).items():
+                if n > counts[term]:
+                    counts[term] = n
+        return code, counts
 
 
 class LexicalPartition:
@@ -107,6 +210,8 @@ class LexicalPartition:
         self.doc_terms: list[Counter[str]] = []
         self.doc_len: list[int] = []
         self.total_len = 0
+        self.doc_language: list[str] = []
+        self.language_counts: Counter[str] = Counter()
         # doc_len as float32, kept in step (rebuilding it per query cost 6 ms at 100k rows)
         self._lengths = np.zeros(16, dtype=np.float32)
         # each queried term's posting as (rows, tf) arrays, dropped when the posting changes:
@@ -148,17 +253,21 @@ class LexicalPartition:
     def __len__(self) -> int:
         return len(self.doc_terms)
 
-    def set(self, row: int, terms: Sequence[str]) -> None:
-        """Index ``terms`` as row ``row`` (appending when row == len, else replacing)."""
+    def set(self, row: int, terms: Sequence[str], language: str = "") -> None:
+        """Index ``terms`` (of a text in ``language``) as row ``row`` (appending when
+        row == len, else replacing)."""
         if row < len(self.doc_terms):
             self._unpost(row)
         counts = Counter(terms)
+        self.language_counts[language] += 1
         if row == len(self.doc_terms):
             self.doc_terms.append(counts)
             self.doc_len.append(len(terms))
+            self.doc_language.append(language)
         else:
             self.doc_terms[row] = counts
             self.doc_len[row] = len(terms)
+            self.doc_language[row] = language
         self._set_length(row, len(terms))
         self.total_len += len(terms)
         for term, tf in counts.items():
@@ -178,9 +287,11 @@ class LexicalPartition:
                 self._arrays.pop(term, None)
             self.doc_terms[row] = moved
             self.doc_len[row] = self.doc_len[last]
+            self.doc_language[row] = self.doc_language[last]
             self._set_length(row, self.doc_len[last])
         self.doc_terms.pop()
         self.doc_len.pop()
+        self.doc_language.pop()
 
     def _unpost(self, row: int) -> None:
         for term in self.doc_terms[row]:
@@ -190,6 +301,10 @@ class LexicalPartition:
             if not posting:
                 del self.postings[term]
         self.total_len -= self.doc_len[row]
+        gone = self.doc_language[row]
+        self.language_counts[gone] -= 1
+        if self.language_counts[gone] <= 0:
+            del self.language_counts[gone]
 
     def df(self, term: str) -> int:
         posting = self.postings.get(term)

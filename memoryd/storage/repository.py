@@ -65,6 +65,8 @@ class Repository:
         self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None
     ) -> None:
         tokens = quantize_tokens(tokens, self.max_tokens)
+        if not memory.language:
+            memory.language = self.index.analyzer.detect(memory.text)
         await self.durable.add([(memory, vector, tokens)])
         self.index.put(memory, vector, tokens)
 
@@ -76,6 +78,8 @@ class Repository:
             if vector is None:
                 raise KeyError(memory.id)
             tokens = self.index.tokens_of(memory.id)
+        else:  # a new text: its language again (a copied record may carry the old one)
+            memory.language = self.index.analyzer.detect(memory.text)
         tokens = quantize_tokens(tokens, self.max_tokens)
         await self.durable.update([(memory, vector, tokens)])
         # A delete that committed while this update waited wins: never resurrect.
@@ -133,10 +137,13 @@ class Repository:
         categories: frozenset[Category] = frozenset(),
         lexical: bool = True,
         vector: bool = True,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> Candidates:
         return self.index.candidates(
             query, query_text, scopes, pool, now=now, categories=categories,
-            lexical=lexical, vector=vector,
+            lexical=lexical, vector=vector, created_after=created_after,
+            created_before=created_before,
         )  # fmt: skip
 
     def touch(self, ids: Sequence[str], now: datetime) -> None:

@@ -41,7 +41,8 @@ def test_ctl_human_output_round_trip(ctl):
     memory_id = out.split()[-1]
     assert str(uuid.UUID(memory_id)) == memory_id
 
-    assert ok(ctl("store", agent, f"  {text}\n")).strip() == f"duplicate: {memory_id}"
+    again = ok(ctl("store", agent, f"  {text}\n"))
+    assert again.startswith(f"duplicate: {memory_id} (an existing memory, score 1.00: {text})")
     got = ok(ctl("get", agent, memory_id))
     as_json = json.loads(ok(ctl("get", agent, memory_id, as_json=True)))
     assert as_json["importance"] == pytest.approx(0.9)
@@ -55,8 +56,8 @@ def test_ctl_human_output_round_trip(ctl):
     assert f"memories visible to {agent}: 1" in stats
     assert f"agent:{agent}: 1" in stats
 
-    kept = ok(ctl("forget", agent, "--query", "The user's shoe size"))
-    assert "nothing deleted" in kept
+    kept = ctl("forget", agent, "--query", "The user's shoe size")
+    assert kept.returncode == 5 and "nothing deleted" in kept.stdout  # exit 5: nothing matched
     assert ok(ctl("forget", agent, "--id", memory_id)).strip() == f"deleted: {memory_id}"
     assert "(no memories)" in ok(ctl("list", agent))
     assert "(no memories)" in ok(ctl("recall", agent, "tabs"))
@@ -82,18 +83,18 @@ def test_ctl_json_output_round_trip(ctl):
     assert 0 < recalled["results"][0]["score"] <= 1
 
     page = json.loads(ok(ctl("list", agent, "--page-size", "1", as_json=True)))
-    assert len(page["memories"]) == 1 and int(page["total_size"]) == 2
+    assert len(page["memories"]) == 1 and page["total_size"] == 2
     assert page["memories"][0]["id"] == second["memory"]["id"]  # newest first
     rest = json.loads(ok(ctl("list", agent, "--page-token", page["next_page_token"], as_json=True)))
     assert [m["id"] for m in rest["memories"]] == [mid]
 
     stats = json.loads(ok(ctl("stats", agent, as_json=True)))
-    assert int(stats["total"]) == 2
+    assert stats["total"] == 2 and stats["expired_pending"] == 0  # numbers, zeros printed too
     assert stats["embedding_model"] and stats["embedding_dim"] > 0
 
     forgot = json.loads(ok(ctl("forget", agent, "--id", mid, as_json=True)))
     assert forgot["deleted_ids"] == [mid]
-    assert int(json.loads(ok(ctl("stats", agent, as_json=True)))["total"]) == 1
+    assert json.loads(ok(ctl("stats", agent, as_json=True)))["total"] == 1
 
 
 @pytest.mark.parametrize(
@@ -101,7 +102,7 @@ def test_ctl_json_output_round_trip(ctl):
     [
         (["get", "AGENT", "not-a-uuid"], ["INVALID_ARGUMENT", "not-a-uuid"]),
         (["store", "AGENT", "   "], ["INVALID_ARGUMENT", "text"]),
-        (["store", "AGENT", "x", "--importance", "3"], ["INVALID_ARGUMENT", "importance"]),
+        (["store", "AGENT", "x", "--scope", "agent:other"], ["PERMISSION_DENIED", "agent:other"]),
         (["recall", "AGENT", "x", "--limit", "101"], ["INVALID_ARGUMENT", "100"]),
     ],
 )
@@ -142,11 +143,17 @@ def test_serve_refuses_invalid_settings_naming_the_field(memoryd_cli, tmp_path):
     assert "serving on" not in result.stdout
 
 
-def test_ctl_against_no_daemon_fails_cleanly(memoryd_cli):
-    result = memoryd_cli("ctl", "--address", "127.0.0.1:1", "--timeout", "2", "stats", "nobody")
-    assert result.returncode == 1
-    assert "UNAVAILABLE" in result.stderr
-    assert "Traceback" not in result.stderr
+def test_ctl_against_no_daemon_says_how_to_start_one(memoryd_cli, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = memoryd_cli("ctl", "--address", f"127.0.0.1:{port}", "stats", "nobody")
+    assert result.returncode == 3
+    assert f"no memoryd answers at 127.0.0.1:{port}" in result.stderr
+    assert "memoryd serve" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
 
 
 def test_ctl_list_filters_order_and_delete_bulk_dry_run(ctl):
@@ -167,13 +174,19 @@ def test_ctl_list_filters_order_and_delete_bulk_dry_run(ctl):
         ok(ctl("delete-bulk", agent, "--category", "preference", "--dry-run", as_json=True))
     )
     assert dry == {"dry_run": True, "matched": [ids[0]], "deleted": []}
-    assert json.loads(ok(ctl("stats", agent, as_json=True)))["total"] == "3"
-    done = ok(ctl("delete-bulk", agent, "--category", "preference", "--category", "decision"))
+    assert json.loads(ok(ctl("stats", agent, as_json=True)))["total"] == 3
+    # Without a terminal to ask on, deleting needs --yes; nothing is deleted meanwhile.
+    unasked = ctl("delete-bulk", agent, "--category", "preference")
+    assert unasked.returncode == 2 and "--yes" in unasked.stderr
+    assert json.loads(ok(ctl("stats", agent, as_json=True)))["total"] == 3
+    done = ok(
+        ctl("delete-bulk", agent, "--category", "preference", "--category", "decision", "--yes")
+    )
     assert done.startswith("deleted 2 memories")
     left = json.loads(ok(ctl("list", agent, as_json=True)))["memories"]
     assert [m["id"] for m in left] == [ids[1]]
-    none_old = ok(ctl("delete-bulk", agent, "--older-than-days", "30", "--dry-run"))
-    assert none_old.startswith("would delete 0 memories")
+    none_old = ctl("delete-bulk", agent, "--older-than-days", "30", "--dry-run")
+    assert none_old.returncode == 5 and none_old.stdout.startswith("would delete 0 memories")
 
 
 def test_ctl_doctor_reports_a_healthy_daemon(ctl, memoryd_cli):
@@ -206,9 +219,12 @@ def test_json_logs_carry_request_ids(make_daemon):
         if line.startswith("{")
     ]
     access = {e["request_id"]: e["msg"] for e in entries if e["logger"] == "memoryd.access"}
-    assert access["req-42"].startswith("Stats OK")
-    assert access["req-43"].startswith("Store INVALID_ARGUMENT")
+    assert access["req-42"].startswith("rpc=Stats code=OK principal=local agent=logs")
+    assert access["req-43"].startswith("rpc=Store code=INVALID_ARGUMENT")
     assert all({"ts", "level", "logger", "request_id", "msg"} <= set(e) for e in entries)
+    # DEBUG is memoryd's: no library chatter, and the shutdown says how long it took.
+    assert not [e for e in entries if e["logger"] in ("asyncio", "grpc")]
+    assert any(e["msg"].startswith("stopped in ") for e in entries)
 
 
 def test_ctl_search_and_delete_are_recall_and_forget(ctl):
@@ -217,3 +233,94 @@ def test_ctl_search_and_delete_are_recall_and_forget(ctl):
     assert memory_id in ok(ctl("search", agent, "where is the on-call phone?"))
     assert ok(ctl("delete", agent, "--id", memory_id)).strip() == f"deleted: {memory_id}"
     assert "(no memories)" in ok(ctl("search", agent, "where is the on-call phone?"))
+
+
+@pytest.mark.parametrize(
+    ("args", "mentions"),
+    [
+        (["recall", "AGENT", "x", "--limit", "-1"], ["--limit", "1 or more"]),
+        (["list", "AGENT", "--page-size", "-5"], ["--page-size", "1 or more"]),
+        (["store", "AGENT", "x", "--importance", "3"], ["--importance", "between 0 and 1"]),
+        (["store", "AGENT", "x", "--metadata", "novalue"], ["--metadata", "KEY=VALUE"]),
+        (["forget", "AGENT", "--query", ""], ["--query", "words"]),
+        (["import", "AGENT", "/nonexistent/memories.jsonl"], ["/nonexistent/memories.jsonl"]),
+    ],
+)
+def test_ctl_bad_command_lines_say_what_to_fix_without_a_traceback(ctl, args, mentions):
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    result = ctl(*[agent if a == "AGENT" else a for a in args])
+    assert result.returncode in (2, 4), result  # 2: the command line, 4: a file
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    for fragment in mentions:
+        assert fragment in last, (fragment, last)
+
+
+def test_ctl_import_takes_text_only_rows_names_bad_lines_and_rescopes(ctl, tmp_path):
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        '{"text": "The user prefers jasmine tea."}\n\n'
+        '{"text": "Deploys are frozen in December.", "category": "CATEGORY_DECISION"}\n'
+    )
+    out = json.loads(ok(ctl("import", agent, str(rows), as_json=True)))
+    assert (out["imported"], out["skipped_existing"], out["errors"]) == (2, 0, [])
+    listed = {m["text"]: m for m in json.loads(ok(ctl("list", agent, as_json=True)))["memories"]}
+    assert listed["The user prefers jasmine tea."]["category"] == "CATEGORY_PREFERENCE"
+    assert listed["The user prefers jasmine tea."]["importance"] == pytest.approx(0.7)
+    again = json.loads(ok(ctl("import", agent, str(rows), as_json=True)))
+    assert (again["imported"], again["skipped_existing"]) == (0, 2)  # a re-run skips them
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "Fine row."}\n{"text": oops}\n{"text": "Never sent."}\n')
+    result = ctl("import", agent, str(bad))
+    assert result.returncode == 2 and f"{bad} line 2: not JSON" in result.stderr
+    assert "Traceback" not in result.stderr
+
+    other = f"cli-{uuid.uuid4().hex[:12]}"
+    exported = tmp_path / "export.jsonl"
+    exported.write_text(ok(ctl("export", agent)))
+    ok(ctl("import", other, str(exported), "--into-scope", f"agent:{other}"))
+    moved = json.loads(ok(ctl("list", other, as_json=True)))["memories"]
+    assert {m["scope"] for m in moved} == {f"agent:{other}"} and len(moved) == 3
+
+
+def test_ctl_store_takes_metadata_and_ttl(ctl):
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    stored = json.loads(
+        ok(ctl("store", agent, "Parking is on level 3 today.", "--metadata", "source=chat",
+               "--metadata", "k=v=w", "--ttl", "session", as_json=True))
+    )["memory"]  # fmt: skip
+    assert stored["metadata"] == {"k": "v=w", "source": "chat"}
+    assert stored["expires_at"] is not None
+
+
+def test_version_and_help_name_defaults_and_environment(memoryd_cli):
+    version = memoryd_cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith("memoryd 0.")
+    serve = memoryd_cli("serve", "--help").stdout
+    assert "default" in serve and "memoryd" in serve.split("--data-dir", 1)[1]
+    ctl_help = memoryd_cli("ctl", "--help").stdout
+    assert "MEMORYD_ADDRESS" in ctl_help and "MEMORYD_AUTH_TOKEN" in ctl_help
+    assert "(default: 127.0.0.1:50051)" in " ".join(ctl_help.split())
+    recall = " ".join(memoryd_cli("ctl", "recall", "--help").stdout.split())
+    assert "--limit LIMIT at most this many (default: 5)" in recall
+
+
+def test_ctl_recall_filters_by_time_and_explains_language_and_time(ctl):
+    agent = f"cli-{uuid.uuid4().hex[:12]}"
+    mid = ok(ctl("store", agent, "Die Katze des Nutzers heißt Miso")).split()[-1]
+    assert f"{mid}  [agent:{agent}]  (de)" in ok(ctl("get", agent, mid))
+    # stored now: a window that ends in 2020 holds nothing
+    assert "(no memories)" in ok(ctl("recall", agent, "Katze", "--before", "2020-01-01"))
+    assert mid in ok(ctl("recall", agent, "Katze", "--after", "2020-01-01"))
+    out = ok(
+        ctl(
+            "recall", agent, "Wie heißt die Katze? Ich habe es heute gesagt", "--explain",
+            "--timezone", "Asia/Tokyo", "--reference-time", "2026-06-30T20:00:00+00:00",
+        )
+    )  # fmt: skip
+    assert "query language: de" in out
+    assert "time: 'heute' -> [2026-06-30T15:00:00+00:00, 2026-07-01T15:00:00+00:00)" in out
+    bad = ctl("recall", agent, "Katze", "--timezone", "Mars/Base")
+    assert bad.returncode == 1 and "INVALID_ARGUMENT" in bad.stderr and "Mars/Base" in bad.stderr

@@ -31,8 +31,11 @@ def old_store(root: Path) -> list[Memory]:
             created_at=datetime(2024, 1, i + 1, tzinfo=UTC),
             updated_at=datetime(2024, 2, 1, tzinfo=UTC),
             metadata={"n": str(i)},
+            language=language,
         )
-        for i, t in enumerate(["the cat sleeps on the sofa", "quarterly taxes are due in april"])
+        for i, (t, language) in enumerate(
+            [("the cat sleeps on the sofa", "en"), ("quarterly taxes are due in april", "fr")]
+        )
     ]
     store.start()
     asyncio.run(store.add([(m, np.ones(8, np.float32) / np.sqrt(8), None) for m in rows]))
@@ -59,6 +62,7 @@ def test_reembed_copies_every_memory_with_the_new_model(tmp_path: Path) -> None:
     for m in rows:
         got, vector, tokens = copied[m.id]
         assert (got.text, got.created_at, got.metadata) == (m.text, m.created_at, m.metadata)
+        assert got.language == m.language  # carried over as stored, not detected again
         assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1) < 1e-3
         assert tokens is not None and tokens.dtype == np.int8  # late interaction is on by default
     cat, tax = (copied[m.id][1] for m in rows)

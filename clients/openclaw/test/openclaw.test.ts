@@ -4,8 +4,9 @@
  *   1. `openclaw plugins inspect memoryd --runtime --json` shows it loaded, with every
  *      tool and hook, without contacting memoryd;
  *   2. a gateway (`openclaw gateway run`) runs each tool through `POST /tools/invoke`
- *      against a real memoryd (with auth on), and one agent cannot read, change or delete
- *      another's memories through it;
+ *      against a real memoryd (with a keys file; the plugin holds an API key for some
+ *      agents), one agent cannot read, change or delete another's memories through it, and
+ *      an agent outside the key is refused;
  *   3. `openclaw agent` turns through the gateway against a scripted OpenAI-compatible
  *      model: a memory captured in turn 1 is in turn 2's prompt as <relevant-memories>,
  *      a scripted memory_store tool call stores under the turn's agent;
@@ -16,9 +17,15 @@
  */
 
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { once } from "node:events";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+
+import { MemorydClient } from "@memoryd/client";
 
 import { TOOL_NAMES } from "../plugin/src/tools.ts";
 import type { Daemon } from "./helpers/memoryd.ts";
@@ -29,7 +36,23 @@ import type { Gateway, InvokeResult } from "./helpers/openclaw.ts";
 import { freePort, OpenClawHome } from "./helpers/openclaw.ts";
 import { PLUGIN_DIR } from "./helpers/paths.ts";
 
-const MEMORYD_TOKEN = "memoryd-test-token";
+// memoryd runs with a keys file: the gateway's API key acts for the agents below (not
+// delta); the operator key is the test's own view of the daemon.
+const GATEWAY_KEY = "mk_gateway-key-for-the-openclaw-tests";
+const OPERATOR_KEY = "mk_operator-key-for-the-openclaw-tests";
+const sha256 = (secret: string): string => createHash("sha256").update(secret).digest("hex");
+const KEYS_FILE = `
+[[key]]
+name = "openclaw-gateway"
+sha256 = "${sha256(GATEWAY_KEY)}"
+agents = ["alpha", "beta", "gamma", "chat*"]
+
+[[key]]
+name = "ops"
+sha256 = "${sha256(OPERATOR_KEY)}"
+agents = ["*"]
+operator = true
+`;
 const GATEWAY_TOKEN = "gateway-test-token";
 const MINUTE = 60_000;
 
@@ -70,6 +93,7 @@ describe("the memoryd plugin in OpenClaw", () => {
   let model: ModelServer;
   let home: OpenClawHome;
   let gatewayPort: number;
+  let keysDir: string | undefined;
 
   /** The openclaw.json of every test; `memorydAddress` is where the plugin connects. */
   function config(memorydAddress: string): unknown {
@@ -99,8 +123,8 @@ describe("the memoryd plugin in OpenClaw", () => {
       agents: {
         defaults: { model: { primary: "scripted/scripted-1" } },
         // alpha owns memories, beta tries to reach them, gamma has memory turned off,
-        // chat and chat2 hold conversations.
-        entries: { alpha: {}, beta: {}, gamma: {}, chat: {}, chat2: {} },
+        // chat and chat2 hold conversations, delta is outside the gateway's API key.
+        entries: { alpha: {}, beta: {}, gamma: {}, chat: {}, chat2: {}, delta: {} },
         ownership: "explicit",
       },
       tools: { toolSearch: false },
@@ -111,7 +135,8 @@ describe("the memoryd plugin in OpenClaw", () => {
           memoryd: {
             enabled: true,
             hooks: { allowConversationAccess: true },
-            config: { address: memorydAddress, disabledAgents: ["gamma"], toolTimeoutMs: 5_000 },
+            // A generous tool deadline: a Store embeds on a shared 2-core machine.
+            config: { address: memorydAddress, disabledAgents: ["gamma"], toolTimeoutMs: 20_000 },
           },
         },
       },
@@ -121,7 +146,11 @@ describe("the memoryd plugin in OpenClaw", () => {
   before(
     async () => {
       [daemon, model, home, gatewayPort] = await Promise.all([
-        startMemoryd({ token: MEMORYD_TOKEN }),
+        (async () => {
+          keysDir = await mkdtemp(join(tmpdir(), "memoryd-openclaw-keys-"));
+          await writeFile(join(keysDir, "keys.toml"), KEYS_FILE);
+          return startMemoryd({ env: { MEMORYD_AUTH__KEYS_FILE: join(keysDir, "keys.toml") } });
+        })(),
         startModelServer((request) => {
           // After a tool result the turn is done (OpenClaw may append context after it).
           if (request.messages.some((m) => m.role === "tool")) return { text: "Done." };
@@ -142,6 +171,7 @@ describe("the memoryd plugin in OpenClaw", () => {
   after(async () => {
     await Promise.allSettled([model?.close(), daemon?.stop()]);
     await home?.dispose();
+    if (keysDir) await rm(keysDir, { recursive: true, force: true });
   });
 
   it("plugins inspect --runtime: loaded, owns the memory slot, every tool and hook, no connection made", { timeout: 4 * MINUTE }, async () => {
@@ -158,7 +188,7 @@ describe("the memoryd plugin in OpenClaw", () => {
       await home.writeConfig(config(`127.0.0.1:${port}`));
       const run = await home.run(["plugins", "inspect", "memoryd", "--runtime", "--json"], {
         timeoutMs: 3 * MINUTE,
-        env: { MEMORYD_AUTH_TOKEN: MEMORYD_TOKEN },
+        env: { MEMORYD_AUTH_TOKEN: GATEWAY_KEY },
       });
       assert.equal(run.code, 0, run.stderr);
       const report = JSON.parse(run.stdout.slice(run.stdout.indexOf("{"))) as {
@@ -201,7 +231,7 @@ describe("the memoryd plugin in OpenClaw", () => {
         gateway = await home.startGateway({
           port: gatewayPort,
           token: GATEWAY_TOKEN,
-          env: { MEMORYD_AUTH_TOKEN: MEMORYD_TOKEN },
+          env: { MEMORYD_AUTH_TOKEN: GATEWAY_KEY },
           timeoutMs: 4 * MINUTE,
           // Ready once the plugin's tools answer (plugin loaded, memoryd reachable).
           ready: async (g) => (await g.invoke("memory_stats", "alpha")).status === 200,
@@ -338,10 +368,41 @@ describe("the memoryd plugin in OpenClaw", () => {
       assert.equal((mine.memories as { text: string }[])[0]!.text, "The launch code word is pelican");
     });
 
+    it("the gateway's API key: refused for an agent outside it, by every tool and both hooks", { timeout: 4 * MINUTE }, async () => {
+      for (const [tool, args] of [
+        ["memory_store", { text: "Delta's locker code is 4321" }],
+        ["memory_recall", { query: "locker code" }],
+        ["memory_list", {}],
+        ["memory_stats", {}],
+        ["memory_forget", { query: "locker code" }],
+        ["memory_update", { memoryId: "0c4f3a40-0000-4000-8000-000000000000", text: "Delta's locker code is 1234" }],
+      ] as const) {
+        const answer = await gateway.invoke(tool, "delta", args);
+        assert.equal(answer.status, 403, `${tool}: ${JSON.stringify(answer.body)}`);
+        assert.match(answer.body.error?.message ?? "", /credential 'openclaw-gateway' may not act for agent 'delta'/);
+      }
+      // A turn as delta completes, without memories, and nothing is captured for it.
+      await turn("delta", "delta-1", "Remember that my locker code is 4321");
+      const refusals = (await home.pluginLog()).filter((l) => /auto-(recall|capture) refused by memoryd: PERMISSION_DENIED/.test(l.message));
+      for (const hook of ["auto-recall", "auto-capture"]) {
+        assert.ok(refusals.some((l) => l.message.includes(hook)), `${hook}: ${JSON.stringify(await home.pluginLog(), null, 1)}`);
+      }
+      const ops = new MemorydClient({ address: `http://${daemon.address}`, token: OPERATOR_KEY });
+      try {
+        assert.equal((await ops.stats({ agentId: "delta" })).total, 0n);
+        // The same key still serves its own agents: the gateway sees what alpha has.
+        const alpha = (await ops.stats({ agentId: "alpha" })).total;
+        assert.ok(alpha > 0n);
+        assert.equal(BigInt(ok(await gateway.invoke("memory_stats", "alpha")).total as number), alpha);
+      } finally {
+        ops.close();
+      }
+    });
+
     it("answers `openclaw memoryd search` for the agent named, and only for it", { timeout: 3 * MINUTE }, async () => {
       const run = await home.run(["memoryd", "search", "launch code word", "--agent", "alpha", "--json"], {
         timeoutMs: 3 * MINUTE,
-        env: { MEMORYD_AUTH_TOKEN: MEMORYD_TOKEN },
+        env: { MEMORYD_AUTH_TOKEN: GATEWAY_KEY },
       });
       assert.equal(run.code, 0, run.stderr);
       const details = JSON.parse(run.stdout.slice(run.stdout.indexOf("{"))) as { memories: { text: string }[] };

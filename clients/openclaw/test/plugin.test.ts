@@ -1,22 +1,28 @@
 /**
  * The plugin's own logic, without OpenClaw: config parsing, argument checks, turn
- * extraction, and how the hooks and tools behave when memoryd is missing or hangs.
+ * extraction, how the hooks and tools behave when memoryd is missing or hangs, and its
+ * tools and hooks over mTLS against a daemon whose keys file lists the plugin's certificate.
  */
 
 import assert from "node:assert/strict";
 import { once } from "node:events";
+import { writeFile } from "node:fs/promises";
 import type { Server, Socket } from "node:net";
 import { createServer } from "node:net";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 
+import { makePki, type Pair, type Pki } from "../../typescript/test/pki.ts";
 import { ConfigError, parseConfig } from "../plugin/src/config.ts";
 import { Connection } from "../plugin/src/connection.ts";
 import type { HookDeps } from "../plugin/src/hooks.ts";
 import { captureTurn, recallForPrompt } from "../plugin/src/hooks.ts";
 import { PluginLog } from "../plugin/src/log.ts";
 import { turnMessages } from "../plugin/src/messages.ts";
-import { Params, ToolInputError } from "../plugin/src/params.ts";
+import { Params, ToolAuthorizationError, ToolInputError } from "../plugin/src/params.ts";
 import { createTool } from "../plugin/src/tools.ts";
+import type { Daemon } from "./helpers/memoryd.ts";
+import { startMemoryd } from "./helpers/memoryd.ts";
 
 /** A logger that keeps what it was given. */
 function recordingLog(): { log: PluginLog; lines: { level: string; message: string }[] } {
@@ -52,6 +58,18 @@ describe("parseConfig", () => {
   it("expands ${VAR} in the token, and an unset variable is an error naming it", () => {
     assert.equal(parseConfig({ token: "${MY_TOKEN}" }, { MY_TOKEN: "abc" }).token, "abc");
     assert.throws(() => parseConfig({ token: "${MISSING_TOKEN}" }, {}), /MISSING_TOKEN/);
+  });
+
+  it("takes TLS files (which imply https) and refuses a certificate without its key", () => {
+    const config = parseConfig(
+      { address: "memory.internal:7000", tlsCaFile: "/etc/ca.pem", tlsCertFile: "/etc/gw.pem", tlsKeyFile: "/etc/gw.key" },
+      {},
+    );
+    assert.equal(config.baseUrl, "https://memory.internal:7000");
+    assert.deepEqual([config.tlsCaFile, config.tlsCertFile, config.tlsKeyFile], ["/etc/ca.pem", "/etc/gw.pem", "/etc/gw.key"]);
+    assert.throws(() => parseConfig({ tlsCertFile: "/etc/gw.pem" }, {}), /tlsCertFile and tlsKeyFile go together/);
+    assert.throws(() => parseConfig({ tlsCaFile: "/etc/ca.pem", tls: false }, {}), /need TLS; remove tls: false/);
+    assert.throws(() => parseConfig({ address: "http://h:1", tlsCaFile: "/etc/ca.pem" }, {}), /need an https:\/\/ address/);
   });
 
   it("refuses bad settings with a message naming the setting", () => {
@@ -203,5 +221,110 @@ describe("hooks and tools when memoryd is away", () => {
     assert.match(result.content[0]!.text, new RegExp(`memoryd at http://127\\.0\\.0\\.1:${deadPort} is unavailable \\(UNAVAILABLE`));
     await assert.rejects(tool.execute("call-2", { query: "" }), /memory_recall: query is empty/);
     d.connection().close();
+  });
+});
+
+describe("with a daemon that requires client certificates (mTLS) and a keys file", () => {
+  let pki: Pki;
+  let daemon: Daemon;
+  let gateway: Pair;
+  let unlisted: Pair;
+  const opened: Connection[] = [];
+
+  before(
+    async () => {
+      pki = await makePki();
+      [gateway, unlisted] = await Promise.all([pki.client("gateway-a.test"), pki.client("nobody.test")]);
+      const keysFile = join(pki.dir, "keys.toml");
+      await writeFile(keysFile, '[[key]]\nname = "gateway-a"\ntls_identity = "gateway-a.test"\nagents = ["tenant-a-*"]\n');
+      daemon = await startMemoryd({
+        env: {
+          MEMORYD_AUTH__KEYS_FILE: keysFile,
+          MEMORYD_SERVER__TLS_CERT: pki.server.certFile,
+          MEMORYD_SERVER__TLS_KEY: pki.server.keyFile,
+          MEMORYD_SERVER__TLS_CLIENT_CA: pki.caFile,
+        },
+      });
+    },
+    { timeout: 4 * 60_000 },
+  );
+
+  after(async () => {
+    for (const connection of opened) connection.close();
+    await daemon?.stop();
+    await pki?.dispose();
+  });
+
+  function deps(cert: Pair | undefined, raw: Record<string, unknown> = {}): HookDeps & { lines: { level: string; message: string }[] } {
+    const files = cert ? { tlsCertFile: cert.certFile, tlsKeyFile: cert.keyFile } : {};
+    const config = parseConfig({ address: daemon.address, tlsCaFile: pki.caFile, ...files, ...raw }, {});
+    const connection = new Connection(config);
+    opened.push(connection);
+    const { log, lines } = recordingLog();
+    return { config, connection: () => connection, log, lines };
+  }
+
+  it("the gateway's certificate reaches its own agents' memories, with tools and hooks", async () => {
+    const d = deps(gateway);
+    const store = createTool("memory_store", { agentId: "tenant-a-1" }, d)!;
+    const stored = await store.execute("call-1", { text: "Tenant A's deploy window is Tuesday night" });
+    assert.equal(stored.details.outcome, "created", JSON.stringify(stored));
+    const recall = createTool("memory_recall", { agentId: "tenant-a-1" }, d)!;
+    const found = await recall.execute("call-2", { query: "when is the deploy window?" });
+    assert.deepEqual((found.details.memories as { id: string }[]).map((m) => m.id), [stored.details.id]);
+
+    await captureTurn(
+      { success: true, messages: [{ role: "user", content: "Remember that my favourite colour is teal" }] },
+      { agentId: "tenant-a-1", sessionId: "s1" },
+      d,
+    );
+    const block = await recallForPrompt({ prompt: "What is my favourite colour?" }, { agentId: "tenant-a-1", sessionId: "s2" }, d);
+    assert.match(block?.prependContext ?? "", /<relevant-memories>[\s\S]*teal/);
+    assert.deepEqual(d.lines.filter((l) => l.level === "warn"), []);
+  });
+
+  it("another tenant's agent is refused: tools with 403, hooks with nothing (logged once)", async () => {
+    const d = deps(gateway);
+    for (const [name, args] of [
+      ["memory_recall", { query: "deploy window" }],
+      ["memory_store", { text: "Tenant A writing into tenant B" }],
+      ["memory_list", {}],
+      ["memory_stats", {}],
+    ] as const) {
+      const tool = createTool(name, { agentId: "tenant-b-1" }, d)!;
+      await assert.rejects(tool.execute("call-b", args), (error: unknown) => {
+        assert.ok(error instanceof ToolAuthorizationError, String(error));
+        assert.equal(error.status, 403);
+        assert.match(error.message, new RegExp(`^${name}: credential 'gateway-a' may not act for agent 'tenant-b-1'`));
+        return true;
+      });
+    }
+    for (let turn = 0; turn < 2; turn++) {
+      assert.equal(await recallForPrompt({ prompt: "What is tenant B's deploy window?" }, { agentId: "tenant-b-1" }, d), undefined);
+    }
+    await captureTurn(
+      { success: true, messages: [{ role: "user", content: "Remember that tenant B deploys on Mondays" }] },
+      { agentId: "tenant-b-1" },
+      d,
+    );
+    const warnings = d.lines.filter((l) => l.level === "warn").map((l) => l.message);
+    assert.deepEqual(warnings.length, 2, JSON.stringify(warnings));
+    assert.match(warnings[0]!, /auto-recall refused by memoryd: PERMISSION_DENIED/);
+    assert.match(warnings[1]!, /auto-capture refused by memoryd: PERMISSION_DENIED/);
+  });
+
+  it("a certificate the keys file does not list, or a TLS file that cannot be read: the tool says so", async () => {
+    const stranger = createTool("memory_stats", { agentId: "tenant-a-1" }, deps(unlisted))!;
+    const refused = await stranger.execute("call-u", {});
+    assert.equal(refused.details.status, "unavailable");
+    assert.match(refused.content[0]!.text, /refused the plugin's credentials/);
+
+    const missing = join(pki.dir, "no-such-ca.pem");
+    const broken = deps(gateway, { tlsCaFile: missing });
+    const unreadable = await createTool("memory_stats", { agentId: "tenant-a-1" }, broken)!.execute("call-m", {});
+    assert.equal(unreadable.details.status, "unavailable");
+    assert.match(unreadable.content[0]!.text, new RegExp(`FAILED_PRECONDITION: tlsCaFile: cannot read ${missing.replace(/[.]/g, "\\.")}`));
+    // Auto-recall goes on without memories (and without throwing into the host).
+    assert.equal(await recallForPrompt({ prompt: "What is my favourite colour?" }, { agentId: "tenant-a-1" }, broken), undefined);
   });
 });

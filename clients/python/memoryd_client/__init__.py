@@ -8,10 +8,38 @@
 
 ``AsyncMemoryClient`` is the same API for asyncio, plus ``stream()`` for the
 bidirectional Stream RPC. Responses are the generated protobuf messages (``pb``).
+
+Submodules: ``untrusted`` (escaping recalled text for a model; standard library only),
+``mcp_server`` (``memoryd mcp``, needs the ``mcp`` extra). The names above are loaded on
+first use, so importing ``memoryd_client.untrusted`` does not load grpc.
 """
 
-from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
-from memoryd_client.client import AsyncMemoryClient, MemoryClient, MemorydError, tls_credentials
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
+    from memoryd_client.client import (
+        AsyncMemoryClient,
+        MemoryClient,
+        MemorydError,
+        tls_credentials,
+    )
 
 __all__ = ["AsyncMemoryClient", "MemoryClient", "MemorydError", "pb", "tls_credentials"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    value: Any
+    if name == "pb":
+        from memoryd_client._gen.memoryd.v1 import memory_pb2 as value
+    elif name in ("AsyncMemoryClient", "MemoryClient", "MemorydError", "tls_credentials"):
+        from memoryd_client import client
+
+        value = getattr(client, name)
+    else:
+        raise AttributeError(f"module 'memoryd_client' has no attribute {name!r}")
+    globals()[name] = value  # loaded once; later lookups do not come here
+    return value

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import copy
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -91,7 +92,15 @@ def recall_request(
     options: pb.RecallOptions | None = None,
     explain: bool = False,
     full_text: bool = False,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    reference_time: datetime | None = None,
+    timezone: str = "",
+    ignore_time_expressions: bool = False,
 ) -> pb.RecallRequest:
+    """``created_after``/``created_before`` filter by created_at; time expressions in the
+    query ("last week", "letzte Woche", "上周") resolve against ``reference_time`` (default
+    now) in the IANA ``timezone`` (default: the daemon's recall.timezone)."""
     return pb.RecallRequest(
         agent_id=agent_id,
         query=query,
@@ -102,6 +111,11 @@ def recall_request(
         options=options,
         explain=explain,
         full_text=full_text,
+        created_after=_ts(created_after),
+        created_before=_ts(created_before),
+        reference_time=_ts(reference_time),
+        timezone=timezone,
+        ignore_time_expressions=ignore_time_expressions,
     )
 
 
@@ -381,6 +395,16 @@ class AsyncMemoryClient:
 
     async def close(self) -> None:
         await self._channel.close()
+
+    def with_token(self, token: str | None) -> AsyncMemoryClient:
+        """This client, sending ``token`` (None: no token) instead of its own.
+
+        The copy shares the channel (one connection for every caller: e.g. a server that
+        passes each of its callers' tokens through); closing either closes both.
+        """
+        other = copy.copy(self)
+        other._metadata = _metadata(token)
+        return other
 
     async def _call(
         self, method: Any, request: Any, *, idempotent: bool, timeout: float | None

@@ -8,6 +8,11 @@
  *
  * The HookService calls (buildContext, capture) share the client's connection, token
  * and interceptors; they are never retried.
+ *
+ * Credentials: `token` is the API key (a bearer secret); `tls` gives the CA to trust and,
+ * for mTLS, the client certificate (tls.ts). A request for an agent the credential may not
+ * act for fails with PERMISSION_DENIED, a missing or unknown credential with
+ * UNAUTHENTICATED; neither is retried.
  */
 
 import type * as http2 from "node:http2";
@@ -51,25 +56,38 @@ import {
 import type { Attempt, RetryOptions } from "./retry.js";
 import { callWithRetries, DEFAULT_RETRY } from "./retry.js";
 import { MemorydSession } from "./session.js";
+import type { TlsOptions } from "./tls.js";
+import { tlsNodeOptions } from "./tls.js";
 
 export const DEFAULT_ADDRESS = "http://127.0.0.1:50051";
+/** The default address when `tls` is on. */
+const DEFAULT_TLS_ADDRESS = "https://127.0.0.1:50051";
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
 export interface MemorydClientOptions {
   /**
    * The daemon: "http://host:port", "https://host:port", or "host:port" (scheme chosen
-   * by `tls`). Default "http://127.0.0.1:50051".
+   * by `tls`). Default "127.0.0.1:50051" (http, or https with `tls`).
    */
   address?: string;
-  /** Use TLS (https) for an address given without a scheme. Default false. */
-  tls?: boolean;
-  /** Sent on every call as `authorization: Bearer <token>` (the daemon's MEMORYD_AUTH_TOKEN). */
+  /**
+   * TLS: `true` for https with Node's trusted roots, or the CA to trust and, for mTLS, this
+   * client's certificate and key (PEM text or file paths, see TlsOptions). An object implies
+   * https for an address given without a scheme. Default false.
+   */
+  tls?: boolean | TlsOptions;
+  /**
+   * The API key, sent on every call as `authorization: Bearer <token>`: a secret made by
+   * `memoryd keys new` (listed by its hash in the daemon's keys file), or the daemon's
+   * single MEMORYD_AUTH_TOKEN. Omit it when the daemon runs without auth, or when a client
+   * certificate (`tls.cert`) is the credential; a key, when sent, decides alone.
+   */
   token?: string;
   /** Default deadline of each call in ms, retries included. Default 10 000; Infinity for none. */
   timeoutMs?: number;
   /** Retries of idempotent calls on UNAVAILABLE; `false` disables them. */
   retry?: Partial<RetryOptions> | false;
-  /** Options for node's http2.connect, e.g. `{ ca }` to trust a private CA. */
+  /** Options for node's http2.connect; they win over those `tls` gives. */
   nodeOptions?: http2.SecureClientSessionOptions;
   /** Extra connect-es interceptors, run on every call. */
   interceptors?: Interceptor[];
@@ -129,7 +147,10 @@ export class MemorydClient {
   private readonly retry: RetryOptions;
 
   constructor(options: MemorydClientOptions = {}) {
-    this.baseUrl = baseUrlOf(options.address ?? DEFAULT_ADDRESS, options.tls);
+    const tls = options.tls;
+    const secure = tls === undefined ? undefined : tls !== false;
+    this.baseUrl = baseUrlOf(options.address ?? (secure ? DEFAULT_TLS_ADDRESS : DEFAULT_ADDRESS), secure);
+    const nodeOptions = typeof tls === "object" ? { ...tlsNodeOptions(tls), ...options.nodeOptions } : options.nodeOptions;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.retry =
       options.retry === false
@@ -138,7 +159,7 @@ export class MemorydClient {
     const interceptors = [...(options.interceptors ?? [])];
     if (options.token) interceptors.unshift(bearer(options.token));
     // Our own session manager, so close() can end the HTTP/2 connection.
-    this.sessions = new Http2SessionManager(this.baseUrl, {}, options.nodeOptions);
+    this.sessions = new Http2SessionManager(this.baseUrl, {}, nodeOptions);
     const transport = createGrpcTransport({
       baseUrl: this.baseUrl,
       sessionManager: this.sessions,

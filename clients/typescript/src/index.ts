@@ -30,6 +30,7 @@ export { codeName, MemorydError } from "./errors.js";
 export type { RetryOptions } from "./retry.js";
 export { DEFAULT_RETRY } from "./retry.js";
 export type { StreamOp } from "./session.js";
+export type { TlsOptions } from "./tls.js";
 export { MemorydSession } from "./session.js";
 export * from "./gen/memoryd/v1/hooks_pb.js";
 export * from "./gen/memoryd/v1/memory_pb.js";

@@ -2,8 +2,10 @@
  * Deadlines and retries of one unary call.
  *
  * The deadline covers the whole call, retries and back-off included, so `timeoutMs` is
- * the most a caller ever waits. Only idempotent calls are retried, and only on
- * UNAVAILABLE (the daemon is starting, restarting, or not listening yet).
+ * the most a caller ever waits. Idempotent calls are retried on UNAVAILABLE (the daemon
+ * is starting, restarting, or not listening yet). Any call refused with RESOURCE_EXHAUSTED
+ * and a `retry-after-ms` trailer (a rate limit or a full queue: nothing was done) is sent
+ * again after that wait.
  */
 
 import { setTimeout as sleep } from "node:timers/promises";
@@ -45,7 +47,7 @@ export async function callWithRetries<T>(
 ): Promise<T> {
   const { timeoutMs, signal, retry } = policy;
   const deadline = Number.isFinite(timeoutMs) ? Date.now() + timeoutMs : Infinity;
-  const attempts = policy.idempotent ? Math.max(1, retry.maxAttempts) : 1;
+  const attempts = Math.max(1, retry.maxAttempts);
   let backoff = retry.initialBackoffMs;
   for (let n = 1; ; n++) {
     const left = deadline - Date.now();
@@ -58,10 +60,13 @@ export async function callWithRetries<T>(
     } catch (reason) {
       error = MemorydError.from(reason);
     }
-    if (n >= attempts || !isRetryable(error)) throw error;
+    const told = error.retryAfterMs;
+    if (n >= attempts || (told === undefined && !(policy.idempotent && isRetryable(error)))) {
+      throw error;
+    }
     // "Equal jitter": between half and all of the back-off, so clients that lost the
     // daemon together do not come back in lockstep.
-    const delay = Math.min(backoff, retry.maxBackoffMs) * (0.5 + Math.random() / 2);
+    const delay = told ?? Math.min(backoff, retry.maxBackoffMs) * (0.5 + Math.random() / 2);
     // No time for another attempt: the real cause is more useful than a bare timeout.
     if (Date.now() + delay >= deadline) throw error;
     try {

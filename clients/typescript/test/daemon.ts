@@ -31,7 +31,7 @@ export function pythonPath(): string {
 }
 
 export interface Daemon {
-  /** "http://127.0.0.1:PORT" */
+  /** "http://127.0.0.1:PORT" ("https://..." when started with `tls`) */
   address: string;
   /** Everything the daemon wrote to stderr so far (its log). */
   log(): string;
@@ -49,6 +49,10 @@ export interface DaemonOptions {
    * `listening on HOST:0 (port N); loading`.
    */
   until?: "serving" | "listening";
+  /** Extra settings as environment variables, e.g. { MEMORYD_AUTH__KEYS_FILE: path }. */
+  env?: Record<string, string>;
+  /** The daemon serves TLS (its settings come through `env`): the address is https. */
+  tls?: boolean;
 }
 
 export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> {
@@ -56,6 +60,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   const env = { ...process.env };
   delete env["MEMORYD_AUTH_TOKEN"];
   if (options.token) env["MEMORYD_AUTH_TOKEN"] = options.token;
+  Object.assign(env, options.env);
   const python = pythonPath();
   const child = spawn(
     python,
@@ -85,7 +90,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   }
 
   return {
-    address: `http://127.0.0.1:${port}`,
+    address: `${options.tls ? "https" : "http"}://127.0.0.1:${port}`,
     log: () => stderr,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");

@@ -139,7 +139,34 @@ describe("retries on UNAVAILABLE", () => {
   });
 });
 
+/** An h2c server that closes the whole connection on every call, before answering. */
+async function hangUpServer(): Promise<{ address: string; calls: Map<string, number>; close(): Promise<void> }> {
+  const calls = new Map<string, number>();
+  const server = http2.createServer();
+  server.on("stream", (stream, headers) => {
+    stream.on("error", () => {});
+    const method = String(headers[":path"]).split("/").pop()!;
+    calls.set(method, (calls.get(method) ?? 0) + 1);
+    stream.session?.destroy();
+  });
+  return listen(server, calls);
+}
+
 describe("deadlines and connection failures", () => {
+  it("a daemon that closes the connection before answering: UNAVAILABLE (retried), not CANCELLED", async () => {
+    const fake = await hangUpServer();
+    const client = new MemorydClient({ address: fake.address, retry: fastRetry });
+    const error = await client.stats({ agentId: "a" }).catch((reason: unknown) => reason);
+    assert.ok(error instanceof MemorydError, String(error));
+    assert.equal(error.code, "UNAVAILABLE", error.message);
+    assert.match(error.message, /closed the connection before answering/);
+    assert.equal(fake.calls.get("Stats"), 3);
+    // The caller's own abort is still CANCELLED.
+    await assert.rejects(client.stats({ agentId: "a" }, { signal: AbortSignal.abort() }), { code: "CANCELLED" });
+    client.close();
+    await fake.close();
+  });
+
   it("a daemon that never answers: DEADLINE_EXCEEDED at the deadline", async () => {
     const fake = await silentServer();
     const client = new MemorydClient({ address: fake.address, timeoutMs: 200 });
@@ -184,8 +211,10 @@ describe("deadlines and connection failures", () => {
 });
 
 describe("addresses", () => {
-  it("defaults to plain http on 127.0.0.1:50051", () => {
+  it("defaults to plain http on 127.0.0.1:50051, https with tls", () => {
     assert.equal(new MemorydClient().baseUrl, "http://127.0.0.1:50051");
+    assert.equal(new MemorydClient({ tls: true }).baseUrl, "https://127.0.0.1:50051");
+    assert.equal(new MemorydClient({ tls: { ca: "-----BEGIN CERTIFICATE-----" } }).baseUrl, "https://127.0.0.1:50051");
   });
   it("takes host:port, choosing the scheme from tls", () => {
     assert.equal(baseUrlOf("memoryd.internal:50051"), "http://memoryd.internal:50051");

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.api.limits import RateLimiter, RateLimits, TokenBucket
+from memoryd.api.limits import RateLimiter, TokenBucket
 from memoryd.core.errors import Overloaded
+from memoryd.core.principals import RateLimits
 
 
 class Clock:

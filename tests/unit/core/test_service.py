@@ -12,6 +12,7 @@ import pytest
 from memoryd.core.errors import InvalidArgument, NotFound, PermissionDenied
 from memoryd.core.policy import AccessPolicy, AgentAccess
 from memoryd.core.records import Category, StoreOutcome
+from memoryd.core.retrieval import Rerank
 from memoryd.core.service import MemoryPatch, MemoryService, NewMemory, RecallQuery
 
 
@@ -301,3 +302,103 @@ async def test_concurrent_updates_of_one_memory_all_apply(service: MemoryService
     )
     assert service.get("a", m.id).metadata == {f"k{i}": "v" for i in range(20)}
     assert service._update_locks == {}
+
+
+async def test_texts_the_embedder_cannot_read_are_never_near_duplicates_of_each_other(
+    open_repository,
+    clock,  # type: ignore[no-untyped-def]
+) -> None:
+    """An English-only model maps most Thai text to nearly one vector: two different Thai
+    memories must both be kept (and found by their words), while an exact repeat is still
+    a duplicate and English near-duplicates are still refused."""
+    from memoryd.core.policy import AccessPolicy
+    from memoryd.core.retrieval import RetrievalConfig, Retriever
+    from memoryd.core.service import ServiceLimits
+
+    DIM = 1024  # the open_repository fixture's dimension
+
+    class EnglishOnly:
+        model_name, dim = "english-only", DIM
+
+        def vector(self, text: str):  # type: ignore[no-untyped-def]
+            import numpy as np
+
+            v = np.zeros(DIM, dtype=np.float32)
+            if text.isascii():
+                for word in text.lower().split():
+                    v[sum(map(ord, word.strip("!?."))) % DIM] += 1.0
+            else:
+                v[0] = 1.0  # every text it cannot read lands on the same vector
+            return v / np.linalg.norm(v)
+
+        async def embed_query(self, text: str):  # type: ignore[no-untyped-def]
+            return self.vector(text)
+
+        async def embed_one(self, text: str):  # type: ignore[no-untyped-def]
+            return self.vector(text)
+
+    repo = open_repository()
+    retriever = Retriever(
+        repo, RetrievalConfig(rerank=Rerank.NONE), dense_languages=frozenset({"en"})
+    )
+    svc = MemoryService(
+        repo, EnglishOnly(), AccessPolicy(agents={}), ServiceLimits(), clock, retriever=retriever
+    )  # type: ignore[arg-type]
+    first = await store(svc, "a", "ผู้ใช้ชอบดื่มชาเขียวทุกเช้า")
+    second = await store(svc, "a", "ประชุมทีมทุกวันจันทร์เวลาสิบโมง")
+    assert (first.outcome, second.outcome) == (StoreOutcome.CREATED, StoreOutcome.CREATED)
+    assert first.memory.language == "th"
+    again = await store(svc, "a", "ผู้ใช้ชอบดื่มชาเขียวทุกเช้า")
+    assert again.outcome == StoreOutcome.DUPLICATE and again.duplicate_of == first.memory.id
+    en = await store(svc, "a", "the user likes green tea")
+    assert (await store(svc, "a", "The user likes green tea!")).outcome == StoreOutcome.DUPLICATE
+    hits = await svc.recall(RecallQuery(agent_id="a", query="ประชุมทีมวันจันทร์"))
+    assert hits[0].memory.id == second.memory.id
+    assert en.outcome == StoreOutcome.CREATED
+
+
+async def test_forget_by_a_query_the_embedder_cannot_read_deletes_nothing(
+    open_repository,  # type: ignore[no-untyped-def]
+    clock,
+) -> None:
+    """With an English-only model, a Thai query is as close to one Thai memory as to any:
+    Forget by query lists candidates but never deletes on that cosine."""
+    import numpy as np
+
+    from memoryd.core.policy import AccessPolicy
+    from memoryd.core.retrieval import RetrievalConfig, Retriever
+    from memoryd.core.service import ServiceLimits
+
+    dim = 1024  # the open_repository fixture's dimension
+
+    class EnglishOnly:
+        model_name, dim = "english-only", 1024
+
+        def vector(self, text: str) -> np.ndarray:
+            v = np.zeros(dim, dtype=np.float32)
+            v[0 if not text.isascii() else 1 + len(text) % (dim - 1)] = 1.0
+            return v
+
+        async def embed_query(self, text: str) -> np.ndarray:
+            return self.vector(text)
+
+        async def embed_one(self, text: str) -> np.ndarray:
+            return self.vector(text)
+
+    repo = open_repository()
+    retriever = Retriever(
+        repo, RetrievalConfig(rerank=Rerank.NONE), dense_languages=frozenset({"en"})
+    )
+    svc = MemoryService(
+        repo,
+        EnglishOnly(),  # type: ignore[arg-type]
+        AccessPolicy(agents={}),
+        ServiceLimits(),
+        clock,
+        retriever=retriever,
+    )
+    kept = await store(svc, "a", "ผู้ใช้ชอบดื่มชาเขียวทุกเช้า")  # "the user drinks green tea"
+    result = await svc.forget_query("a", "ลืมเรื่องรถของฉัน")  # "forget about my car"
+    assert result.deleted_ids == []
+    assert [c.memory.id for c in result.candidates] == [kept.memory.id]
+    assert svc.store.get(kept.memory.id) is not None

@@ -57,7 +57,7 @@ def test_candidates_are_the_union_of_both_legs_best_over_the_given_scopes(seed: 
         # distinct word counts per memory, so no two BM25 scores tie
         text = " ".join(rng.choice(WORDS, rng.integers(2, 7))) + " filler" * int(i)
         expires = NOW - timedelta(seconds=1) if i % 11 == 0 else None
-        m, v = mem(i, scope, text, expires_at=expires), unit(rng)
+        m, v = mem(i, scope, text, expires_at=expires, language="en"), unit(rng)
         index.put(m, v)
         rows[m.id] = (m, v)
     for i in rng.choice(90, 10, replace=False):  # swap-deletes reorder rows
@@ -66,14 +66,15 @@ def test_candidates_are_the_union_of_both_legs_best_over_the_given_scopes(seed: 
     scopes = ["agent:a", "shared:x"]  # agent:b's rows must never show up
     in_scope = [m for m, _ in rows.values() if m.scope in scopes]
     alive = [m for m in in_scope if m.expires_at is None]
-    terms = {m.id: Counter(index.analyzer.terms(m.text)) for m in in_scope}
+    terms = {m.id: Counter(index.analyzer.terms(m.text, m.language)) for m in in_scope}
     avgdl = sum(sum(c.values()) for c in terms.values()) / len(in_scope)
     pool = 8
     for _ in range(10):
         q = unit(rng)
         text = " ".join(rng.choice(WORDS, 3))
         cands = index.candidates(q, text, scopes, pool, now=NOW)
-        qterms = Counter(index.analyzer.terms(text))
+        # in the query's detected language and in the scopes' one (English)
+        qterms = index.analyzer.query_terms(text, ["en"])[1]
         weights = {
             t: idf(df, len(in_scope)) * c
             for t, c in qterms.items()

@@ -284,3 +284,35 @@ def test_bulk_loading_derives_the_same_links_as_one_put_at_a_time() -> None:
         assert derived(bulk) == want
         q = unit(2)  # the superseded memory is hidden from search
         assert rows[2].id not in {m.id for m, _ in bulk.search(q, ["agent:a"], 6, now=NOW)}
+
+
+def test_links_and_supersession_never_cross_scopes() -> None:
+    """A row stored with a link or a supersede towards another scope (as an old import
+    could write) neither hides nor shows the other scope's memory."""
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from memoryd.core.records import Category, Memory
+    from memoryd.storage.hot_index import HotIndex
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def memory(mid: str, scope: str, **kw: object) -> Memory:
+        return Memory(mid, scope.split(":")[-1], scope, f"text {mid}", f"text {mid}",
+                      Category.FACT, 0.5, now, now, **kw)  # type: ignore[arg-type]  # fmt: skip
+
+    index = HotIndex(4)
+    vector = np.array([1, 0, 0, 0], np.float32)
+    index.put(memory("victim", "agent:main"), vector)
+    index.put(memory("forged", "agent:mallory", supersedes="victim", related_ids=["victim"]),
+              vector)  # fmt: skip
+    index.put(memory("ok-old", "agent:mallory"), vector)
+    index.put(memory("ok-new", "agent:mallory", supersedes="ok-old", related_ids=["ok-old"]),
+              vector)  # fmt: skip
+    victim = index.get("victim")
+    assert victim is not None and not victim.superseded_by and victim.related_ids == []
+    assert [m.id for m, _ in index.search(vector, ["agent:main"], 5, now=now)] == ["victim"]
+    assert index.get("forged").related_ids == []  # type: ignore[union-attr]
+    assert index.get("ok-old").superseded_by == "ok-new"  # type: ignore[union-attr]
+    assert index.get("ok-old").related_ids == ["ok-new"]  # type: ignore[union-attr]

@@ -50,6 +50,7 @@ export function registerMemorydCli(program: CommandLike, deps: ToolDeps): void {
       const status: Record<string, unknown> = {
         address: deps.config.baseUrl,
         token: deps.config.tokenSource,
+        clientCertificate: deps.config.tlsCertFile ?? "none",
         autoRecall: deps.config.autoRecall,
         autoCapture: deps.config.autoCapture,
       };

@@ -23,9 +23,12 @@ export const DEFAULTS = {
 export interface MemorydPluginConfig {
   /** Full base URL of the daemon, e.g. "http://127.0.0.1:50051". */
   baseUrl: string;
-  /** PEM of a private CA to trust for TLS, read from `tlsCaFile` by the caller. */
+  /** PEM file of a private CA to trust for TLS (read when the first call connects). */
   tlsCaFile: string | undefined;
-  /** Bearer token; undefined when auth is off. Never logged. */
+  /** PEM files of the plugin's client certificate and its key (mTLS); both or neither. */
+  tlsCertFile: string | undefined;
+  tlsKeyFile: string | undefined;
+  /** The API key (bearer token); undefined when auth is off or a certificate is the credential. Never logged. */
   token: string | undefined;
   /** Where the token came from, for status output (never the token itself). */
   tokenSource: "config" | "env" | "none";
@@ -55,6 +58,8 @@ const KEYS = new Set([
   "address",
   "tls",
   "tlsCaFile",
+  "tlsCertFile",
+  "tlsKeyFile",
   "token",
   "hookTimeoutMs",
   "captureTimeoutMs",
@@ -82,13 +87,25 @@ export function parseConfig(
       );
     }
   }
-  const tls = optionalBoolean(cfg, "tls");
+  const tlsCaFile = optionalString(cfg, "tlsCaFile");
+  const tlsCertFile = optionalString(cfg, "tlsCertFile");
+  const tlsKeyFile = optionalString(cfg, "tlsKeyFile");
+  if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
+    throw new ConfigError("tlsCertFile and tlsKeyFile go together (the client certificate and its key, for mTLS)");
+  }
+  const tlsFiles = tlsCaFile !== undefined || tlsCertFile !== undefined;
+  const tls = optionalBoolean(cfg, "tls") ?? (tlsFiles ? true : undefined);
+  if (tls === false && tlsFiles) {
+    throw new ConfigError("tlsCaFile, tlsCertFile and tlsKeyFile need TLS; remove tls: false");
+  }
   const address = optionalString(cfg, "address") ?? nonEmpty(env[ENV_ADDRESS]) ?? DEFAULTS.address;
   const configToken = optionalString(cfg, "token");
   const token = configToken !== undefined ? expandEnv(configToken, "token", env) : nonEmpty(env[ENV_TOKEN]);
   return {
     baseUrl: baseUrlOf(address, tls),
-    tlsCaFile: optionalString(cfg, "tlsCaFile"),
+    tlsCaFile,
+    tlsCertFile,
+    tlsKeyFile,
     token: token || undefined,
     tokenSource: configToken !== undefined ? "config" : token ? "env" : "none",
     hookTimeoutMs: integer(cfg, "hookTimeoutMs", 50, 60_000) ?? DEFAULTS.hookTimeoutMs,
@@ -125,7 +142,7 @@ export function baseUrlOf(address: string, tls: boolean | undefined): string {
   }
   const secure = match[1]!.toLowerCase() === "https";
   if (tls !== undefined && tls !== secure) {
-    throw new ConfigError(`address ${address} contradicts tls: ${tls}`);
+    throw new ConfigError(`address ${address} contradicts tls: ${tls} (the tls* settings need an https:// address)`);
   }
   return address.replace(/\/+$/, "");
 }

@@ -1,17 +1,15 @@
 /**
  * The plugin's connection to memoryd: one MemorydClient (MemoryService for the tools,
  * HookService's buildContext/capture for the hooks), created on first use and shared by
- * every registration of the plugin in this process that has the same address, TLS and
- * token.
+ * every registration of the plugin in this process that has the same address, TLS files
+ * and token (the API key).
  *
  * OpenClaw calls `register()` several times per process (discovery, tool discovery, full
  * runtime); none of them may connect. Nothing here does I/O until a tool or hook makes a
  * call, and an idle HTTP/2 connection does not keep the process alive.
  */
 
-import { readFileSync } from "node:fs";
-import type * as http2 from "node:http2";
-
+import type { TlsOptions } from "@memoryd/client";
 import { MemorydClient, MemorydError } from "@memoryd/client";
 
 import type { MemorydPluginConfig } from "./config.ts";
@@ -19,7 +17,6 @@ import type { MemorydPluginConfig } from "./config.ts";
 /** The client of one daemon, built lazily. */
 export class Connection {
   private memorydClient: MemorydClient | undefined;
-  private nodeOptions: http2.SecureClientSessionOptions | undefined;
   private readonly config: ConnectionSettings;
 
   constructor(config: ConnectionSettings) {
@@ -28,15 +25,33 @@ export class Connection {
 
   /**
    * Tools and hooks alike. Every call passes its own deadline (`toolTimeoutMs`,
-   * `hookTimeoutMs`, `captureTimeoutMs`); the hooks' calls are never retried.
+   * `hookTimeoutMs`, `captureTimeoutMs`); the hooks' calls are never retried. The TLS
+   * files are read here, on first use: one that cannot be read fails the call with
+   * FAILED_PRECONDITION naming it (and is read again on the next call).
    */
   get client(): MemorydClient {
-    this.memorydClient ??= new MemorydClient({
-      address: this.config.baseUrl,
-      token: this.config.token,
-      timeoutMs: this.config.toolTimeoutMs,
-      nodeOptions: this.tlsOptions(),
-    });
+    if (this.memorydClient) return this.memorydClient;
+    const { tlsCaFile, tlsCertFile, tlsKeyFile } = this.config;
+    const tls: TlsOptions = {};
+    if (tlsCaFile) tls.caFile = tlsCaFile;
+    if (tlsCertFile) tls.certFile = tlsCertFile;
+    if (tlsKeyFile) tls.keyFile = tlsKeyFile;
+    try {
+      this.memorydClient = new MemorydClient({
+        address: this.config.baseUrl,
+        token: this.config.token,
+        timeoutMs: this.config.toolTimeoutMs,
+        ...(Object.keys(tls).length > 0 ? { tls } : {}),
+      });
+    } catch (error) {
+      // e.g. "tls.caFile: cannot read /etc/memoryd/ca.pem: ENOENT ...", said with this
+      // plugin's setting name (tlsCaFile).
+      const message = (error as Error).message.replace(
+        /\btls\.(ca|cert|key)File\b/,
+        (_, name: string) => `tls${name[0]!.toUpperCase()}${name.slice(1)}File`,
+      );
+      throw new MemorydError("FAILED_PRECONDITION", message, { cause: error });
+    }
     return this.memorydClient;
   }
 
@@ -45,23 +60,12 @@ export class Connection {
     this.memorydClient?.close();
     this.memorydClient = undefined;
   }
-
-  private tlsOptions(): http2.SecureClientSessionOptions | undefined {
-    if (this.nodeOptions === undefined && this.config.tlsCaFile) {
-      try {
-        this.nodeOptions = { ca: readFileSync(this.config.tlsCaFile) };
-      } catch (error) {
-        throw new MemorydError(
-          "FAILED_PRECONDITION",
-          `cannot read tlsCaFile ${this.config.tlsCaFile}: ${(error as Error).message}`,
-        );
-      }
-    }
-    return this.nodeOptions;
-  }
 }
 
-type ConnectionSettings = Pick<MemorydPluginConfig, "baseUrl" | "token" | "tlsCaFile" | "toolTimeoutMs">;
+type ConnectionSettings = Pick<
+  MemorydPluginConfig,
+  "baseUrl" | "token" | "tlsCaFile" | "tlsCertFile" | "tlsKeyFile" | "toolTimeoutMs"
+>;
 
 const connections = new Map<string, Connection>();
 
@@ -71,6 +75,8 @@ export function connectionFor(config: MemorydPluginConfig): Connection {
     baseUrl: config.baseUrl,
     token: config.token,
     tlsCaFile: config.tlsCaFile,
+    tlsCertFile: config.tlsCertFile,
+    tlsKeyFile: config.tlsKeyFile,
     toolTimeoutMs: config.toolTimeoutMs,
   };
   const key = JSON.stringify(settings);

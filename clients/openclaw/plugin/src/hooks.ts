@@ -66,7 +66,8 @@ export async function recallForPrompt(
     return undefined;
   }
   const budget = config.hookTimeoutMs;
-  const response = await withinBudget(
+  // Inside the promise: building the client may fail too (an unreadable TLS file).
+  const call = Promise.resolve().then(() =>
     deps.connection().client.buildContext(
       {
         agentId,
@@ -78,8 +79,8 @@ export async function recallForPrompt(
       },
       { timeoutMs: budget },
     ),
-    budget,
-  ).then(
+  );
+  const response = await withinBudget(call, budget).then(
     (r) => {
       reachable(deps);
       return r;

@@ -428,7 +428,7 @@ function failure(tool: ToolName, error: unknown, deps: ToolDeps): ToolResult {
         error.code === "DEADLINE_EXCEEDED"
           ? `did not answer within ${deps.config.toolTimeoutMs} ms`
           : error.code === "UNAUTHENTICATED"
-            ? "refused the plugin's token (check token / MEMORYD_AUTH_TOKEN)"
+            ? "refused the plugin's credentials (check the API key in token / MEMORYD_AUTH_TOKEN, or the certificate in tlsCertFile)"
             : `is unavailable (${error.code}: ${error.message})`;
       deps.log.once(
         `tool-failure:${error.code}`,

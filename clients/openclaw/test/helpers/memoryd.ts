@@ -15,7 +15,7 @@ const START_TIMEOUT_MS = 180_000;
 const STOP_TIMEOUT_MS = 30_000;
 
 export interface Daemon {
-  /** "127.0.0.1:PORT" */
+  /** "127.0.0.1:PORT" (host:port; the scheme is the client's `tls` setting) */
   address: string;
   /** What the daemon wrote to stderr (its log). */
   log(): string;
@@ -23,11 +23,19 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-export async function startMemoryd(options: { token?: string } = {}): Promise<Daemon> {
+export interface MemorydOptions {
+  /** MEMORYD_AUTH_TOKEN: the single shared token. */
+  token?: string;
+  /** More settings as environment variables, e.g. { MEMORYD_AUTH__KEYS_FILE: path }. */
+  env?: Record<string, string>;
+}
+
+export async function startMemoryd(options: MemorydOptions = {}): Promise<Daemon> {
   const dataDir = await mkdtemp(join(tmpdir(), "memoryd-openclaw-test-"));
   const env = { ...process.env };
   delete env.MEMORYD_AUTH_TOKEN;
   if (options.token) env.MEMORYD_AUTH_TOKEN = options.token;
+  Object.assign(env, options.env);
   const python = resolve(REPO_ROOT, process.env.MEMORYD_PYTHON ?? ".venv/bin/python");
   const child = spawn(python, ["-m", "memoryd", "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir], {
     env,

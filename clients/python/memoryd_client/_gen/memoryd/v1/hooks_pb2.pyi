@@ -10,6 +10,7 @@ This file is the public contract. Names and field numbers are fixed: extend, nev
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from memoryd_client._gen.memoryd.v1 import memory_pb2 as _memory_pb2
 import builtins as _builtins
@@ -34,6 +35,10 @@ class BuildContextRequest(_message.Message):
     MIN_SCORE_FIELD_NUMBER: _builtins.int
     TIME_BUDGET_MS_FIELD_NUMBER: _builtins.int
     SCOPES_FIELD_NUMBER: _builtins.int
+    CREATED_AFTER_FIELD_NUMBER: _builtins.int
+    CREATED_BEFORE_FIELD_NUMBER: _builtins.int
+    REFERENCE_TIME_FIELD_NUMBER: _builtins.int
+    TIMEZONE_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     session_id: _builtins.str
     prompt: _builtins.str
@@ -44,10 +49,22 @@ class BuildContextRequest(_message.Message):
     """default hooks.min_score"""
     time_budget_ms: _builtins.int
     """default hooks.time_budget_ms; past it: empty block + reason"""
+    timezone: _builtins.str
     @_builtins.property
     def scopes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """default: every scope the agent may read"""
 
+    @_builtins.property
+    def created_after(self) -> _timestamp_pb2.Timestamp:
+        """As in RecallRequest: a created_at filter, and the reference time and IANA time zone
+        that time expressions in the prompt ("yesterday", "letzte Woche", "上周") resolve
+        against (defaults: now, recall.timezone).
+        """
+
+    @_builtins.property
+    def created_before(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def reference_time(self) -> _timestamp_pb2.Timestamp: ...
     def __init__(
         self,
         *,
@@ -58,10 +75,14 @@ class BuildContextRequest(_message.Message):
         min_score: _builtins.float = ...,
         time_budget_ms: _builtins.int = ...,
         scopes: _abc.Iterable[_builtins.str] | None = ...,
+        created_after: _timestamp_pb2.Timestamp | None = ...,
+        created_before: _timestamp_pb2.Timestamp | None = ...,
+        reference_time: _timestamp_pb2.Timestamp | None = ...,
+        timezone: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_after", b"created_after", "created_before", b"created_before", "reference_time", b"reference_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "max_results", b"max_results", "min_score", b"min_score", "prompt", b"prompt", "scopes", b"scopes", "session_id", b"session_id", "time_budget_ms", b"time_budget_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "created_after", b"created_after", "created_before", b"created_before", "max_results", b"max_results", "min_score", b"min_score", "prompt", b"prompt", "reference_time", b"reference_time", "scopes", b"scopes", "session_id", b"session_id", "time_budget_ms", b"time_budget_ms", "timezone", b"timezone"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

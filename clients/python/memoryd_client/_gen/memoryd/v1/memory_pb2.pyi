@@ -195,6 +195,7 @@ class Memory(_message.Message):
     SUPERSEDES_FIELD_NUMBER: _builtins.int
     SUPERSEDED_BY_FIELD_NUMBER: _builtins.int
     TEXT_IS_SUMMARY_FIELD_NUMBER: _builtins.int
+    LANGUAGE_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """UUID (RFC 4122 text form), assigned by the daemon"""
     agent_id: _builtins.str
@@ -214,6 +215,10 @@ class Memory(_message.Message):
     """set on a replaced memory: Recall no longer returns it"""
     text_is_summary: _builtins.bool
     """Recall put the summary in text (RecallRequest.full_text)"""
+    language: _builtins.str
+    """ISO 639-1 code of the text's language, detected when stored ("en", "de", "zh", ...);
+    its BM25 analysis (stemmer, stop words, n-grams) follows it.
+    """
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
@@ -250,10 +255,11 @@ class Memory(_message.Message):
         supersedes: _builtins.str = ...,
         superseded_by: _builtins.str = ...,
         text_is_summary: _builtins.bool = ...,
+        language: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "expires_at", b"expires_at", "last_accessed_at", b"last_accessed_at", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["access_count", b"access_count", "agent_id", b"agent_id", "category", b"category", "created_at", b"created_at", "expires_at", b"expires_at", "id", b"id", "importance", b"importance", "last_accessed_at", b"last_accessed_at", "metadata", b"metadata", "related_ids", b"related_ids", "scope", b"scope", "summary", b"summary", "superseded_by", b"superseded_by", "supersedes", b"supersedes", "text", b"text", "text_is_summary", b"text_is_summary", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["access_count", b"access_count", "agent_id", b"agent_id", "category", b"category", "created_at", b"created_at", "expires_at", b"expires_at", "id", b"id", "importance", b"importance", "language", b"language", "last_accessed_at", b"last_accessed_at", "metadata", b"metadata", "related_ids", b"related_ids", "scope", b"scope", "summary", b"summary", "superseded_by", b"superseded_by", "supersedes", b"supersedes", "text", b"text", "text_is_summary", b"text_is_summary", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -387,6 +393,11 @@ class RecallRequest(_message.Message):
     OPTIONS_FIELD_NUMBER: _builtins.int
     EXPLAIN_FIELD_NUMBER: _builtins.int
     FULL_TEXT_FIELD_NUMBER: _builtins.int
+    CREATED_AFTER_FIELD_NUMBER: _builtins.int
+    CREATED_BEFORE_FIELD_NUMBER: _builtins.int
+    REFERENCE_TIME_FIELD_NUMBER: _builtins.int
+    TIMEZONE_FIELD_NUMBER: _builtins.int
+    IGNORE_TIME_EXPRESSIONS_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     query: _builtins.str
     limit: _builtins.int
@@ -399,6 +410,9 @@ class RecallRequest(_message.Message):
     """Results carry each memory's summary in text (text_is_summary = true) when the text is
     longer than its summary; true returns the full text.
     """
+    timezone: _builtins.str
+    ignore_time_expressions: _builtins.bool
+    """true: the query's words are only words"""
     @_builtins.property
     def categories(self) -> _containers.RepeatedScalarFieldContainer[Global___Category.ValueType]:
         """empty = all"""
@@ -410,6 +424,23 @@ class RecallRequest(_message.Message):
     @_builtins.property
     def options(self) -> Global___RecallOptions:
         """per-request overrides of the retrieval settings"""
+
+    @_builtins.property
+    def created_after(self) -> _timestamp_pb2.Timestamp:
+        """Only memories created in [created_after, created_before): a filter, applied before
+        ranking like scopes and categories. Unset = unbounded on that side.
+        """
+
+    @_builtins.property
+    def created_before(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def reference_time(self) -> _timestamp_pb2.Timestamp:
+        """The moment and IANA time zone that time expressions in the query ("yesterday", "last
+        week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
+        неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
+        (UTC unless configured). A resolved expression boosts the memories created in its
+        window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+        """
 
     def __init__(
         self,
@@ -423,10 +454,15 @@ class RecallRequest(_message.Message):
         options: Global___RecallOptions | None = ...,
         explain: _builtins.bool = ...,
         full_text: _builtins.bool = ...,
+        created_after: _timestamp_pb2.Timestamp | None = ...,
+        created_before: _timestamp_pb2.Timestamp | None = ...,
+        reference_time: _timestamp_pb2.Timestamp | None = ...,
+        timezone: _builtins.str = ...,
+        ignore_time_expressions: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_after", b"created_after", "created_before", b"created_before", "options", b"options", "reference_time", b"reference_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "categories", b"categories", "explain", b"explain", "full_text", b"full_text", "limit", b"limit", "min_score", b"min_score", "options", b"options", "query", b"query", "scopes", b"scopes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "categories", b"categories", "created_after", b"created_after", "created_before", b"created_before", "explain", b"explain", "full_text", b"full_text", "ignore_time_expressions", b"ignore_time_expressions", "limit", b"limit", "min_score", b"min_score", "options", b"options", "query", b"query", "reference_time", b"reference_time", "scopes", b"scopes", "timezone", b"timezone"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -589,6 +625,12 @@ class StageScores(_message.Message):
     FINAL_FIELD_NUMBER: _builtins.int
     MMR_POSITION_FIELD_NUMBER: _builtins.int
     RERANKER_FIELD_NUMBER: _builtins.int
+    QUERY_LANGUAGE_FIELD_NUMBER: _builtins.int
+    DENSE_TRUST_FIELD_NUMBER: _builtins.int
+    TIME_EXPRESSION_FIELD_NUMBER: _builtins.int
+    TIME_WINDOW_START_FIELD_NUMBER: _builtins.int
+    TIME_WINDOW_END_FIELD_NUMBER: _builtins.int
+    TIME_BOOST_FIELD_NUMBER: _builtins.int
     vector: _builtins.float
     """cosine similarity"""
     bm25: _builtins.float
@@ -609,6 +651,21 @@ class StageScores(_message.Message):
     """position chosen by MMR (-1 when MMR is off)"""
     reranker: _builtins.str
     """which reranker ran ("" = none; "fallback:<why>" if it failed)"""
+    query_language: _builtins.str
+    """The query: the language it was analysed in, and the share of the vector weight (and of
+    a model reranker's weight) kept for it: below 1 when the embedder was not trained on
+    that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+    """
+    dense_trust: _builtins.float
+    time_expression: _builtins.str
+    """A time expression found in the query ("" = none) and the window it resolved to
+    [time_window_start, time_window_end); time_boost is what this memory got for it.
+    """
+    time_boost: _builtins.float
+    @_builtins.property
+    def time_window_start(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def time_window_end(self) -> _timestamp_pb2.Timestamp: ...
     def __init__(
         self,
         *,
@@ -625,10 +682,16 @@ class StageScores(_message.Message):
         final: _builtins.float = ...,
         mmr_position: _builtins.int = ...,
         reranker: _builtins.str = ...,
+        query_language: _builtins.str = ...,
+        dense_trust: _builtins.float = ...,
+        time_expression: _builtins.str = ...,
+        time_window_start: _timestamp_pb2.Timestamp | None = ...,
+        time_window_end: _timestamp_pb2.Timestamp | None = ...,
+        time_boost: _builtins.float = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time_window_end", b"time_window_end", "time_window_start", b"time_window_start"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_decay", b"after_decay", "after_importance", b"after_importance", "after_length", b"after_length", "after_recency", b"after_recency", "bm25", b"bm25", "bm25_rank", b"bm25_rank", "final", b"final", "fused", b"fused", "mmr_position", b"mmr_position", "reranked", b"reranked", "reranker", b"reranker", "vector", b"vector", "vector_rank", b"vector_rank"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_decay", b"after_decay", "after_importance", b"after_importance", "after_length", b"after_length", "after_recency", b"after_recency", "bm25", b"bm25", "bm25_rank", b"bm25_rank", "dense_trust", b"dense_trust", "final", b"final", "fused", b"fused", "mmr_position", b"mmr_position", "query_language", b"query_language", "reranked", b"reranked", "reranker", b"reranker", "time_boost", b"time_boost", "time_expression", b"time_expression", "time_window_end", b"time_window_end", "time_window_start", b"time_window_start", "vector", b"vector", "vector_rank", b"vector_rank"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

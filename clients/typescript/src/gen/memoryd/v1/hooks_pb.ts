@@ -8,6 +8,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Memory, ScoredMemory } from "./memory_pb.js";
 import { file_memoryd_v1_memory } from "./memory_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -16,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file memoryd/v1/hooks.proto.
  */
 export const file_memoryd_v1_hooks: GenFile = /*@__PURE__*/
-  fileDesc("ChZtZW1vcnlkL3YxL2hvb2tzLnByb3RvEgptZW1vcnlkLnYxIpsBChNCdWlsZENvbnRleHRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDgoGcHJvbXB0GAMgASgJEhMKC21heF9yZXN1bHRzGAQgASgNEhEKCW1pbl9zY29yZRgFIAEoAhIWCg50aW1lX2J1ZGdldF9tcxgGIAEoDRIOCgZzY29wZXMYByADKAkiagoUQnVpbGRDb250ZXh0UmVzcG9uc2USDwoHY29udGV4dBgBIAEoCRIpCgdyZXN1bHRzGAIgAygLMhgubWVtb3J5ZC52MS5TY29yZWRNZW1vcnkSFgoOc2tpcHBlZF9yZWFzb24YAyABKAkiKQoLQ2hhdE1lc3NhZ2USDAoEcm9sZRgBIAEoCRIMCgR0ZXh0GAIgASgJInAKDkNhcHR1cmVSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSKQoIbWVzc2FnZXMYAyADKAsyFy5tZW1vcnlkLnYxLkNoYXRNZXNzYWdlEg0KBXNjb3BlGAQgASgJImUKD0NhcHR1cmVEZWNpc2lvbhINCgVpbmRleBgBIAEoDRIQCghjYXB0dXJlZBgCIAEoCBIOCgZyZWFzb24YAyABKAkSDgoGZGV0YWlsGAQgASgJEhEKCW1lbW9yeV9pZBgFIAEoCSJnCg9DYXB0dXJlUmVzcG9uc2USJAoIY2FwdHVyZWQYASADKAsyEi5tZW1vcnlkLnYxLk1lbW9yeRIuCglkZWNpc2lvbnMYAiADKAsyGy5tZW1vcnlkLnYxLkNhcHR1cmVEZWNpc2lvbjKkAQoLSG9va1NlcnZpY2USUQoMQnVpbGRDb250ZXh0Eh8ubWVtb3J5ZC52MS5CdWlsZENvbnRleHRSZXF1ZXN0GiAubWVtb3J5ZC52MS5CdWlsZENvbnRleHRSZXNwb25zZRJCCgdDYXB0dXJlEhoubWVtb3J5ZC52MS5DYXB0dXJlUmVxdWVzdBobLm1lbW9yeWQudjEuQ2FwdHVyZVJlc3BvbnNlYgZwcm90bzM", [file_memoryd_v1_memory]);
+  fileDesc("ChZtZW1vcnlkL3YxL2hvb2tzLnByb3RvEgptZW1vcnlkLnYxIsgCChNCdWlsZENvbnRleHRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDgoGcHJvbXB0GAMgASgJEhMKC21heF9yZXN1bHRzGAQgASgNEhEKCW1pbl9zY29yZRgFIAEoAhIWCg50aW1lX2J1ZGdldF9tcxgGIAEoDRIOCgZzY29wZXMYByADKAkSMQoNY3JlYXRlZF9hZnRlchgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOY3JlYXRlZF9iZWZvcmUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDnJlZmVyZW5jZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCgh0aW1lem9uZRgLIAEoCSJqChRCdWlsZENvbnRleHRSZXNwb25zZRIPCgdjb250ZXh0GAEgASgJEikKB3Jlc3VsdHMYAiADKAsyGC5tZW1vcnlkLnYxLlNjb3JlZE1lbW9yeRIWCg5za2lwcGVkX3JlYXNvbhgDIAEoCSIpCgtDaGF0TWVzc2FnZRIMCgRyb2xlGAEgASgJEgwKBHRleHQYAiABKAkicAoOQ2FwdHVyZVJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIpCghtZXNzYWdlcxgDIAMoCzIXLm1lbW9yeWQudjEuQ2hhdE1lc3NhZ2USDQoFc2NvcGUYBCABKAkiZQoPQ2FwdHVyZURlY2lzaW9uEg0KBWluZGV4GAEgASgNEhAKCGNhcHR1cmVkGAIgASgIEg4KBnJlYXNvbhgDIAEoCRIOCgZkZXRhaWwYBCABKAkSEQoJbWVtb3J5X2lkGAUgASgJImcKD0NhcHR1cmVSZXNwb25zZRIkCghjYXB0dXJlZBgBIAMoCzISLm1lbW9yeWQudjEuTWVtb3J5Ei4KCWRlY2lzaW9ucxgCIAMoCzIbLm1lbW9yeWQudjEuQ2FwdHVyZURlY2lzaW9uMqQBCgtIb29rU2VydmljZRJRCgxCdWlsZENvbnRleHQSHy5tZW1vcnlkLnYxLkJ1aWxkQ29udGV4dFJlcXVlc3QaIC5tZW1vcnlkLnYxLkJ1aWxkQ29udGV4dFJlc3BvbnNlEkIKB0NhcHR1cmUSGi5tZW1vcnlkLnYxLkNhcHR1cmVSZXF1ZXN0GhsubWVtb3J5ZC52MS5DYXB0dXJlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_memoryd_v1_memory]);
 
 /**
  * @generated from message memoryd.v1.BuildContextRequest
@@ -66,6 +68,30 @@ export type BuildContextRequest = Message<"memoryd.v1.BuildContextRequest"> & {
    * @generated from field: repeated string scopes = 7;
    */
   scopes: string[];
+
+  /**
+   * As in RecallRequest: a created_at filter, and the reference time and IANA time zone
+   * that time expressions in the prompt ("yesterday", "letzte Woche", "上周") resolve
+   * against (defaults: now, recall.timezone).
+   *
+   * @generated from field: google.protobuf.Timestamp created_after = 8;
+   */
+  createdAfter?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_before = 9;
+   */
+  createdBefore?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp reference_time = 10;
+   */
+  referenceTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string timezone = 11;
+   */
+  timezone: string;
 };
 
 /**

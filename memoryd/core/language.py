@@ -1,0 +1,123 @@
+"""Which language a text is written in, and how each language's words are analysed.
+
+``detect(text)`` returns an ISO 639-1 code. Scripts that name their language settle it
+without a model (kana: ja, Hangul: ko, Han alone: zh, Thai: th, Greek: el); everything
+else goes to py3langid (a naive Bayes model over byte n-grams, 4.5 MB, shipped in its
+wheel; ~30-100 us for a sentence here) restricted to the languages memoryd can analyse.
+A text the model is unsure of (probability under ``MIN_CONFIDENCE``, which short chat
+lines like "Bye!" are) gets the script's default: the configured default language for
+Latin script, Russian for Cyrillic, Arabic for Arabic script.
+
+Measured on 300 XQuAD questions per language (py3langid 0.4, all its languages): 0.98-1.0
+accuracy in en, es, ru, ar, th, vi; lingua-language-detector 2.2 was no more accurate on
+them, needed 96 MB and 42 s to load, and 1-10 ms per English or Spanish question. On the
+5,882 LoCoMo chat turns and 1,986 questions, restricted to ``LANGUAGES`` and with the
+confidence floor, every one is English.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+from typing import Any
+
+# ISO 639-1 -> Snowball stemmer (PyStemmer) for the languages that have one.
+SNOWBALL = {
+    "ar": "arabic", "ca": "catalan", "cs": "czech", "da": "danish", "de": "german",
+    "el": "greek", "en": "english", "eo": "esperanto", "es": "spanish", "et": "estonian",
+    "eu": "basque", "fa": "persian", "fi": "finnish", "fr": "french", "ga": "irish",
+    "hi": "hindi", "hu": "hungarian", "hy": "armenian", "id": "indonesian", "it": "italian",
+    "lt": "lithuanian", "ne": "nepali", "nl": "dutch", "no": "norwegian", "pl": "polish",
+    "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "sv": "swedish",
+    "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+}  # fmt: skip
+# Analysed without a stemmer: CJK and Thai by character n-grams, the others by words.
+UNSTEMMED = frozenset({"zh", "ja", "ko", "th", "vi", "uk", "bg", "he", "sk", "sl", "hr"})
+LANGUAGES = frozenset(SNOWBALL) | UNSTEMMED
+MIN_CONFIDENCE = 0.5
+
+# Script of a character, by ranges (the first match wins).
+LATIN, CYRILLIC, ARABIC, GREEK, HAN, KANA, HANGUL, THAI, OTHER = range(9)
+_SCRIPT_RANGES = (
+    (re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]"), KANA),
+    (re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]"), HANGUL),
+    (re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"), HAN),
+    (re.compile(r"[\u0e00-\u0e7f]"), THAI),
+    (re.compile(r"[\u0400-\u04ff]"), CYRILLIC),
+    (re.compile(r"[\u0600-\u06ff\u0750-\u077f]"), ARABIC),
+    (re.compile(r"[\u0370-\u03ff]"), GREEK),
+    (re.compile(r"[A-Za-z\u00c0-\u024f]"), LATIN),
+)
+# The language a script's words are analysed as when the text's own language is written
+# in another script (a Latin brand name in Russian text is stemmed as English).
+SCRIPT_DEFAULT = {CYRILLIC: "ru", ARABIC: "ar", GREEK: "el", THAI: "th", HAN: "zh", KANA: "ja"}
+LANGUAGE_SCRIPT = {
+    "ru": CYRILLIC, "uk": CYRILLIC, "bg": CYRILLIC, "sr": CYRILLIC,
+    "ar": ARABIC, "fa": ARABIC, "el": GREEK, "th": THAI, "zh": HAN, "ja": KANA, "ko": HANGUL,
+    "hy": OTHER, "hi": OTHER, "ne": OTHER, "ta": OTHER, "yi": OTHER, "he": OTHER,
+}  # fmt: skip
+
+
+def script_of_language(language: str) -> int:
+    return LANGUAGE_SCRIPT.get(language, LATIN)
+
+
+@lru_cache(maxsize=4096)
+def script_of_char(ch: str) -> int:
+    for pattern, script in _SCRIPT_RANGES:
+        if pattern.match(ch):
+            return script
+    return OTHER
+
+
+def script_counts(text: str) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for ch in text:
+        if ch.isalpha():
+            s = script_of_char(ch)
+            counts[s] = counts.get(s, 0) + 1
+    return counts
+
+
+_identifier = None
+_identifier_lock = threading.Lock()
+
+
+def _model() -> Any:
+    global _identifier
+    if _identifier is None:
+        with _identifier_lock:
+            if _identifier is None:
+                from py3langid.langid import (  # type: ignore[import-untyped]
+                    MODEL_FILE,
+                    LanguageIdentifier,
+                )
+
+                ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+                ident.set_languages(sorted(LANGUAGES & set(ident.nb_classes)))
+                _identifier = ident
+    return _identifier
+
+
+def warm_up() -> None:
+    """Load the model (~0.3 s) before the first request needs it."""
+    _model().classify("warm up")
+
+
+def detect(text: str, default: str = "en") -> str:
+    """The ISO 639-1 code of the language ``text`` is mostly written in."""
+    counts = script_counts(text)
+    if not counts:
+        return default
+    if counts.get(KANA):  # kana is Japanese alone; Japanese text mixes it with Han
+        return "ja"
+    main = max(counts, key=lambda s: (counts[s], -s))
+    if main in (HAN, HANGUL, THAI, GREEK):
+        return {HAN: "zh", HANGUL: "ko", THAI: "th", GREEK: "el"}[main]
+    language, confidence = _model().classify(text)
+    if confidence >= MIN_CONFIDENCE and script_of_language(language) == main:
+        return str(language)
+    if main == LATIN:
+        return default
+    return SCRIPT_DEFAULT.get(main, default)
