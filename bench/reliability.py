@@ -38,11 +38,12 @@ p50/p99 and the daemon's RSS (flat = no leak) and rows.
 ``--scenario fairness``: a keys file with key A (``tenant-a-*``) and key B
 (``tenant-b-*``); B makes one Recall at a time (a distinct query each, so each is embedded;
 ``--b-interval`` between calls) while idle, then while ``--flood-streams`` (200) Streams of
-key A, in another process, flood Recalls and Stores (``--flood-pipeline`` ops in flight
-each) for ``--duration`` (60 s here); done with ``[limits]`` off, then (restarted on the
-same data) with ``MEMORYD_LIMITS__REQUESTS_PER_SECOND`` at each of ``--rates`` (100,25; per
-credential). Reported: B's p50/p99 idle and under the flood, the ratio of the p99s (target:
-at most 2), A's throughput.
+key A, in another process, flood Recalls and Stores (``--flood-recalls``: half of each;
+``--flood-pipeline`` ops in flight each) for ``--duration`` (60 s here); done with
+``[limits]`` off, then (restarted on the same data) with
+``MEMORYD_LIMITS__REQUESTS_PER_SECOND`` at each of ``--rates`` (100,25; per credential).
+Reported: B's p50/p99 idle and under the flood, the ratio of the p99s (target: at most 2),
+A's throughput.
 
     python bench/reliability.py --scenario kill9 --rounds 200
     python bench/reliability.py --scenario diskfull
@@ -1256,24 +1257,31 @@ def flood_main(
     pipeline: int,
     seconds: float,
     seed: int,
+    recall_share: float,
     out: Connection,
 ) -> None:
-    """In its own process: ``streams`` Streams of key A, half Recalls, half Stores."""
-    out.send(asyncio.run(flood(address, token, streams, pipeline, seconds, seed)))
+    """In its own process: ``streams`` Streams of key A, Recalls (``recall_share``) and
+    Stores."""
+    out.send(asyncio.run(flood(address, token, streams, pipeline, seconds, seed, recall_share)))
     out.close()
 
 
 async def flood(
-    address: str, token: str, streams: int, pipeline: int, seconds: float, seed: int
+    address: str,
+    token: str,
+    streams: int,
+    pipeline: int,
+    seconds: float,
+    seed: int,
+    recall_share: float,
 ) -> dict[str, Any]:
     texts = corpus.memories(seed + 7)
     queries = corpus.queries(seed + 7)
     agents = [f"tenant-a-{i}" for i in range(10)]
     done: Counter[str] = Counter()
-    per_conn = 20  # Streams per channel, under server.max_streams_per_connection
+    per_conn = 20  # Streams per connection, under server.max_streams_per_connection
     clients = [
-        AsyncMemoryClient(address, token=token, retries=0, timeout=600.0)
-        for _ in range((streams + per_conn - 1) // per_conn)
+        harness.StreamChannel(address, token) for _ in range((streams + per_conn - 1) // per_conn)
     ]
     sessions = [harness.StreamSession(clients[i // per_conn]) for i in range(streams)]
     rng = random.Random(seed)
@@ -1283,7 +1291,7 @@ async def flood(
     async def worker(s: harness.StreamSession) -> None:
         while time.perf_counter() < stop_at and s.broken is None:
             agent = agents[rng.randrange(len(agents))]
-            if rng.random() < 0.5:
+            if rng.random() < recall_share:
                 kind, op = (
                     "Recall",
                     {"recall": pb.RecallRequest(agent_id=agent, query=next(queries))},
@@ -1358,6 +1366,7 @@ def scenario_fairness(args: argparse.Namespace) -> list[str]:
                         args.flood_pipeline,
                         args.duration + args.warmup,
                         args.seed + i,
+                        args.flood_recalls,
                         tx,
                     ),
                 )
@@ -1423,9 +1432,9 @@ def scenario_fairness(args: argparse.Namespace) -> list[str]:
         f"({args.memories // 2} memories), a distinct query each (embedded every time), "
         f"{args.b_interval * 1000:g} ms between calls, no retries; {args.idle_seconds:g}s idle, "
         f"then {args.duration:g}s while tenant A (another key, another process) floods "
-        f"{args.flood_streams} Streams x {args.flood_pipeline} ops in flight, half Recalls, half "
-        f"Stores, over 10 agents ({args.memories // 2} memories), measured after "
-        f"{args.warmup:g}s of flood.",
+        f"{args.flood_streams} Streams x {args.flood_pipeline} ops in flight, "
+        f"{args.flood_recalls:.0%} Recalls and the rest Stores, over 10 agents "
+        f"({args.memories // 2} memories), measured after {args.warmup:g}s of flood.",
         harness.table(
             (
                 "config",
@@ -1504,6 +1513,9 @@ def main() -> None:
     p.add_argument("--memories", type=int, help="soak: preloaded (640); fairness: 2000")
     p.add_argument("--pool", type=int, default=40, help="soak: memories a client keeps")
     p.add_argument("--flood-streams", type=int, default=200)
+    p.add_argument(
+        "--flood-recalls", type=float, default=0.5, help="share of Recalls in the flood (0-1)"
+    )
     p.add_argument("--flood-pipeline", type=int, default=2, help="ops in flight per flood Stream")
     p.add_argument(
         "--rates", default="100,25", help="fairness: requests/s per key, one run each ('' = none)"
