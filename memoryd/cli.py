@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd import __version__, ctl
-from memoryd.core.errors import ConfigError
+from memoryd.core.errors import ConfigError, DataCorrupt
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -37,15 +37,17 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["log_level"] = args.log_level
     if args.insecure:
         overrides["server"] = {"insecure": True}
+    if args.open_last_good:
+        overrides["storage"] = {"open_last_good": True}
     try:
         settings = load_settings(args.config, overrides)
-    except ConfigError as e:
+    except (ConfigError, DataCorrupt) as e:
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level, settings.log_format)
     try:
         asyncio.run(serve(settings))
-    except ConfigError as e:
+    except (ConfigError, DataCorrupt) as e:  # says what is wrong and what to do: no traceback
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # pragma: no cover - SIGINT is handled inside serve
@@ -64,7 +66,7 @@ def _reembed(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config, overrides)
         n = reembed(settings, args.source, args.target)
-    except ConfigError as e:
+    except (ConfigError, DataCorrupt) as e:
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
     print(f"re-embedded {n} memories into {args.target}")
@@ -79,7 +81,7 @@ def _restore(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config, {"data_dir": args.data_dir})
         n = restore(settings, args.backup, args.data_dir)
-    except ConfigError as e:
+    except (ConfigError, DataCorrupt) as e:
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
     print(f"restored {n} memories into {args.data_dir}")
@@ -181,6 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve a non-loopback --listen address without any credential (refused otherwise)",
     )
+    s.add_argument(
+        "--open-last-good",
+        action="store_true",
+        help="if the newest version of the store is damaged, open the newest one that reads "
+        "whole (later writes are lost) instead of refusing to start",
+    )
     s.set_defaults(func=_serve)
 
     k = sub.add_parser("keys", help="API keys for the keys file (auth.keys_file)")
@@ -204,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
     b.set_defaults(func=_restore)
 
+    sub.add_parser(
+        "vault",
+        help="the Markdown/Obsidian review vault (memoryd vault --help)",
+        add_help=False,
+    )
     ctl_verbs = ctl.add_parser(sub)
     _reembed_args(ctl_verbs.add_parser("reembed", help="the same as `memoryd reembed`"))
 
@@ -221,6 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["vault"]:  # the review vault's own command line (on the client package)
+        from memoryd_client.vault.cli import main as vault_main
+
+        return vault_main(argv[1:])
     args = build_parser().parse_args(argv)
     return int(args.func(args))
 

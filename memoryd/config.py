@@ -22,6 +22,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_settings import (
     BaseSettings,
@@ -37,6 +38,7 @@ from memoryd.core.hooks import HookSettings
 from memoryd.core.policy import AccessPolicy, AgentAccess
 from memoryd.core.principals import RateLimits
 from memoryd.core.retrieval import Fusion, Rerank, RetrievalConfig
+from memoryd.core.review import ReviewSettings
 
 
 def default_data_dir() -> Path:
@@ -77,6 +79,12 @@ class StorageSettings(_Section):
     )
     cache_mib: int = Field(
         64, ge=1, description="LanceDB index and metadata caches, each (its default is 6 GB + 1 GB)"
+    )
+    open_last_good: bool = Field(
+        False,
+        description="when the newest version of the table is damaged (an empty manifest, a "
+        "fragment cut short), open the newest version that reads whole instead of refusing "
+        "to start; the writes after it are lost (also: memoryd serve --open-last-good)",
     )
 
 
@@ -262,7 +270,9 @@ class HooksSettings(_Section):
     time_budget_ms: float = Field(800.0, gt=0.0, description="BuildContext never takes longer")
     max_results: int = Field(3, ge=1, le=50)
     overfetch: int = Field(10, ge=1, le=100)
-    min_score: float = Field(0.3, ge=0.0, le=1.0)
+    min_score: float = Field(
+        0.28, ge=0.0, le=1.0, description="weakest final score put in the block"
+    )
     max_chars_per_memory: int = Field(500, ge=20)
     min_prompt_chars: int = Field(10, ge=0)
     min_prompt_chars_cjk: int = Field(3, ge=0)
@@ -299,10 +309,65 @@ class HooksSettings(_Section):
         return HookSettings(context=context, capture=capture, time_budget_ms=self.time_budget_ms)
 
 
+class ReviewSettingsSection(_Section):
+    """The ReviewService's proposals (memoryd/core/review.py)."""
+
+    duplicate_min_score: float = Field(
+        0.85, ge=0.5, le=1.0, description="near-duplicate proposals from this cosine up"
+    )
+    stale_after_days: int = Field(
+        90, ge=0, description="not recalled for this long = stale (0 = only expired/superseded)"
+    )
+    max_items: int = Field(200, ge=1, le=10_000)
+    max_memories: int = Field(5000, ge=2, le=1_000_000, description="scanned per Prepare")
+
+    def to_settings(self, conflict_min_score: float) -> ReviewSettings:
+        return ReviewSettings(
+            duplicate_min_score=self.duplicate_min_score,
+            conflict_min_score=conflict_min_score,
+            stale_after_days=self.stale_after_days,
+            max_items=self.max_items,
+            max_memories=self.max_memories,
+        )
+
+
+class MorningReviewSettings(_Section):
+    enabled: bool = False
+    cron: str = "0 9 * * *"
+    timezone: str = "UTC"
+
+
+class VaultSettings(_Section):
+    """The review vault (``memoryd vault``): read by the CLI from the same file and the
+    same MEMORYD_VAULT__* variables; the daemon never touches the vault."""
+
+    enabled: bool = False
+    path: str = ""
+    agent: str = ""
+    review_root: str = "00-system/memoryd"
+    allow_dot_obsidian_write: bool = False
+    records: bool = True
+    morning_review: MorningReviewSettings = Field(default_factory=MorningReviewSettings)
+
+
 class ForgetSettings(_Section):
-    strong_score: float = Field(0.9, gt=0.0, le=1.0)
-    candidate_score: float = Field(0.7, gt=0.0, le=1.0)
+    """Forget by query, judged on the final score Recall shows: the best match is deleted
+    when it scores >= strong_score and leads the runner-up by >= margin; matches scoring
+    >= candidate_score are listed otherwise. Defaults from bench/calibrate.py."""
+
+    strong_score: float = Field(0.5, gt=0.0, le=1.0)
+    candidate_score: float = Field(0.3, gt=0.0, le=1.0)
+    margin: float = Field(0.15, ge=0.0, le=1.0)
     max_candidates: int = Field(10, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _check_order(self) -> ForgetSettings:
+        if self.candidate_score > self.strong_score:
+            raise ValueError(
+                f"candidate_score ({self.candidate_score}) must not exceed strong_score "
+                f"({self.strong_score})"
+            )
+        return self
 
 
 class ListSettings(_Section):
@@ -452,6 +517,8 @@ class Settings(BaseSettings):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     backup: BackupSettings = Field(default_factory=BackupSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
+    review: ReviewSettingsSection = Field(default_factory=ReviewSettingsSection)
+    vault: VaultSettings = Field(default_factory=VaultSettings)
 
     @field_validator("listen")
     @classmethod

@@ -33,7 +33,13 @@ def reembed(settings: Settings, source: Path, target: Path) -> int:
     identity = store_identity(str(source / "lancedb"), table)
     if identity is None:
         raise ConfigError(f"no memoryd store at {source}")
-    old = LanceStore(str(source / "lancedb"), table=table, model_name=identity[0], dim=identity[1])
+    old = LanceStore(
+        str(source / "lancedb"),
+        table=table,
+        model_name=identity[0],
+        dim=identity[1],
+        read_only=True,
+    )
     return _write_new_store(settings, target, [m for m, _, _ in old.scan()])
 
 

@@ -28,21 +28,30 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from memoryd._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, memory_pb2, memory_pb2_grpc
+from memoryd._gen.memoryd.v1 import (
+    hooks_pb2,
+    hooks_pb2_grpc,
+    memory_pb2,
+    memory_pb2_grpc,
+    review_pb2,
+    review_pb2_grpc,
+)
 from memoryd.api.auth import AuthInterceptor, KeyRing
 from memoryd.api.backup import write_backup
+from memoryd.api.decoding import RequestDecodingInterceptor
 from memoryd.api.errors import ErrorMappingInterceptor
 from memoryd.api.limits import LimitsInterceptor, RateLimiter
 from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
-from memoryd.api.servicer import HookServicer, MemoryServicer
+from memoryd.api.servicer import HookServicer, MemoryServicer, ReviewServicer
 from memoryd.config import Settings
-from memoryd.core.errors import ConfigError
+from memoryd.core.errors import ConfigError, StorageFull
 from memoryd.core.hooks import HookService
 from memoryd.core.language import warm_up as warm_up_language_detector
 from memoryd.core.lifecycle import MergeSettings, TtlSettings
 from memoryd.core.protocols import Reranker
 from memoryd.core.records import Category
 from memoryd.core.retrieval import LateInteractionReranker, Rerank, Retriever
+from memoryd.core.review import ReviewService
 from memoryd.core.service import MemoryService, ServiceLimits
 from memoryd.inference.batcher import BatchingEmbedder
 from memoryd.inference.cross_encoder import CrossEncoderReranker
@@ -64,6 +73,11 @@ log = logging.getLogger("memoryd")
 
 SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
 HOOK_SERVICE_NAME = hooks_pb2.DESCRIPTOR.services_by_name["HookService"].full_name
+# A health entry of its own for writes: NOT_SERVING while the store refuses them (a full
+# disk). "" and the services stay SERVING meanwhile, since reads are still answered.
+STORAGE_HEALTH_NAME = "memoryd.storage"
+STORAGE_WATCH_SECONDS = 1.0
+REVIEW_SERVICE_NAME = review_pb2.DESCRIPTOR.services_by_name["ReviewService"].full_name
 SWEEP_INTERVAL_SECONDS = 60.0
 FREEZE_MIN_OBJECTS = 200_000  # re-freeze the heap only past this many unfrozen objects
 
@@ -105,6 +119,7 @@ def limits_from(settings: Settings) -> ServiceLimits:
         recall_max_limit=s.recall.max_limit,
         forget_strong_score=s.forget.strong_score,
         forget_candidate_score=s.forget.candidate_score,
+        forget_margin=s.forget.margin,
         forget_max_candidates=s.forget.max_candidates,
         list_default_page_size=s.listing.default_page_size,
         list_max_page_size=s.listing.max_page_size,
@@ -222,6 +237,7 @@ class Daemon:
         self.health = health.aio.HealthServicer()
         self.servicer = MemoryServicer(max_in_flight=settings.server.stream_max_in_flight)
         self.hook_servicer = HookServicer()
+        self.review_servicer = ReviewServicer()
         self.embedder: BatchingEmbedder | None = None
         self.cross_encoder: CrossEncoderReranker | None = None
         self.repository: Repository | None = None
@@ -230,6 +246,7 @@ class Daemon:
         self._sweeper: asyncio.Task[None] | None = None
         self._backups: asyncio.Task[None] | None = None
         self._keys_watch: asyncio.Task[None] | None = None
+        self._storage_watch: asyncio.Task[None] | None = None
         self.startup_seconds = 0.0
         self.metrics = Metrics()
         self.metrics_port = 0
@@ -247,6 +264,10 @@ class Daemon:
             self._keys_watch = asyncio.create_task(self.keys.watch())
         limits = s.limits.to_limits()
         interceptors.append(LimitsInterceptor(RateLimiter(limits) if limits.enabled else None))
+        # Innermost, so that auth refuses a call before its body is judged (api.decoding).
+        interceptors.append(
+            RequestDecodingInterceptor(answers_frames=MemoryServicer.ANSWERS_UNDECODABLE_FRAMES)
+        )
         server = grpc.aio.server(
             interceptors=interceptors,
             maximum_concurrent_rpcs=s.server.max_concurrent_rpcs,
@@ -259,11 +280,13 @@ class Daemon:
         )
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, server)
         hooks_pb2_grpc.add_HookServiceServicer_to_server(self.hook_servicer, server)
+        review_pb2_grpc.add_ReviewServiceServicer_to_server(self.review_servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (
                 SERVICE_NAME,
                 HOOK_SERVICE_NAME,
+                REVIEW_SERVICE_NAME,
                 health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
                 reflection.SERVICE_NAME,
             ),
@@ -271,7 +294,7 @@ class Daemon:
         )
         self.port = self._bind(server)
         await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        for name in (SERVICE_NAME, HOOK_SERVICE_NAME):
+        for name in (SERVICE_NAME, HOOK_SERVICE_NAME, REVIEW_SERVICE_NAME, STORAGE_HEALTH_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         await server.start()
         self.server = server
@@ -302,9 +325,13 @@ class Daemon:
             conflicts=JsonlConflictLog(s.data_dir / "conflicts.jsonl"),
             text_model=build_text_model(s),
         )
-        self.servicer.set_service(self.service)
+        self.servicer.set_service(self.service, storage_status=self.repository.durable.status)
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))
+        self.review_servicer.set_service(
+            ReviewService(self.service, s.review.to_settings(s.store.merge_band_low))
+        )
         self._sweeper = asyncio.create_task(self._sweep_forever())
+        self._storage_watch = asyncio.create_task(self._watch_storage())
         if s.backup.enabled:
             self._backups = asyncio.create_task(self._backup_forever())
         retriever.observe = self.metrics.observe_stage
@@ -314,7 +341,7 @@ class Daemon:
             host = s.metrics.listen.rpartition(":")[0]
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        for name in (SERVICE_NAME, HOOK_SERVICE_NAME):
+        for name in (SERVICE_NAME, HOOK_SERVICE_NAME, REVIEW_SERVICE_NAME, STORAGE_HEALTH_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self.startup_seconds = time.perf_counter() - started
         log.info("SERVING after %.2fs", self.startup_seconds)
@@ -363,8 +390,10 @@ class Daemon:
             lock = (data_dir / "memoryd.lock").open("a+")
         except OSError as e:
             raise ConfigError(
-                f"data_dir {data_dir}: cannot create or write {e.filename or data_dir}: "
-                f"{e.strerror}; fix its permissions or point --data-dir elsewhere"
+                f"data_dir {data_dir} is not writable ({e.strerror}): memoryd "
+                "keeps its store and lock file there. Fix its ownership or permissions so the "
+                "user running memoryd can write there, remount it read-write, or point "
+                "--data-dir elsewhere"
             ) from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -395,6 +424,7 @@ class Daemon:
             max_batch=s.storage.max_batch,
             compact_every=s.storage.compact_every_writes,
             cache_bytes=s.storage.cache_mib << 20,
+            open_last_good=s.storage.open_last_good,
         )
         try:
             analyzer = Analyzer(s.retrieval.analyzer_language)
@@ -467,6 +497,21 @@ class Daemon:
                 log.exception("backup failed; will retry next interval")
             await asyncio.sleep(self.settings.backup.interval_hours * 3600)
 
+    async def _watch_storage(self) -> None:
+        """Mirror the store's write status in the ``memoryd.storage`` health entry."""
+        assert self.repository is not None
+        durable = self.repository.durable
+        serving = True
+        while True:
+            await asyncio.sleep(STORAGE_WATCH_SECONDS)
+            ok = durable.fault is None
+            if ok != serving:
+                serving = ok
+                status = health_pb2.HealthCheckResponse
+                await self.health.set(
+                    STORAGE_HEALTH_NAME, status.SERVING if ok else status.NOT_SERVING
+                )
+
     async def _sweep_forever(self) -> None:
         """Remove expired memories and persist access counts, once a minute."""
         while True:
@@ -479,6 +524,8 @@ class Daemon:
                 await self.repository.flush_access_counts()
                 self.repository.index.maintain_ann()  # install finished builds, start due ones
                 freeze_heap(unless_below=FREEZE_MIN_OBJECTS)
+            except StorageFull as e:
+                log.warning("background sweep postponed: %s", e)
             except Exception:
                 log.exception("background sweep failed; will retry")
 
@@ -491,7 +538,7 @@ class Daemon:
             if calls:
                 log.info("stopping: %d calls in flight, waiting up to %.0fs for them", calls, grace)
             await self.server.stop(grace)
-        for task in (self._sweeper, self._backups, self._keys_watch):
+        for task in (self._sweeper, self._backups, self._keys_watch, self._storage_watch):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install and build the TypeScript client (clients/typescript).
 #
-#   scripts/ts_setup.sh     npm ci (only when package-lock.json or Node changed since the
-#                           last successful install), then npm run build
+#   scripts/ts_setup.sh                 npm ci (only when package-lock.json or Node changed
+#                                       since the last successful install), then npm run build
+#   scripts/ts_setup.sh --install-only  npm ci only (./dev proto: the build needs the stubs
+#                                       that generation is about to refresh)
 #
 # Exits non-zero if Node/npm are missing or a step fails.
 set -euo pipefail
@@ -26,4 +28,6 @@ if [[ ! -f $stamp || "$(cat "$stamp")" != "$fingerprint" ]]; then
   printf '%s' "$fingerprint" >"$stamp"
 fi
 
-npm run build
+if [[ "${1:-}" != "--install-only" ]]; then
+  npm run build
+fi

@@ -9,6 +9,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from memoryd._gen.memoryd.v1 import hooks_pb2 as hooks_pb
 from memoryd._gen.memoryd.v1 import memory_pb2 as pb
+from memoryd._gen.memoryd.v1 import review_pb2 as review_pb
+from memoryd.core import review
 from memoryd.core.errors import InvalidArgument
 from memoryd.core.hooks import CaptureResult, ContextResult
 from memoryd.core.language import LANGUAGES
@@ -326,4 +328,128 @@ def capture_response(r: CaptureResult) -> hooks_pb.CaptureResponse:
             )
             for d in r.decisions
         ],
+    )
+
+
+# -- ReviewService ---------------------------------------------------------------------------
+
+
+def _review_action(a: review_pb.ReviewAction) -> review.Action:
+    try:
+        kind = review.ActionKind(a.kind)
+    except ValueError:
+        raise InvalidArgument(f"action.kind {a.kind} is not a known ReviewActionKind") from None
+    return review.Action(kind, a.memory_id, a.keep_id, a.target_scope, a.stale_after_days)
+
+
+def _review_kind(value: int, name: str) -> review.Kind:
+    try:
+        return review.Kind(value)
+    except ValueError:
+        raise InvalidArgument(f"{name} {value} is not a known ReviewKind") from None
+
+
+def prepare_review_request(r: review_pb.PrepareReviewRequest) -> review.PrepareQuery:
+    kinds = frozenset(_review_kind(k, "kinds") for k in r.kinds) - {review.Kind.UNSPECIFIED}
+    return review.PrepareQuery(
+        agent_id=r.agent_id,
+        scopes=tuple(r.scopes),
+        kinds=kinds,
+        promotions=tuple((p.memory_id, p.target_scope) for p in r.promotions),
+        max_items=r.max_items,
+        duplicate_min_score=r.duplicate_min_score if r.HasField("duplicate_min_score") else None,
+        stale_after_days=r.stale_after_days if r.HasField("stale_after_days") else None,
+    )
+
+
+def _review_memory(m: Memory, digest: str) -> review_pb.ReviewMemory:
+    return review_pb.ReviewMemory(
+        id=m.id,
+        hash=digest,
+        agent_id=m.agent_id,
+        scope=m.scope,
+        category=int(m.category),  # type: ignore[arg-type]
+        text=m.text,
+        access_count=m.access_count,
+        last_accessed_at=_ts(m.last_accessed_at),
+        created_at=_ts(m.created_at),
+        expires_at=_ts(m.expires_at),
+        superseded_by=m.superseded_by,
+        asserted_by=review.provenance(m),
+        importance=m.importance,
+    )
+
+
+def review_item_to_pb(item: review.Item) -> review_pb.ReviewItem:
+    a = item.action
+    return review_pb.ReviewItem(
+        item_id=item.item_id,
+        kind=int(item.kind),  # type: ignore[arg-type]
+        risk=int(item.risk),  # type: ignore[arg-type]
+        memories=[_review_memory(m, h) for m, h in zip(item.memories, item.hashes, strict=True)],
+        score=item.score,
+        reason=item.reason,
+        action=review_pb.ReviewAction(
+            kind=int(a.kind),  # type: ignore[arg-type]
+            memory_id=a.memory_id,
+            keep_id=a.keep_id,
+            target_scope=a.target_scope,
+            stale_after_days=a.stale_after_days,
+        ),
+        preconditions=[
+            review_pb.Precondition(kind=p.kind, memory_id=p.memory_id, detail=p.detail)
+            for p in item.preconditions
+        ],
+        needs_item_approval=item.needs_item_approval,
+        blocked=item.blocked,
+    )
+
+
+def prepare_review_response(p: review.Prepared) -> review_pb.PrepareReviewResponse:
+    return review_pb.PrepareReviewResponse(
+        items=[review_item_to_pb(i) for i in p.items],
+        prepared_at=_ts(p.prepared_at),
+        memories_scanned=p.memories_scanned,
+        truncated=p.truncated,
+    )
+
+
+def apply_review_request(r: review_pb.ApplyReviewRequest) -> list[review.Approved]:
+    items = []
+    for it in r.items:
+        try:
+            approval = review.Approval(it.approval)
+        except ValueError:
+            raise InvalidArgument(f"approval {it.approval} is not a known Approval") from None
+        hashes = {h.id: h.hash for h in it.hashes}
+        if len(hashes) != len(it.hashes):
+            raise InvalidArgument(f"item {it.item_id!r} names a memory twice in hashes")
+        items.append(
+            review.Approved(
+                item_id=it.item_id,
+                kind=_review_kind(it.kind, "kind"),
+                action=_review_action(it.action),
+                hashes=hashes,
+                approval=approval,
+            )
+        )
+    return items
+
+
+def apply_review_response(results: list[review.ItemResult]) -> review_pb.ApplyReviewResponse:
+    counts = {o: sum(1 for r in results if r.outcome == o) for o in review.Outcome}
+    return review_pb.ApplyReviewResponse(
+        results=[
+            review_pb.ItemResult(
+                item_id=r.item_id,
+                outcome=int(r.outcome),  # type: ignore[arg-type]
+                message=r.message,
+                changed_ids=list(r.changed_ids),
+            )
+            for r in results
+        ],
+        applied=counts[review.Outcome.APPLIED],
+        already_applied=counts[review.Outcome.ALREADY_APPLIED],
+        conflicts=counts[review.Outcome.CONFLICT],
+        refused=counts[review.Outcome.REFUSED],
     )

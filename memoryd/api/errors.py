@@ -42,8 +42,25 @@ STATUS: dict[type[e.MemorydError], grpc.StatusCode] = {
     e.NotReady: grpc.StatusCode.UNAVAILABLE,
     e.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
     e.DataCorrupt: grpc.StatusCode.DATA_LOSS,
+    # gRPC's own definition: "perhaps the entire file system is out of space". Not
+    # UNAVAILABLE: the clients retry that within seconds, which a full disk outlasts.
+    e.StorageFull: grpc.StatusCode.RESOURCE_EXHAUSTED,
     e.ConfigError: grpc.StatusCode.FAILED_PRECONDITION,
 }
+
+
+# A status message travels in the grpc-message trailer, percent-encoded (a non-ASCII byte
+# becomes 3), and trailers are limited to 16 KiB by default: past that the caller got
+# RESOURCE_EXHAUSTED "Stream removed" instead of the error. 1000 chars stay far below.
+MAX_MESSAGE_CHARS = 1000
+
+
+def cap_message(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``message``, cut to ``limit`` chars with a note of how much was left out."""
+    if len(message) <= limit:
+        return message
+    cut = limit - 40
+    return f"{message[:cut]}... ({len(message) - cut} more chars)"
 
 
 def status_of(error: BaseException) -> tuple[grpc.StatusCode, str]:
@@ -51,7 +68,7 @@ def status_of(error: BaseException) -> tuple[grpc.StatusCode, str]:
     for cls in type(error).__mro__:
         code = STATUS.get(cls)
         if code is not None:
-            return code, str(error)
+            return code, cap_message(str(error))
     incident = uuid.uuid4().hex[:12]
     log.error("unexpected error (incident %s)", incident, exc_info=error)
     return grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); see the daemon log"
@@ -93,29 +110,40 @@ def _wrap_streaming(behavior: Behavior) -> Behavior:
     return call
 
 
-def rewrap(handler: grpc.RpcMethodHandler, wrap: Callable[[Behavior, bool], Behavior]) -> Any:
-    """A copy of ``handler`` whose behaviour is ``wrap(behavior, response_streaming)``."""
+Deserializer = Callable[[bytes], Any]
+
+
+def rewrap(
+    handler: grpc.RpcMethodHandler,
+    wrap: Callable[[Behavior, bool], Behavior],
+    deserializer: Callable[[Deserializer | None], Deserializer] | None = None,
+) -> Any:
+    """A copy of ``handler`` whose behaviour is ``wrap(behavior, response_streaming)`` and,
+    with ``deserializer``, whose request deserializer is ``deserializer(the handler's)``."""
+    request_deserializer = handler.request_deserializer
+    if deserializer is not None:
+        request_deserializer = deserializer(request_deserializer)
     if handler.unary_unary:
         return grpc.unary_unary_rpc_method_handler(
             wrap(handler.unary_unary, False),
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=request_deserializer,
             response_serializer=handler.response_serializer,
         )
     if handler.unary_stream:
         return grpc.unary_stream_rpc_method_handler(
             wrap(handler.unary_stream, True),
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=request_deserializer,
             response_serializer=handler.response_serializer,
         )
     if handler.stream_unary:
         return grpc.stream_unary_rpc_method_handler(
             wrap(handler.stream_unary, False),
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=request_deserializer,
             response_serializer=handler.response_serializer,
         )
     return grpc.stream_stream_rpc_method_handler(
         wrap(handler.stream_stream, True),
-        request_deserializer=handler.request_deserializer,
+        request_deserializer=request_deserializer,
         response_serializer=handler.response_serializer,
     )
 
@@ -131,12 +159,13 @@ class WrapCache:
         method: str,
         handler: grpc.RpcMethodHandler,
         wrap: Callable[[Behavior, bool], Behavior],
+        deserializer: Callable[[Deserializer | None], Deserializer] | None = None,
     ) -> Any:
         key = (method, id(handler))
         hit = self._wrapped.get(key)
         if hit is not None and hit[0] is handler:
             return hit[1]
-        wrapped = rewrap(handler, wrap)
+        wrapped = rewrap(handler, wrap, deserializer)
         self._wrapped[key] = (handler, wrapped)  # holding handler keeps its id unique
         return wrapped
 

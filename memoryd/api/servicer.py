@@ -2,14 +2,16 @@
 
 Servicers raise domain errors; ``api.errors`` maps them. The Stream RPC runs each op as
 its own task (up to ``max_in_flight`` at once, then it stops reading: backpressure) and
-answers each by ``request_id``; a failing op yields an ``Error`` for that op only.
+answers each by ``request_id``; a failing op yields an ``Error`` for that op only, and so
+does a frame that does not decode (see ``api.decoding``): INVALID_ARGUMENT, with the
+frame's request_id when it can still be read from the bytes, else an empty one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from memoryd import __version__
@@ -17,21 +19,36 @@ from memoryd._gen.memoryd.v1 import hooks_pb2 as hooks_pb
 from memoryd._gen.memoryd.v1 import hooks_pb2_grpc as hooks_grpc
 from memoryd._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
+from memoryd._gen.memoryd.v1 import review_pb2 as review_pb
+from memoryd._gen.memoryd.v1 import review_pb2_grpc as review_grpc
 from memoryd.api import convert
+from memoryd.api.decoding import Undecodable
 from memoryd.api.errors import status_of
 from memoryd.core.errors import InvalidArgument, NotReady
 from memoryd.core.hooks import HookService
+from memoryd.core.review import ReviewService
 from memoryd.core.service import MemoryService
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
+    # Client streams whose frames that do not decode are answered here, one by one.
+    ANSWERS_UNDECODABLE_FRAMES = frozenset(
+        f"/{pb.DESCRIPTOR.services_by_name['MemoryService'].full_name}/{name}"
+        for name in ("Stream", "Import")
+    )
+
     def __init__(self, max_in_flight: int = 64):
         self._service: MemoryService | None = None
         self._started = time.monotonic()
         self._max_in_flight = max_in_flight
+        self._storage_status: Callable[[], str] = lambda: "ok"
 
-    def set_service(self, service: MemoryService) -> None:
+    def set_service(
+        self, service: MemoryService, storage_status: Callable[[], str] | None = None
+    ) -> None:
         self._service = service
+        if storage_status is not None:
+            self._storage_status = storage_status
 
     @property
     def service(self) -> MemoryService:
@@ -68,7 +85,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     async def Stats(self, request: pb.StatsRequest, context: Any) -> pb.StatsResponse:
         stats = self.service.stats(request.agent_id, daemon_wide=request.daemon_wide)
-        return convert.stats_response(stats, time.monotonic() - self._started, __version__)
+        response = convert.stats_response(stats, time.monotonic() - self._started, __version__)
+        response.storage_status = self._storage_status()
+        return response
 
     async def ListConflicts(
         self, request: pb.ListConflictsRequest, context: Any
@@ -89,20 +108,18 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         """Each memory stands alone: a refused one is reported, the others are imported."""
         imported = skipped = 0
         errors: list[pb.Error] = []
+        frame = 0
         async for req in request_iterator:
+            frame += 1
+            if isinstance(req, Undecodable):
+                errors.append(_error(InvalidArgument(req.message), f"frame {frame}: "))
+                continue
             try:
                 done = await self.service.import_memory(
                     req.agent_id, convert.memory_from_pb(req.memory)
                 )
             except Exception as error:
-                code, message = status_of(error)
-                errors.append(
-                    pb.Error(
-                        code=code.value[0],
-                        code_name=code.name,
-                        message=f"memory {req.memory.id}: {message}",
-                    )
-                )
+                errors.append(_error(error, f"memory {req.memory.id}: "))
                 continue
             if done:
                 imported += 1
@@ -145,7 +162,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             for task in list(tasks):
                 task.cancel()
 
-    async def _one_op(self, req: pb.StreamRequest) -> pb.StreamResponse:
+    async def _one_op(self, req: pb.StreamRequest | Undecodable) -> pb.StreamResponse:
+        if isinstance(req, Undecodable):
+            # That frame's own error. Its request_id is read from the raw bytes when it
+            # leads the frame (as every serializer writes it), else it is empty.
+            error = _error(InvalidArgument(req.message))
+            return pb.StreamResponse(request_id=req.leading_string(), error=error)
         rid = req.request_id
         try:
             kind = req.WhichOneof("op")
@@ -161,9 +183,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 "StreamRequest carries no op: set store, recall, forget or update"
             )
         except Exception as error:
-            code, message = status_of(error)
-            err = pb.Error(code=code.value[0], code_name=code.name, message=message)
-            return pb.StreamResponse(request_id=rid, error=err)
+            return pb.StreamResponse(request_id=rid, error=_error(error))
 
     async def _store(self, request: pb.StoreRequest) -> pb.StoreResponse:
         result = await self.service.store_memory(convert.store_request(request))
@@ -186,6 +206,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def _update(self, request: pb.UpdateRequest) -> pb.UpdateResponse:
         memory = await self.service.update(convert.update_request(request))
         return pb.UpdateResponse(memory=convert.memory_to_pb(memory))
+
+
+def _error(error: BaseException, prefix: str = "") -> pb.Error:
+    """One op's (or one imported memory's) error, mapped like an RPC's status."""
+    code, message = status_of(error)
+    return pb.Error(code=code.value[0], code_name=code.name, message=prefix + message)
 
 
 class HookServicer(hooks_grpc.HookServiceServicer):
@@ -228,3 +254,32 @@ class HookServicer(hooks_grpc.HookServiceServicer):
             scope=request.scope,
         )
         return convert.capture_response(result)
+
+
+class ReviewServicer(review_grpc.ReviewServiceServicer):
+    """``memoryd.v1.ReviewService``: review proposals and their approval-gated apply."""
+
+    def __init__(self) -> None:
+        self._review: ReviewService | None = None
+
+    def set_service(self, review: ReviewService) -> None:
+        self._review = review
+
+    @property
+    def review(self) -> ReviewService:
+        if self._review is None:
+            raise NotReady("memoryd is starting (loading models and the index); retry shortly")
+        return self._review
+
+    async def Prepare(
+        self, request: review_pb.PrepareReviewRequest, context: Any
+    ) -> review_pb.PrepareReviewResponse:
+        prepared = await self.review.prepare(convert.prepare_review_request(request))
+        return convert.prepare_review_response(prepared)
+
+    async def Apply(
+        self, request: review_pb.ApplyReviewRequest, context: Any
+    ) -> review_pb.ApplyReviewResponse:
+        items = convert.apply_review_request(request)
+        results = await self.review.apply(request.agent_id, items)
+        return convert.apply_review_response(results)

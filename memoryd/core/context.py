@@ -122,8 +122,9 @@ class ContextConfig:
     """Most memories injected in front of one prompt."""
     overfetch: int = 10
     """How many candidates to fetch from the store before filtering to ``max_results``."""
-    min_score: float = 0.3
-    """Memories scoring below this are not injected."""
+    min_score: float = 0.28
+    """Memories whose final score is below this are not injected (hooks.min_score; the
+    README says how it was chosen)."""
     max_chars_per_memory: int = 500
     """Each injected memory is cut to this many characters (after escaping), with "…"."""
     max_query_chars: int = 1000

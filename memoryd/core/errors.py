@@ -15,10 +15,13 @@ escapes is a bug and is answered as INTERNAL with a generic message.
     ├── NotReady             the daemon is still starting (models, index)
     ├── DeadlineExceeded     the work did not finish within its budget
     ├── DataCorrupt          stored data cannot be read or does not match this daemon
+    ├── StorageFull          the disk holding the data is full; nothing was written
     └── ConfigError          settings are invalid (raised at start, names the field)
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 
 class MemorydError(Exception):
@@ -70,6 +73,10 @@ class DataCorrupt(MemorydError):
     pass
 
 
+class StorageFull(MemorydError):
+    pass
+
+
 class ConfigError(MemorydError):
     pass
 
@@ -85,5 +92,15 @@ ALL_ERRORS: tuple[type[MemorydError], ...] = (
     NotReady,
     DeadlineExceeded,
     DataCorrupt,
+    StorageFull,
     ConfigError,
 )
+
+
+def name_few(items: Iterable[str], few: int = 5) -> str:
+    """``items`` for a message: the first ``few``, then "and N more" (a caller may send
+    thousands: a message naming each one outgrows the status trailer)."""
+    listed = list(items)
+    if len(listed) <= few:
+        return ", ".join(listed)
+    return f"{', '.join(listed[:few])} and {len(listed) - few} more"

@@ -146,7 +146,13 @@ class HookService:
                         text=d.text,
                         category=d.category or Category.UNSPECIFIED,
                         scope=scope,
-                        metadata={"source": "capture", "session_id": session_id},
+                        # Capture keeps user messages only: the provenance the review's
+                        # trust rule reads (core/review.py).
+                        metadata={
+                            "source": "capture",
+                            "session_id": session_id,
+                            "asserted_by": "user",
+                        },
                     )
                 )
             except MemorydError as e:  # e.g. refused by the store's injection check

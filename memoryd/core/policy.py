@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from memoryd.core.errors import InvalidArgument, PermissionDenied
+from memoryd.core.errors import InvalidArgument, PermissionDenied, name_few
 
 SCOPE_RE = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -66,7 +66,7 @@ class Access:
         denied = sorted(wanted - self.read)
         if denied:
             raise PermissionDenied(
-                f"agent {self.agent_id!r} may not read scope(s) {', '.join(denied)}"
+                f"agent {self.agent_id!r} may not read scope(s) {name_few(denied)}"
             )
         return wanted
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import math
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -54,9 +55,15 @@ from memoryd.core.records import (
     StoreOutcome,
     StoreResult,
 )
-from memoryd.core.retrieval import Rerank, RetrievalConfig, Retriever, options_to_overrides
+from memoryd.core.retrieval import (
+    Rerank,
+    RetrievalConfig,
+    Retriever,
+    TimeArgs,
+    options_to_overrides,
+)
 from memoryd.core.summarize import count_words, extractive_summary
-from memoryd.core.text import content_hash, normalize_text
+from memoryd.core.text import content_hash, is_blank, normalize_text
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +82,9 @@ class ServiceLimits:
     max_idempotency_key_chars: int = 128
     recall_default_limit: int = 5
     recall_max_limit: int = 100
-    forget_strong_score: float = 0.9
-    forget_candidate_score: float = 0.7
+    forget_strong_score: float = 0.5  # on the final score; see ForgetSettings
+    forget_candidate_score: float = 0.3
+    forget_margin: float = 0.15
     forget_max_candidates: int = 10
     list_default_page_size: int = 50
     list_max_page_size: int = 500
@@ -595,6 +603,34 @@ class MemoryService:
         if q.options:
             config = config.with_overrides(options_to_overrides(q.options))
         now = self.clock()
+        hits = await self._ranked(
+            query,
+            scopes,
+            limit,
+            min_score=q.min_score,
+            config=config,
+            now=_aware(q.as_of, "as_of") or now,
+            categories=q.categories,
+            explain=q.explain,
+            when=self.retriever.time_arguments(q),
+        )
+        self.store.touch([h.memory.id for h in hits], now)
+        return hits
+
+    async def _ranked(
+        self,
+        query: str,
+        scopes: frozenset[str],
+        limit: int,
+        *,
+        min_score: float,
+        config: RetrievalConfig,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+        explain: bool = False,
+        when: TimeArgs | None = None,
+    ) -> list[ScoredMemory]:
+        """The recall pipeline over ``scopes``: the scores Recall shows."""
         started = time.perf_counter()
         if config.rerank == Rerank.LATE_INTERACTION and self.retriever.has(Rerank.LATE_INTERACTION):
             # One model pass gives the token vectors too; the reranker reads them from
@@ -603,20 +639,18 @@ class MemoryService:
         else:
             vector = await self.embedder.embed_query(query)
         self.retriever.observe("embed", time.perf_counter() - started)
-        hits = await self.retriever.recall(
+        return await self.retriever.recall(
             query_text=query,
             query_vector=vector,
             scopes=scopes,
             limit=limit,
-            min_score=q.min_score,
-            now=_aware(q.as_of, "as_of") or now,
-            categories=q.categories,
+            min_score=min_score,
+            now=now,
+            categories=categories,
             config=config,
-            explain=q.explain,
-            when=self.retriever.time_arguments(q),
+            explain=explain,
+            when=when,
         )
-        self.store.touch([h.memory.id for h in hits], now)
-        return hits
 
     # -- Forget ------------------------------------------------------------------------
 
@@ -628,36 +662,64 @@ class MemoryService:
         return ForgetResult([memory.id], [])
 
     async def forget_query(self, agent_id: str, query: str) -> ForgetResult:
+        """Delete the one memory a query singles out, judged on the score Recall shows.
+
+        The best match is deleted only when it is strong (``forget_strong_score``) and
+        leads the runner-up by ``forget_margin``; otherwise nothing is deleted and the
+        matches over ``forget_candidate_score`` come back as candidates. The floors were
+        chosen from the scores of bench/calibrate.py (see the README).
+        """
         access = self.access(agent_id)
         text = self._check_text(query, "query")
         lim = self.limits
-        vector = await self.embedder.embed_query(text)
         # What it shows must be readable and what it deletes writable: both rights.
         scopes = access.read & access.write
-        hits = self.store.search(vector, scopes, lim.forget_max_candidates, now=self.clock())
-        candidates = [ScoredMemory(m, s) for m, s in hits if s >= lim.forget_candidate_score]
-        strong = [c for c in candidates if c.score >= lim.forget_strong_score]
-        if not self.retriever.reads(self.retriever.language_of(text)):
-            strong = []  # a cosine the model cannot read never deletes: candidates only
-        if len(strong) == 1:
-            await self.store.delete([strong[0].memory.id])
-            return ForgetResult([strong[0].memory.id], [])
-        return ForgetResult([], candidates)
+        hits = await self._ranked(
+            text, scopes, lim.forget_max_candidates, min_score=0.0,
+            config=self.retriever.config, now=self.clock(),
+        )  # fmt: skip
+        # A query in a language the embedder cannot read never deletes: its scores cannot
+        # single one memory out (core.language); the candidates are still listed.
+        decisive = self.retriever.reads(self.retriever.language_of(text))
+        if decisive and hits and hits[0].score >= lim.forget_strong_score:
+            runner_up = hits[1].score if len(hits) > 1 else 0.0
+            if hits[0].score - runner_up >= lim.forget_margin:
+                await self.store.delete([hits[0].memory.id])
+                return ForgetResult([hits[0].memory.id], [])
+        return ForgetResult([], [h for h in hits if h.score >= lim.forget_candidate_score])
 
     # -- Update, Get, List -----------------------------------------------------------
 
     async def update(self, patch: MemoryPatch) -> Memory:
         # Updates of one memory run one at a time, so a merge of metadata never works
         # from a state another update is about to replace.
-        entry = self._update_locks.setdefault(patch.id, _IdLock())
-        entry.users += 1
+        async with self.locked([patch.id]):
+            return await self._update(patch)
+
+    @contextlib.asynccontextmanager
+    async def locked(self, ids: Sequence[str]) -> AsyncIterator[None]:
+        """Hold the per-memory locks of ``ids`` (taken in sorted order, so two holders of
+        overlapping sets never deadlock): Update and review Apply of one memory never
+        interleave."""
+        ordered = sorted(set(ids))
+        entries = []
+        for memory_id in ordered:
+            entry = self._update_locks.setdefault(memory_id, _IdLock())
+            entry.users += 1
+            entries.append((memory_id, entry))
+        taken = 0
         try:
-            async with entry.lock:
-                return await self._update(patch)
+            for _, entry in entries:
+                await entry.lock.acquire()
+                taken += 1
+            yield
         finally:
-            entry.users -= 1
-            if entry.users == 0:
-                del self._update_locks[patch.id]
+            for _, entry in entries[:taken]:
+                entry.lock.release()
+            for memory_id, entry in entries:
+                entry.users -= 1
+                if entry.users == 0:
+                    del self._update_locks[memory_id]
 
     async def _update(self, patch: MemoryPatch) -> Memory:
         access = self.access(patch.agent_id)
@@ -787,8 +849,11 @@ class MemoryService:
 
     def _check_text(self, raw: str, name: str) -> str:
         text = normalize_text(raw)
-        if not text:
-            raise InvalidArgument(f"{name} is empty")
+        if is_blank(text):
+            raise InvalidArgument(
+                f"{name} is empty (it holds no visible character, only spaces, controls "
+                "such as NUL, or invisible characters)"
+            )
         if len(text) > self.limits.max_chars:
             raise InvalidArgument(
                 f"{name} is {len(text)} chars; the limit is {self.limits.max_chars} "
@@ -868,5 +933,6 @@ def _decode_token(token: str) -> tuple[datetime, str]:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         micros, memory_id = json.loads(raw)
         return _EPOCH + int(micros) * _MICROSECOND, str(memory_id)
-    except (ValueError, TypeError, OverflowError, json.JSONDecodeError):
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        # RecursionError: json.loads of a deeply nested forged token.
         raise InvalidArgument("page_token is invalid; pass next_page_token as returned") from None

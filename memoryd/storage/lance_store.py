@@ -18,6 +18,24 @@ one row per id now and then; loading applies the newest entry per id. Rewriting 
 memories' rows for them instead (vectors and token vectors included) took the writer
 seconds once a minute under read load, and every Store waited behind it.
 
+A full disk (ENOSPC, or a quota: EDQUOT) is recognised in one place, :func:`no_space`, and
+answered as ``StorageFull`` (RESOURCE_EXHAUSTED "no space left on device"). Nothing of the
+failed commit is visible and every acknowledged write is kept (LanceDB commits by writing
+a new manifest last). The store then reports the fault (``status()``, shown in Stats and
+in the ``memoryd.storage`` health entry) until a write succeeds again or, while the writer
+is idle, the disk has ``SPACE_FREED_BYTES`` more free than when the write failed: so it
+recovers by itself once space is freed. (Not "a small probe file can be written": a failed
+commit leaves some space free, enough for a probe but not for the next commit, and health
+flapped back to SERVING while Stores still failed.)
+
+Damaged files found at start (an empty newest manifest, a data fragment cut short) stop the
+daemon with a ``DataCorrupt`` naming the file and what to do (``storage.damage``); with
+``open_last_good`` the store instead opens the newest version that reads whole: an
+unreadable newest manifest is moved aside, and a version whose fragments do not read is
+rolled back by restoring the newest older version that does (Lance's ``restore``, which
+commits that version's state as a new one). A store that cannot be written (a read-only
+mount, wrong ownership) is a ``ConfigError`` naming the directory.
+
 The table's schema carries the embedding identity (model name and dimension); opening a
 store made by another model is refused with a clear message.
 """
@@ -25,22 +43,28 @@ store made by another model is refused with a clear message.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
+import os
 import queue
+import re
+import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 import lancedb
 import numpy as np
 import pyarrow as pa
 
-from memoryd.core.errors import ConfigError, DataCorrupt
+from memoryd.core.errors import ConfigError, DataCorrupt, StorageFull
 from memoryd.core.records import Category, KeyRecord, Memory, StoreOutcome
+from memoryd.storage import damage
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +74,20 @@ COMPACT_FORCE_FACTOR = 5
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
+SPACE_FREED_BYTES = 8 << 20
+STATUS_OK = "ok"
+
+# LanceDB raises no OSError on a full disk but a RuntimeError carrying Rust's io error,
+# measured with lancedb 0.x on a 3 MiB tmpfs, alike for add, delete and merge_insert:
+# "lance error: LanceError(IO): No space left on device (os error 28), <rust source>".
+_NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded|os error (28|122)\b")
+
+
+def no_space(error: BaseException) -> bool:
+    """Whether ``error`` says the disk (or the user's quota) is full."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return bool(_NO_SPACE.search(str(error)))
 
 
 # A stored memory: the record, its vector, and its token vectors (int8, see tokens.py; late
@@ -267,8 +305,15 @@ class LanceStore:
         compact_every: int = 200,
         cache_bytes: int = 64 << 20,
         access_fold_rows: int = ACCESS_FOLD_ROWS,
+        open_last_good: bool = False,
+        read_only: bool = False,
     ):
         self.uri = uri
+        self.open_last_good = open_last_good
+        local = uri.removeprefix("file://")
+        self._local_dir = Path(local) if "://" not in local else None
+        if not read_only:  # a store only read (reembed's source) may sit on a read-only disk
+            self._check_writable()
         self.model_name = model_name
         self.dim = dim
         self.max_batch = max_batch
@@ -281,20 +326,19 @@ class LanceStore:
             index_cache_size_bytes=cache_bytes, metadata_cache_size_bytes=cache_bytes
         )
         self._db = lancedb.connect(uri, storage_options=storage_options or None, session=session)
+        self._table_name = table
         self._table = self._open_or_create(table)
         # The access log is made by its first write, so opening a store never writes to it.
         self._access_name = f"{table}_access"
         existing = self._db.list_tables().tables
-        self._access = (
-            self._db.open_table(self._access_name) if self._access_name in existing else None
-        )
+        self._access = self._open(self._access_name) if self._access_name in existing else None
         self._access_rows = 0 if self._access is None else int(self._access.count_rows())
         self._access_commits = 0
         self.access_fold_rows = access_fold_rows
         self._access_fold_at = max(access_fold_rows, 2 * self._access_rows)
         self.access_folds = 0
         self._keys_name = f"{table}_keys"
-        self._keys = self._db.open_table(self._keys_name) if self._keys_name in existing else None
+        self._keys = self._open(self._keys_name) if self._keys_name in existing else None
         self._keys_commits = 0
         self._queue: queue.Queue[_Op | None] = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -308,12 +352,14 @@ class LanceStore:
         self.compactions = 0
         self.commits = 0
         self.rows_written = 0
+        self.fault: str | None = None  # why writes fail now (a full disk), else None
+        self._free_at_fault: int | None = None  # free bytes on the disk when it began
 
     def _open_or_create(self, name: str) -> Any:
         existing = self._db.list_tables().tables
         if name not in existing:
             return self._db.create_table(name, schema=self.schema)
-        table = self._db.open_table(name)
+        table = self._open(name)
         meta = table.schema.metadata or {}
         model = meta.get(META_MODEL, b"?").decode()
         dim = meta.get(META_DIM, b"?").decode()
@@ -329,6 +375,99 @@ class LanceStore:
             log.info("adding column(s) %s to %s", ", ".join(f.name for f in missing), name)
             table.add_columns(missing)
         return table
+
+    # -- opening a damaged store ---------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        d = self._local_dir
+        while d is not None and not d.exists() and d != d.parent:
+            d = d.parent  # LanceDB creates what is missing: its nearest existing parent
+        if d is not None and not os.access(d, os.W_OK):
+            raise ConfigError(
+                f"the store's directory {d} is not writable (read-only mount, or owned by "
+                "another user): fix its ownership or permissions so the user running "
+                "memoryd can write there, remount it read-write, or point --data-dir "
+                "(storage.uri) elsewhere"
+            )
+
+    def _table_dir(self, name: str) -> Path | None:
+        return None if self._local_dir is None else self._local_dir / f"{name}.lance"
+
+    def _open(self, name: str) -> Any:
+        """Open table ``name``; a damaged newest manifest is a DataCorrupt naming it, or,
+        with ``open_last_good``, is moved aside until a version opens."""
+        try:
+            return self._db.open_table(name)
+        except Exception as error:
+            table_dir = self._table_dir(name)
+            if table_dir is None:
+                raise DataCorrupt(
+                    f"the table {name} at {self.uri} cannot be opened: {damage.short_error(error)}"
+                ) from None
+            if not self.open_last_good:
+                raise DataCorrupt(damage.describe(table_dir, error, "opened")) from None
+            return self._open_older(name, table_dir, error)
+
+    def _open_older(self, name: str, table_dir: Path, error: BaseException) -> Any:
+        into = damage.quarantine_dir(table_dir)
+        hint = table_dir / "_versions" / "latest_version_hint.json"
+        if hint.exists():
+            damage.move_aside(hint, table_dir, into)
+        while len(manifests := damage.manifests_newest_first(table_dir)) > 1:
+            moved = damage.move_aside(manifests[0], table_dir, into)
+            log.warning(
+                "--open-last-good: moved the unreadable manifest %s to %s", manifests[0], moved
+            )
+            try:
+                table = self._db.open_table(name)
+            except Exception as e:
+                error = e
+                continue
+            log.warning(
+                "--open-last-good: opened %s at version %d; later writes are lost",
+                table_dir,
+                table.version,
+            )
+            return table
+        raise DataCorrupt(
+            f"{damage.describe(table_dir, error, 'opened')} (no older version opens either)"
+        )
+
+    def _read_all(self, table: Any, name: str) -> pa.Table:
+        """Every row of ``table``; unreadable fragments are a DataCorrupt naming them, or,
+        with ``open_last_good``, roll the table back to the newest version that reads."""
+        try:
+            return table.to_arrow()
+        except Exception as error:
+            table_dir = self._table_dir(name)
+            if table_dir is None:
+                raise DataCorrupt(
+                    f"the table {name} at {self.uri} cannot be read: {damage.short_error(error)}"
+                ) from None
+            if not self.open_last_good:
+                raise DataCorrupt(damage.describe(table_dir, error, "read")) from None
+            current = table.version
+            for version in sorted((v["version"] for v in table.list_versions()), reverse=True):
+                if version >= current:
+                    continue
+                table.checkout(version)
+                try:
+                    data = table.to_arrow()
+                except Exception:
+                    continue
+                table.restore()  # commits the checked-out version's state as the newest
+                log.warning(
+                    "--open-last-good: %s rolled back to version %d (of %d), the newest "
+                    "whose files all read; %d rows",
+                    table_dir,
+                    version,
+                    current,
+                    data.num_rows,
+                )
+                return data
+            raise DataCorrupt(
+                f"{damage.describe(table_dir, error, 'read')} (no older version reads either)"
+            ) from None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -366,7 +505,7 @@ class LanceStore:
         """Every stored row (for rebuilding the in-memory index at start), with the newest
         access count of each from the access log."""
         access = self.read_access()
-        for batch in self._table.to_arrow().to_batches(max_chunksize=8192):
+        for batch in self._read_all(self._table, self._table_name).to_batches(max_chunksize=8192):
             for row in from_arrow(batch):
                 entry = access.get(row[0].id)
                 if entry is not None:
@@ -382,7 +521,7 @@ class LanceStore:
         """The access log folded: per id, the highest count and the latest access."""
         if self._access is None:
             return {}
-        folded = _fold(self._access.to_arrow())
+        folded = _fold(self._read_all(self._access, self._access_name))
         ids = folded.column("id").to_pylist()
         counts = folded.column("access_count").to_pylist()
         last = _datetimes(folded.column("last_accessed_at"))
@@ -402,6 +541,10 @@ class LanceStore:
 
     def count_rows(self) -> int:
         return int(self._table.count_rows())
+
+    def status(self) -> str:
+        """ "ok", or why writes are refused now (e.g. no space left on device)."""
+        return self.fault or STATUS_OK
 
     # -- writes ------------------------------------------------------------------------
 
@@ -441,7 +584,10 @@ class LanceStore:
                     # Wake up after a quiet second to compact while nobody waits on us.
                     op = self._queue.get(timeout=IDLE_COMPACT_SECONDS)
                 except queue.Empty:
-                    self._maybe_compact(idle=True)
+                    if self.fault is not None:
+                        self._probe_space()
+                    else:
+                        self._maybe_compact(idle=True)
                     continue
             if op is None:
                 return
@@ -465,13 +611,57 @@ class LanceStore:
             try:
                 self._commit(op.kind, group)
             except BaseException as e:
-                log.exception("write of %d op(s) failed", len(group))
-                error = e
+                error = self._failed(e, len(group))
+            else:
+                self._recovered()
             for g in group:
                 assert g.loop is not None and g.future is not None
                 g.loop.call_soon_threadsafe(_resolve, g.future, error)
             if error is None:
                 self._maybe_compact()
+
+    def _failed(self, error: BaseException, ops: int) -> BaseException:
+        """What the callers of a failed commit get: StorageFull for a full disk (logged
+        once, as one line, when it starts), else the error itself (logged in full)."""
+        if not no_space(error):
+            log.error("write of %d op(s) failed", ops, exc_info=error)
+            return error
+        if self.fault is None:
+            log.warning(
+                "no space left on device under %s: writes are refused until space is freed "
+                "(acknowledged memories are kept; reads go on)",
+                self.uri,
+            )
+        if self.fault is None:
+            self._free_at_fault = self._free_bytes()
+        # Callers see no path: the server's file layout is none of their business.
+        self.fault = "no space left on device: the disk holding memoryd's data is full"
+        return StorageFull(
+            f"{self.fault}, so nothing was written; memories already acknowledged are kept. "
+            "Free space on that disk and retry: memoryd resumes writing by itself"
+        )
+
+    def _recovered(self) -> None:
+        if self.fault is not None:
+            self.fault = None
+            log.warning("writes succeed again under %s", self.uri)
+
+    def _free_bytes(self) -> int | None:
+        """Free bytes on the store's disk (None for object stores, or when unknown)."""
+        if self._local_dir is None:
+            return None
+        try:
+            return shutil.disk_usage(self._local_dir).free
+        except OSError:
+            return None
+
+    def _probe_space(self) -> None:
+        """While writes fail for lack of space: has space been freed since?"""
+        free = self._free_bytes()
+        if free is None or self._free_at_fault is None:
+            return  # the next write tells
+        if free >= self._free_at_fault + SPACE_FREED_BYTES:
+            self._recovered()
 
     def _commit(self, kind: str, group: list[_Op]) -> None:
         if kind == "access":  # another table: neither waits for nor counts toward compaction
@@ -584,7 +774,9 @@ class LanceStore:
         later commit)."""
         due = self._commits_since_compact >= self.compact_every
         overdue = self._commits_since_compact >= self.compact_every * COMPACT_FORCE_FACTOR
-        if self._compacting or (not (due and idle) and not (overdue and self._queue.empty())):
+        if self.fault is not None or self._compacting:
+            return  # compaction needs room for a rewritten copy of the table
+        if not (due and idle) and not (overdue and self._queue.empty()):
             return
         self._commits_since_compact = 0
         self._compacting = True
@@ -602,8 +794,11 @@ class LanceStore:
                     self._table.optimize(cleanup_older_than=timedelta(minutes=1))
                 self.compactions += 1
                 log.debug("compacted in %.2fs", time.perf_counter() - started)
-            except Exception:  # compaction is an optimisation; never fail writes over it
-                log.exception("background compaction failed")
+            except Exception as e:  # compaction is an optimisation; never fail writes over it
+                if no_space(e):
+                    log.warning("background compaction skipped: no space left on device")
+                else:
+                    log.exception("background compaction failed")
             finally:
                 self._compacting = False
 

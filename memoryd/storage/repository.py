@@ -164,7 +164,11 @@ class Repository:
             if memory is not None:
                 entries.append((memory_id, memory.access_count, memory.last_accessed_at))
         if entries:
-            await self.durable.record_access(entries)
+            try:
+                await self.durable.record_access(entries)
+            except BaseException:
+                self._touched |= ids  # kept for the next flush (say, once space is freed)
+                raise
         return len(entries)
 
     def visible(

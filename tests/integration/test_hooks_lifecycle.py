@@ -48,6 +48,27 @@ def test_capture_then_build_context_round_trip(hooks, client, new_agent) -> None
     assert "teal" not in other.context and list(other.results) == []
 
 
+def test_build_context_recalls_the_readme_example_and_nothing_off_topic(
+    hooks, client, new_agent
+) -> None:  # type: ignore[no-untyped-def]
+    """The README's memory comes back for its own question (final score ~0.30, over
+    hooks.min_score 0.25); a prompt about nothing stored gets an empty block."""
+    a = new_agent()
+    stored = client.store(a, "The user prefers dark mode in every editor").memory
+    ctx = hooks.BuildContext(
+        hpb.BuildContextRequest(
+            agent_id=a, session_id="s", prompt="which theme does the user like?"
+        )
+    )
+    assert ctx.skipped_reason == ""
+    assert [r.memory.id for r in ctx.results] == [stored.id]
+    assert "The user prefers dark mode in every editor" in ctx.context
+    off = hooks.BuildContext(
+        hpb.BuildContextRequest(agent_id=a, session_id="s", prompt="How do I reset my router?")
+    )
+    assert (off.context, off.skipped_reason, list(off.results)) == ("", "no_relevant_memories", [])
+
+
 def test_hooks_refuse_a_missing_agent_id(hooks) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(grpc.RpcError) as e:
         hooks.BuildContext(hpb.BuildContextRequest(agent_id="", prompt="what did we decide?"))

@@ -5,8 +5,8 @@ B is one of four agents whose grants on ``shared:s`` differ: none (the default p
 write-only, read-only, read-write. Whatever B does, it must learn nothing of A's private
 memory (text, id, counts, existence, duplicate_of, idempotency replays) and change
 nothing of it; of the shared memory it may see only what it may read, and change only
-what it may both read and write. Every RPC of MemoryService and HookService has a probe
-here: a new RPC without one fails ``test_every_rpc_has_a_probe``.
+what it may both read and write. Every RPC of MemoryService, HookService and ReviewService
+has a probe here: a new RPC without one fails ``test_every_rpc_has_a_probe``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 import pytest
 from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb
-from memoryd_client._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc
+from memoryd_client._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, review_pb2, review_pb2_grpc
 from memoryd_client.client import forget_request, recall_request, store_request, update_request
 
 pytestmark = pytest.mark.integration
@@ -56,6 +56,7 @@ PROBED = {
     "MemoryService": {"Store", "Recall", "Forget", "Update", "Get", "List", "Stats",
                       "ListConflicts", "Export", "Import", "Stream"},
     "HookService": {"BuildContext", "Capture"},
+    "ReviewService": {"Prepare", "Apply"},
 }  # fmt: skip
 
 
@@ -113,8 +114,10 @@ def _content(m: pb.Memory) -> tuple[Any, ...]:
 def test_every_rpc_has_a_probe():
     from memoryd_client._gen.memoryd.v1 import hooks_pb2 as hooks
     from memoryd_client._gen.memoryd.v1 import memory_pb2 as memory
+    from memoryd_client._gen.memoryd.v1 import review_pb2 as review
 
     served = {
+        "ReviewService": set(review.DESCRIPTOR.services_by_name["ReviewService"].methods_by_name),
         "MemoryService": set(memory.DESCRIPTOR.services_by_name["MemoryService"].methods_by_name),
         "HookService": set(hooks.DESCRIPTOR.services_by_name["HookService"].methods_by_name),
     }
@@ -171,6 +174,11 @@ def test_agent_b_learns_and_changes_nothing_it_may_not(matrix_daemon, c, owned, 
     seen.append(fq)
     if not (grant.reads_shared and grant.writes_shared):
         _never_mentions(fq, s)
+    elif s.id in fq.deleted_ids:
+        # B may read and write the shared scope: a single strong match is B's to delete
+        # (whether it is single depends on the other grants' printers). Put it back as it
+        # was (Import keeps id, times and metadata) so the checks below see A's memory.
+        assert c.import_memories("owner", [s]).imported == 1
     update_shared = _code(c.update, b, s.id, importance=s.importance)
     if grant.reads_shared and grant.writes_shared:
         assert update_shared == "OK"
@@ -220,6 +228,8 @@ def test_agent_b_learns_and_changes_nothing_it_may_not(matrix_daemon, c, owned, 
         if not grant.reads_shared:
             _never_mentions(block, s)
 
+        seen += _review_probe(channel, b, p, s, grant)
+
     for told in seen:
         _never_mentions(told, p)
     # A's text in B's own scope is B's own memory; the same idempotency key is B's own.
@@ -229,6 +239,72 @@ def test_agent_b_learns_and_changes_nothing_it_may_not(matrix_daemon, c, owned, 
     assert c.get("owner", s.id).text == s.text
     owner_after = (c.stats("owner").total, [_content(m) for m in c.list_all("owner")])
     assert owner_after == owner_before
+
+
+def _review_probe(
+    channel: grpc.Channel, b: str, p: pb.Memory, s: pb.Memory, grant: Grant
+) -> list[Any]:
+    """ReviewService as B: A's private memory is absent from every proposal, a promotion of
+    it is NOT_FOUND like an unknown id, and approved items naming it answer exactly as for
+    an unknown id and change nothing."""
+    from memoryd.core.review import Action, ActionKind, Kind, item_id
+
+    review = review_pb2_grpc.ReviewServiceStub(channel)
+    told: list[Any] = [review.Prepare(review_pb2.PrepareReviewRequest(agent_id=b), timeout=60)]
+    for target in (p.id, str(uuid.uuid4())):
+        ask = review_pb2.PromotionAsk(memory_id=target, target_scope=SHARED)
+        try:
+            review.Prepare(
+                review_pb2.PrepareReviewRequest(agent_id=b, promotions=[ask]), timeout=60
+            )
+            code = "OK"
+        except grpc.RpcError as e:
+            code = e.code().name
+        assert code == "NOT_FOUND"
+    shared_hash = "sha256:" + "0" * 64
+    if grant.reads_shared:
+        ask = review_pb2.PromotionAsk(memory_id=s.id, target_scope="global")
+        promo = review.Prepare(
+            review_pb2.PrepareReviewRequest(agent_id=b, promotions=[ask]), timeout=60
+        )
+        shared_hash = promo.items[0].memories[0].hash
+
+    def items(victim: str) -> list[review_pb2.ApprovedItem]:
+        out = []
+        for kind, action in (
+            (Kind.STALE, Action(ActionKind.FORGET, victim)),
+            (Kind.DUPLICATE, Action(ActionKind.FORGET, victim, keep_id=s.id)),
+            (Kind.CONFLICT, Action(ActionKind.SUPERSEDE, victim, keep_id=s.id)),
+            (Kind.PROMOTION, Action(ActionKind.PROMOTE, victim, target_scope=SHARED)),
+        ):
+            hashes = [review_pb2.MemoryHash(id=victim, hash="sha256:" + "1" * 64)]
+            if action.keep_id:
+                hashes.append(review_pb2.MemoryHash(id=s.id, hash=shared_hash))
+            wire = review_pb2.ReviewAction(
+                kind=int(action.kind),
+                memory_id=victim,
+                keep_id=action.keep_id,
+                target_scope=action.target_scope,
+            )
+            out.append(
+                review_pb2.ApprovedItem(
+                    item_id=item_id(kind, action),
+                    kind=int(kind),
+                    action=wire,
+                    hashes=hashes,
+                    approval=review_pb2.APPROVAL_ITEM,
+                )
+            )
+        return out
+
+    unknown = str(uuid.uuid4())
+    answers = {}
+    for victim in (p.id, unknown):
+        r = review.Apply(review_pb2.ApplyReviewRequest(agent_id=b, items=items(victim)), timeout=60)
+        assert r.applied == 0
+        answers[victim] = [(x.outcome, x.message.replace(victim, "ID")) for x in r.results]
+    assert answers[p.id] == answers[unknown]
+    return told
 
 
 async def _stream_probe(address: str, b: str, p: pb.Memory) -> dict[str, pb.StreamResponse]:

@@ -20,7 +20,10 @@ pytestmark = pytest.mark.integration
 SERVICE = "memoryd.v1.MemoryService"
 
 
-@pytest.mark.parametrize("service", ["", SERVICE])
+@pytest.mark.parametrize(
+    "service",
+    ["", SERVICE, "memoryd.v1.HookService", "memoryd.v1.ReviewService", "memoryd.storage"],
+)
 def test_health_is_serving_once_ready(channel, service):
     health = health_pb2_grpc.HealthStub(channel)
     r = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
@@ -44,6 +47,8 @@ def test_reflection_lists_and_describes_the_memory_service(channel):
     contract = {"Store", "Recall", "Forget", "Update", "Get", "List", "Stats", "Stream"}
     assert set(methods) == contract | {"ListConflicts", "Export", "Import"}
     assert "memoryd.v1.HookService" in services
+    review = descriptor_pool.DescriptorPool(db).FindServiceByName("memoryd.v1.ReviewService")
+    assert {m.name for m in review.methods} == {"Prepare", "Apply"}
     assert methods["Stream"].client_streaming and methods["Stream"].server_streaming
     assert methods["Store"].input_type.full_name == "memoryd.v1.StoreRequest"
     assert "idempotency_key" in methods["Store"].input_type.fields_by_name

@@ -84,7 +84,7 @@ def test_forget_by_query_with_two_strong_matches_deletes_nothing(cfg_client):
     r = cfg_client.forget(agent, query=text)
     assert not r.deleted_ids
     assert {c.memory.id for c in r.candidates} == {own.id, shared.id}
-    assert all(c.score >= 0.9 for c in r.candidates)
+    assert all(c.score >= 0.5 for c in r.candidates)  # both strong: neither leads by the margin
     assert cfg_client.stats(agent).total == 3
 
     # Once only one strong match is left, the same query deletes it.

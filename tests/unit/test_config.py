@@ -47,6 +47,22 @@ def test_invalid_settings_name_the_field(tmp_path: Path, monkeypatch: pytest.Mon
         load_settings(bad)
 
 
+def test_forget_floors_are_checked_and_reach_the_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memoryd.server import limits_from
+
+    monkeypatch.setenv("MEMORYD_FORGET__CANDIDATE_SCORE", "0.8")
+    with pytest.raises(ConfigError, match=r"forget.*candidate_score \(0\.8\) must not exceed"):
+        load_settings()
+    monkeypatch.setenv("MEMORYD_FORGET__CANDIDATE_SCORE", "0.2")
+    monkeypatch.setenv("MEMORYD_FORGET__MARGIN", "0.05")
+    lim = limits_from(load_settings())
+    assert (lim.forget_strong_score, lim.forget_candidate_score, lim.forget_margin) == (
+        0.5,
+        0.2,
+        0.05,
+    )
+
+
 def test_token_only_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text('auth_token = "s3cret"\n')

@@ -19,7 +19,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memoryd_client._gen.memoryd.v1 import hooks_pb2 as hooks_pb
     from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
+    from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
     from memoryd_client.client import (
         AsyncMemoryClient,
         MemoryClient,
@@ -27,7 +29,15 @@ if TYPE_CHECKING:
         tls_credentials,
     )
 
-__all__ = ["AsyncMemoryClient", "MemoryClient", "MemorydError", "pb", "tls_credentials"]
+__all__ = [
+    "AsyncMemoryClient",
+    "MemoryClient",
+    "MemorydError",
+    "hooks_pb",
+    "pb",
+    "review_pb",
+    "tls_credentials",
+]
 __version__ = "0.1.0"
 
 
@@ -35,6 +45,10 @@ def __getattr__(name: str) -> Any:
     value: Any
     if name == "pb":
         from memoryd_client._gen.memoryd.v1 import memory_pb2 as value
+    elif name == "hooks_pb":
+        from memoryd_client._gen.memoryd.v1 import hooks_pb2 as value
+    elif name == "review_pb":
+        from memoryd_client._gen.memoryd.v1 import review_pb2 as value
     elif name in ("AsyncMemoryClient", "MemoryClient", "MemorydError", "tls_credentials"):
         from memoryd_client import client
 

@@ -17,8 +17,12 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from memoryd_client._gen.memoryd.v1 import hooks_pb2 as hooks_pb
+from memoryd_client._gen.memoryd.v1 import hooks_pb2_grpc as hooks_grpc
 from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
+from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
+from memoryd_client._gen.memoryd.v1 import review_pb2_grpc as review_grpc
 
 T = TypeVar("T")
 
@@ -191,6 +195,44 @@ def _retry_after(error: Any) -> float | None:
     return None
 
 
+def build_context_request(
+    agent_id: str,
+    prompt: str,
+    *,
+    session_id: str = "",
+    max_results: int = 0,
+    min_score: float = 0.0,
+    time_budget_ms: int = 0,
+    scopes: Iterable[str] = (),
+) -> hooks_pb.BuildContextRequest:
+    return hooks_pb.BuildContextRequest(
+        agent_id=agent_id,
+        session_id=session_id,
+        prompt=prompt,
+        max_results=max_results,
+        min_score=min_score,
+        time_budget_ms=time_budget_ms,
+        scopes=list(scopes),
+    )
+
+
+def capture_request(
+    agent_id: str,
+    messages: Iterable[hooks_pb.ChatMessage | tuple[str, str]],
+    *,
+    session_id: str = "",
+    scope: str = "",
+) -> hooks_pb.CaptureRequest:
+    """``messages``: ChatMessage or ``(role, text)`` pairs, in the turn's order."""
+    msgs = [
+        m if isinstance(m, hooks_pb.ChatMessage) else hooks_pb.ChatMessage(role=m[0], text=m[1])
+        for m in messages
+    ]
+    return hooks_pb.CaptureRequest(
+        agent_id=agent_id, session_id=session_id, messages=msgs, scope=scope
+    )
+
+
 def _channel_args() -> list[tuple[str, Any]]:
     return [("grpc.enable_retries", 0)]
 
@@ -217,6 +259,8 @@ class MemoryClient:
             else grpc.insecure_channel(address, options=_channel_args())
         )
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._review = review_grpc.ReviewServiceStub(self._channel)
+        self._hooks = hooks_grpc.HookServiceStub(self._channel)
         self._metadata = _metadata(token)
         self.timeout = timeout
         self.retries = retries
@@ -350,6 +394,20 @@ class MemoryClient:
         except grpc.RpcError as e:
             raise MemorydError.from_rpc(e) from None
 
+    def stream(
+        self, requests: Iterable[pb.StreamRequest], *, timeout: float | None = None
+    ) -> Iterator[pb.StreamResponse]:
+        """Open a Stream session: responses arrive as ops finish, matched by request_id.
+
+        ``requests`` is read on a thread of grpc's as the daemon takes them (a generator may
+        block to wait for the next op). A failing op is answered with ``error`` set; the
+        session goes on."""
+        call = self._stub.Stream(iter(requests), timeout=timeout, metadata=self._metadata)
+        try:
+            yield from call
+        except grpc.RpcError as e:
+            raise MemorydError.from_rpc(e) from None
+
     def conflicts(self, agent_id: str, *, limit: int = 0) -> pb.ListConflictsResponse:
         return self._call(
             self._stub.ListConflicts,
@@ -358,11 +416,42 @@ class MemoryClient:
             timeout=None,
         )
 
+    def review_prepare(
+        self, request: review_pb.PrepareReviewRequest, *, timeout: float | None = None
+    ) -> review_pb.PrepareReviewResponse:
+        """Review proposals (ReviewService.Prepare); changes nothing."""
+        return self._call(self._review.Prepare, request, idempotent=True, timeout=timeout)
+
+    def review_apply(
+        self, request: review_pb.ApplyReviewRequest, *, timeout: float | None = None
+    ) -> review_pb.ApplyReviewResponse:
+        """Apply approved review items (ReviewService.Apply). Idempotent by design: an item
+        already applied is reported ALREADY_APPLIED, so a retry is safe."""
+        return self._call(self._review.Apply, request, idempotent=True, timeout=timeout)
+
     def stats(
         self, agent_id: str, *, daemon_wide: bool = False, timeout: float | None = None
     ) -> pb.StatsResponse:
         request = pb.StatsRequest(agent_id=agent_id, daemon_wide=daemon_wide)
         return self._call(self._stub.Stats, request, idempotent=True, timeout=timeout)
+
+    # HookService. Hooks sit in a gateway's turn with a budget of their own: never retried.
+    def build_context(
+        self, agent_id: str, prompt: str, *, timeout: float | None = None, **kw: Any
+    ) -> hooks_pb.BuildContextResponse:
+        req = build_context_request(agent_id, prompt, **kw)
+        return self._call(self._hooks.BuildContext, req, idempotent=False, timeout=timeout)
+
+    def capture(
+        self,
+        agent_id: str,
+        messages: Iterable[hooks_pb.ChatMessage | tuple[str, str]],
+        *,
+        timeout: float | None = None,
+        **kw: Any,
+    ) -> hooks_pb.CaptureResponse:
+        req = capture_request(agent_id, messages, **kw)
+        return self._call(self._hooks.Capture, req, idempotent=False, timeout=timeout)
 
 
 class AsyncMemoryClient:
@@ -383,6 +472,8 @@ class AsyncMemoryClient:
             else grpc.aio.insecure_channel(address, options=_channel_args())
         )
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._review = review_grpc.ReviewServiceStub(self._channel)
+        self._hooks = hooks_grpc.HookServiceStub(self._channel)
         self._metadata = _metadata(token)
         self.timeout = timeout
         self.retries = retries
@@ -490,11 +581,38 @@ class AsyncMemoryClient:
         )
         return await self._call(self._stub.List, req, idempotent=True, timeout=timeout)
 
+    async def review_prepare(
+        self, request: review_pb.PrepareReviewRequest, *, timeout: float | None = None
+    ) -> review_pb.PrepareReviewResponse:
+        return await self._call(self._review.Prepare, request, idempotent=True, timeout=timeout)
+
+    async def review_apply(
+        self, request: review_pb.ApplyReviewRequest, *, timeout: float | None = None
+    ) -> review_pb.ApplyReviewResponse:
+        return await self._call(self._review.Apply, request, idempotent=True, timeout=timeout)
+
     async def stats(
         self, agent_id: str, *, daemon_wide: bool = False, timeout: float | None = None
     ) -> pb.StatsResponse:
         request = pb.StatsRequest(agent_id=agent_id, daemon_wide=daemon_wide)
         return await self._call(self._stub.Stats, request, idempotent=True, timeout=timeout)
+
+    async def build_context(
+        self, agent_id: str, prompt: str, *, timeout: float | None = None, **kw: Any
+    ) -> hooks_pb.BuildContextResponse:
+        req = build_context_request(agent_id, prompt, **kw)
+        return await self._call(self._hooks.BuildContext, req, idempotent=False, timeout=timeout)
+
+    async def capture(
+        self,
+        agent_id: str,
+        messages: Iterable[hooks_pb.ChatMessage | tuple[str, str]],
+        *,
+        timeout: float | None = None,
+        **kw: Any,
+    ) -> hooks_pb.CaptureResponse:
+        req = capture_request(agent_id, messages, **kw)
+        return await self._call(self._hooks.Capture, req, idempotent=False, timeout=timeout)
 
     def stream(
         self,
@@ -502,7 +620,12 @@ class AsyncMemoryClient:
         *,
         timeout: float | None = None,
     ) -> AsyncIterator[pb.StreamResponse]:
-        """Open a Stream session: responses arrive as ops finish, matched by request_id."""
+        """Open a Stream session: responses arrive as ops finish, matched by request_id.
+
+        Known grpcio issue (grpc/grpc#36066): when the daemon refuses the whole session
+        (e.g. UNAUTHENTICATED) while a request is being written, grpcio's asyncio client
+        may report ``INTERNAL: Internal error from Core`` instead; the blocking
+        ``MemoryClient.stream`` reports the daemon's status."""
         call = self._stub.Stream(requests, timeout=timeout, metadata=self._metadata)
         return _stream_errors(call)
 

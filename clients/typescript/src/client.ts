@@ -7,7 +7,9 @@
  * only with MemorydError. Idempotent calls are retried on UNAVAILABLE (see retry.ts).
  *
  * The HookService calls (buildContext, capture) share the client's connection, token
- * and interceptors; they are never retried.
+ * and interceptors; they are never retried. So do the ReviewService calls (reviewPrepare,
+ * reviewApply), which are retried like other idempotent calls (a second Apply of the same
+ * items changes nothing).
  *
  * Credentials: `token` is the API key (a bearer secret); `tls` gives the CA to trust and,
  * for mTLS, the client certificate (tls.ts). A request for an agent the credential may not
@@ -53,6 +55,12 @@ import {
   StoreRequestSchema,
   UpdateRequestSchema,
 } from "./gen/memoryd/v1/memory_pb.js";
+import type { ApplyReviewResponse, PrepareReviewResponse } from "./gen/memoryd/v1/review_pb.js";
+import {
+  ApplyReviewRequestSchema,
+  PrepareReviewRequestSchema,
+  ReviewService,
+} from "./gen/memoryd/v1/review_pb.js";
 import type { Attempt, RetryOptions } from "./retry.js";
 import { callWithRetries, DEFAULT_RETRY } from "./retry.js";
 import { MemorydSession } from "./session.js";
@@ -132,6 +140,8 @@ export interface ImportInit {
 }
 export type BuildContextInit = MessageInitShape<typeof BuildContextRequestSchema>;
 export type CaptureInit = MessageInitShape<typeof CaptureRequestSchema>;
+export type PrepareReviewInit = MessageInitShape<typeof PrepareReviewRequestSchema>;
+export type ApplyReviewInit = MessageInitShape<typeof ApplyReviewRequestSchema>;
 /** The proto's oneof form, or the shorthand `{ agentId, id }` / `{ agentId, query }`. */
 export type ForgetInit =
   | MessageInitShape<typeof ForgetRequestSchema>
@@ -142,6 +152,7 @@ export class MemorydClient {
   readonly baseUrl: string;
   private readonly rpc: Client<typeof MemoryService>;
   private readonly hooks: Client<typeof HookService>;
+  private readonly review: Client<typeof ReviewService>;
   private readonly sessions: Http2SessionManager;
   private readonly timeoutMs: number;
   private readonly retry: RetryOptions;
@@ -167,6 +178,7 @@ export class MemorydClient {
     });
     this.rpc = createClient(MemoryService, transport);
     this.hooks = createClient(HookService, transport);
+    this.review = createClient(ReviewService, transport);
   }
 
   /** Writes a memory. Retried on UNAVAILABLE only when it carries an idempotencyKey. */
@@ -280,6 +292,22 @@ export class MemorydClient {
    */
   capture(request: CaptureInit, options?: CallOptions): Promise<CaptureResponse> {
     return this.call((o) => this.hooks.capture(request, o), false, options);
+  }
+
+  /**
+   * Review proposals (ReviewService.Prepare) over what the agent may read: near
+   * duplicates, conflicts, stale memories and the promotions asked for. Changes nothing.
+   */
+  reviewPrepare(request: PrepareReviewInit, options?: CallOptions): Promise<PrepareReviewResponse> {
+    return this.call((o) => this.review.prepare(request, o), true, options);
+  }
+
+  /**
+   * Applies approved review items (ReviewService.Apply), each re-validated and applied
+   * whole, or reported as a conflict, a refusal or already applied.
+   */
+  reviewApply(request: ApplyReviewInit, options?: CallOptions): Promise<ApplyReviewResponse> {
+    return this.call((o) => this.review.apply(request, o), true, options);
   }
 
   /**

@@ -7,6 +7,7 @@
  */
 
 export type {
+  ApplyReviewInit,
   BuildContextInit,
   CallOptions,
   CaptureInit,
@@ -18,6 +19,7 @@ export type {
   ListInit,
   MemorydClientOptions,
   MemoryInit,
+  PrepareReviewInit,
   RecallInit,
   StatsInit,
   StoreInit,
@@ -34,3 +36,4 @@ export type { TlsOptions } from "./tls.js";
 export { MemorydSession } from "./session.js";
 export * from "./gen/memoryd/v1/hooks_pb.js";
 export * from "./gen/memoryd/v1/memory_pb.js";
+export * from "./gen/memoryd/v1/review_pb.js";

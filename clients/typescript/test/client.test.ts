@@ -8,9 +8,12 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 
 import {
+  Approval,
+  ApplyOutcome,
   Category,
   MemorydClient,
   MemorydError,
+  ReviewKind,
   StoreOutcome,
   type Memory,
   type StreamOp,
@@ -241,6 +244,32 @@ describe("MemorydClient against memoryd", () => {
     await session.close();
   });
 
+  it("reviewPrepare proposes a near duplicate; reviewApply forgets it once", async () => {
+    const agentId = "reviewer";
+    for (const text of ["Carol runs the Berlin office", "Carol manages the Berlin office"]) {
+      await client.store({ agentId, text });
+    }
+    const prepared = await client.reviewPrepare({ agentId, kinds: [ReviewKind.DUPLICATE] });
+    assert.equal(prepared.items.length, 1);
+    const item = prepared.items[0]!;
+    assert.ok(item.itemId.startsWith("rv-"));
+    assert.equal(item.memories.length, 2);
+    assert.ok(item.memories.every((m) => m.hash.startsWith("sha256:")));
+    const approved = {
+      itemId: item.itemId,
+      kind: item.kind,
+      action: item.action,
+      hashes: item.memories.map((m) => ({ id: m.id, hash: m.hash })),
+      approval: Approval.ITEM,
+    };
+    const first = await client.reviewApply({ agentId, items: [approved] });
+    assert.equal(first.results[0]!.outcome, ApplyOutcome.APPLIED);
+    assert.equal((await client.stats({ agentId })).total, 1n);
+    const second = await client.reviewApply({ agentId, items: [approved] });
+    assert.equal(second.results[0]!.outcome, ApplyOutcome.ALREADY_APPLIED);
+    assert.equal((await client.stats({ agentId })).total, 1n);
+  });
+
   it("capture decides per message; buildContext recalls it for that agent only", async () => {
     const agentId = "hooked";
     const remember = "Remember that my favourite colour is teal";
@@ -374,14 +403,14 @@ describe("MemorydClient against memoryd", () => {
     const mixed = await client.importMemories({
       agentId,
       memories: [
-        { id: randomUUID(), text: "A memory without a category" },
+        { id: randomUUID(), text: "A memory whose importance is out of range", importance: 7 },
         { id: randomUUID(), text: "Parking is on level 2", category: Category.FACT, importance: 0.7 },
       ],
     });
     assert.equal(mixed.imported, 1n);
     assert.equal(mixed.errors.length, 1);
     assert.equal(mixed.errors[0]!.codeName, "INVALID_ARGUMENT");
-    assert.match(mixed.errors[0]!.message, /category/);
+    assert.match(mixed.errors[0]!.message, /importance/);
   });
 
   it("listConflicts: none for a fresh agent; a bad limit is INVALID_ARGUMENT", async () => {

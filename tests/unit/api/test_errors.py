@@ -5,7 +5,7 @@ import logging
 import grpc
 import pytest
 
-from memoryd.api.errors import STATUS, status_of
+from memoryd.api.errors import MAX_MESSAGE_CHARS, STATUS, status_of
 from memoryd.core import errors
 
 
@@ -36,3 +36,14 @@ def test_unexpected_errors_are_internal_without_leaking(caplog: pytest.LogCaptur
     assert "secret" not in message and "KeyError" not in message
     assert "incident" in message
     assert "secret" in caplog.text  # the operator still gets the details
+
+
+def test_every_status_message_is_capped() -> None:
+    code, message = status_of(errors.PermissionDenied("scope " * 10_000))
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert len(message) <= MAX_MESSAGE_CHARS and message.endswith("more chars)")
+
+
+def test_name_few_names_a_few_then_counts_the_rest() -> None:
+    assert errors.name_few(["a", "b"]) == "a, b"
+    assert errors.name_few([str(i) for i in range(12)], few=3) == "0, 1, 2 and 9 more"

@@ -146,9 +146,9 @@ def test_block_shape() -> None:
 def test_only_max_results_above_min_score_are_shown_in_the_given_order() -> None:
     items = [
         ("first", Category.FACT, 0.9, None),
-        ("too weak", Category.FACT, 0.29, None),
+        ("too weak", Category.FACT, 0.27, None),
         ("not a number", Category.FACT, float("nan"), None),
-        ("second", Category.FACT, 0.3, None),
+        ("second", Category.FACT, 0.28, None),
         ("third", Category.FACT, 0.8, None),
         ("fourth", Category.FACT, 0.95, None),
     ]

@@ -13,7 +13,13 @@ from memoryd.core.errors import InvalidArgument, NotFound, PermissionDenied
 from memoryd.core.policy import AccessPolicy, AgentAccess
 from memoryd.core.records import Category, StoreOutcome
 from memoryd.core.retrieval import Rerank
-from memoryd.core.service import MemoryPatch, MemoryService, NewMemory, RecallQuery
+from memoryd.core.service import (
+    MemoryPatch,
+    MemoryService,
+    NewMemory,
+    RecallQuery,
+    ServiceLimits,
+)
 
 
 async def store(service: MemoryService, agent: str, text: str, **kw: object):  # type: ignore[no-untyped-def]
@@ -187,19 +193,59 @@ async def test_recall_limit_min_score_and_categories(service: MemoryService) -> 
         await service.recall(RecallQuery(agent_id="a", query="x", min_score=math.nan))
 
 
-async def test_forget_by_query_deletes_only_a_single_strong_match(service: MemoryService) -> None:
+async def test_forget_by_query_deletes_the_one_decisive_match(service: MemoryService) -> None:
+    dentist = await store(service, "a", "dentist appointment on monday morning")
+    await store(service, "a", "the cat is called miso")
+    await store(service, "a", "weekly planning with the payments team")
+    r = await service.forget_query("a", "dentist appointment on monday morning")
+    assert r.deleted_ids == [dentist.memory.id] and r.candidates == []
+    with pytest.raises(NotFound):
+        service.get("a", dentist.memory.id)
+    assert service.stats("a").total == 2
+
+
+async def test_forget_by_query_of_two_similar_memories_deletes_neither(
+    service: MemoryService,
+) -> None:
     a = await store(service, "a", "dentist appointment on monday morning")
     b = await store(service, "a", "dentist appointment on tuesday morning")
-    ambiguous = await service.forget_query("a", "dentist appointment morning")
-    assert ambiguous.deleted_ids == []
-    assert {c.memory.id for c in ambiguous.candidates} == {a.memory.id, b.memory.id}
+    for query in ("dentist appointment morning", "dentist appointment on monday morning"):
+        r = await service.forget_query("a", query)
+        assert r.deleted_ids == []
+        assert {c.memory.id for c in r.candidates} == {a.memory.id, b.memory.id}
+        # Candidates carry the score Recall shows for the same query.
+        shown = await service.recall(RecallQuery(agent_id="a", query=query, limit=10))
+        assert [(c.memory.id, c.score) for c in r.candidates] == [
+            (h.memory.id, h.score) for h in shown
+        ]
     assert service.stats("a").total == 2
-    exact = await service.forget_query("a", "dentist appointment on monday morning")
-    assert exact.deleted_ids == [a.memory.id]
-    with pytest.raises(NotFound):
-        service.get("a", a.memory.id)
-    nothing = await service.forget_query("a", "completely unrelated words")
-    assert nothing.deleted_ids == [] and nothing.candidates == []
+
+
+async def test_forget_by_query_about_nothing_stored_deletes_nothing(
+    service: MemoryService,
+) -> None:
+    await store(service, "a", "dentist appointment on monday morning")
+    r = await service.forget_query("a", "completely unrelated words")
+    assert r.deleted_ids == [] and r.candidates == []
+    assert service.stats("a").total == 1
+
+
+async def test_forget_margin_is_what_keeps_a_close_runner_up(
+    open_repository,
+    embedder,
+    clock,  # type: ignore[no-untyped-def]
+) -> None:
+    """Without the margin the best of two close matches would go; with it, neither."""
+    policy = AccessPolicy(agents={})
+    for margin, deleted in ((0.0, True), (0.15, False)):
+        svc = MemoryService(
+            open_repository(), embedder, policy, ServiceLimits(forget_margin=margin), clock
+        )
+        a = await store(svc, f"m{margin}", "dentist appointment on monday morning")
+        await store(svc, f"m{margin}", "dentist appointment on tuesday morning")
+        r = await svc.forget_query(f"m{margin}", "dentist appointment on monday morning")
+        assert r.deleted_ids == ([a.memory.id] if deleted else [])
+        svc.store.close()  # type: ignore[attr-defined]
 
 
 async def test_deleted_memories_never_come_back(service: MemoryService, open_repository) -> None:  # type: ignore[no-untyped-def]

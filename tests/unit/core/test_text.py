@@ -1,4 +1,8 @@
-from memoryd.core.text import content_hash, normalize_text
+from __future__ import annotations
+
+import pytest
+
+from memoryd.core.text import content_hash, is_blank, normalize_text
 
 
 def test_normalisation_makes_equivalent_texts_equal() -> None:
@@ -11,3 +15,13 @@ def test_normalisation_makes_equivalent_texts_equal() -> None:
 def test_different_texts_hash_differently() -> None:
     assert content_hash("a") != content_hash("b")
     assert normalize_text(" \n\t ") == ""
+
+
+@pytest.mark.parametrize("text", ["", "\x00", " \t\n", "\u200b\ufeff", "\x7f\x01", "\u3000"])
+def test_texts_with_nothing_visible_are_blank(text: str) -> None:
+    assert is_blank(text)
+
+
+@pytest.mark.parametrize("text", ["a", "\x00a", "日本", "🙂", "\u200bx", "\U0001fae8", "\ue000"])
+def test_texts_with_something_visible_are_not_blank(text: str) -> None:
+    assert not is_blank(text)

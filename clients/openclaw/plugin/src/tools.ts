@@ -204,7 +204,9 @@ const SPECS: Record<ToolName, ToolSpec> = {
           ...(importance === undefined ? {} : { importance }),
           category: category ?? Category.UNSPECIFIED,
           scope: scope ?? "",
-          metadata: { source: "openclaw:memory_store" },
+          // The model asked for this store: provenance for the review's trust rule (a
+          // memory only an assistant asserted never becomes workspace or global).
+          metadata: { source: "openclaw:memory_store", asserted_by: "assistant" },
           // A retry of this very call (same id, same text) returns the first result.
           idempotencyKey: idempotencyKey(agentId, toolCallId, text),
           ttl: ttl === undefined ? Ttl.UNSPECIFIED : TTL_VALUES[ttl],

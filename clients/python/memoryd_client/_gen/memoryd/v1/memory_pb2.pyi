@@ -1096,6 +1096,7 @@ class StatsResponse(_message.Message):
     UPTIME_SECONDS_FIELD_NUMBER: _builtins.int
     VERSION_FIELD_NUMBER: _builtins.int
     STORE_ROWS_FIELD_NUMBER: _builtins.int
+    STORAGE_STATUS_FIELD_NUMBER: _builtins.int
     total: _builtins.int
     """memories the agent can read"""
     expired_pending: _builtins.int
@@ -1109,6 +1110,11 @@ class StatsResponse(_message.Message):
     version: _builtins.str
     store_rows: _builtins.int
     """rows stored in the agent's readable scopes, expired"""
+    storage_status: _builtins.str
+    """included (daemon_wide: every row)
+    "ok", or why writes are refused now, e.g. "no space left on device: ..." (reads go
+    on; writes resume by themselves once the cause is gone).
+    """
     @_builtins.property
     def by_scope(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]: ...
     @_builtins.property
@@ -1128,10 +1134,11 @@ class StatsResponse(_message.Message):
         uptime_seconds: _builtins.float = ...,
         version: _builtins.str = ...,
         store_rows: _builtins.int = ...,
+        storage_status: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_category", b"by_category", "by_scope", b"by_scope", "embedding_dim", b"embedding_dim", "embedding_model", b"embedding_model", "expired_pending", b"expired_pending", "index_bytes", b"index_bytes", "store_rows", b"store_rows", "total", b"total", "uptime_seconds", b"uptime_seconds", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_category", b"by_category", "by_scope", b"by_scope", "embedding_dim", b"embedding_dim", "embedding_model", b"embedding_model", "expired_pending", b"expired_pending", "index_bytes", b"index_bytes", "storage_status", b"storage_status", "store_rows", b"store_rows", "total", b"total", "uptime_seconds", b"uptime_seconds", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,828 @@
+"""Review: proposals over an agent's memory, and the approval-gated apply of chosen items.
+
+Prepare computes, where the vectors are, what a person may want to change in the memories
+one agent may read, and changes nothing:
+
+    DUPLICATE   two memories of one scope with cosine >= review.duplicate_min_score (a band
+                under store.duplicate_threshold; equal texts too) and no contradiction cue:
+                forget one, keep the other (the one recalled more, then the more
+                important, then the older)
+    CONFLICT    two memories of one scope and category with cosine in
+                [store.merge_band_low, 1) and a contradiction cue (negation on one side
+                only, different numbers, opposite words such as like/dislike), or a pair
+                of the conflict log (another agent's decision in the merge band): the
+                newer supersedes the older (kept as history, no longer recalled)
+    STALE       expired but not yet swept, superseded, or not recalled for
+                review.stale_after_days (last recall, else creation): forget
+    PROMOTION   asked for by the caller: move a memory one step up the ladder
+                agent:<id> -> a shared scope (workspace:<x>, project:<x>, ...) -> global
+
+Pairs are looked for among each memory's 5 nearest neighbours of its scope (an exact
+matrix product over the scope's vectors, off the event loop), at most review.max_memories
+memories (newest first) per Prepare.
+
+Each item carries a stable id (from its kind and action), a risk class, the memories it
+touches with a hash of the fields the action depends on (:func:`memory_hash`), the
+evidence, the action and its preconditions.
+
+Apply takes approved items back and, for each on its own, all or nothing, under the
+per-memory locks Update uses: (1) the item id must be the one its kind and action give and
+its hashes must name exactly the action's memories, else that item is REFUSED; (2) an
+item whose change is already there is ALREADY_APPLIED (a second apply is a no-op); (3)
+every memory is re-read: gone, no longer readable, or a different hash is a CONFLICT, as
+is a precondition that no longer holds (a stale memory recalled since, by the threshold
+it was prepared with; a target scope that now holds the same text); (4) the rules, else
+REFUSED: the caller's agent must be allowed to write every scope the action changes; a
+promotion goes one step up the ladder, and to a shared or global scope it needs
+provenance ``user`` (below) and an approval of that item by itself (``Approval.ITEM``),
+never a bulk one.
+
+Provenance: the metadata key ``asserted_by``. Capture sets ``user`` (it keeps user
+messages only); a host storing on a person's word sets ``user``, a model's own tool call
+``assistant``. A memory whose ``asserted_by`` is anything but ``user`` or ``operator``
+(``assistant``, or unknown) may have been asserted by an assistant alone and is never
+promoted to a shared or global scope.
+
+A promotion writes a copy into the target scope (a new id; the original's id in
+``promoted_from`` metadata; same text, vector, owner and times) and then deletes the
+original; if the daemon stops in between, the next apply of the item finds the copy and
+finishes by deleting the original.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memoryd.core.errors import InvalidArgument, MemorydError, PermissionDenied
+from memoryd.core.policy import Access, validate_scope
+from memoryd.core.protocols import MemoryStore
+from memoryd.core.records import Memory
+
+if TYPE_CHECKING:
+    from memoryd.core.service import MemoryService
+
+TRUSTED_ASSERTERS = frozenset({"user", "operator"})
+PROVENANCE_KEY = "asserted_by"
+PROMOTED_FROM_KEY = "promoted_from"
+
+
+class Kind(enum.IntEnum):
+    """Mirrors ``memoryd.v1.ReviewKind``."""
+
+    UNSPECIFIED = 0
+    DUPLICATE = 1
+    CONFLICT = 2
+    STALE = 3
+    PROMOTION = 4
+
+
+class Risk(enum.IntEnum):
+    UNSPECIFIED = 0
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+
+
+class ActionKind(enum.IntEnum):
+    UNSPECIFIED = 0
+    FORGET = 1
+    SUPERSEDE = 2
+    PROMOTE = 3
+
+
+class Approval(enum.IntEnum):
+    UNSPECIFIED = 0
+    ITEM = 1
+    BULK = 2
+
+
+class Outcome(enum.IntEnum):
+    UNSPECIFIED = 0
+    APPLIED = 1
+    ALREADY_APPLIED = 2
+    CONFLICT = 3
+    REFUSED = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewSettings:
+    duplicate_min_score: float = 0.85
+    conflict_min_score: float = 0.70  # store.merge_band_low
+    stale_after_days: int = 90
+    max_items: int = 200
+    max_memories: int = 5000  # scanned per Prepare, newest first
+    max_promotions: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    kind: ActionKind
+    memory_id: str
+    keep_id: str = ""
+    target_scope: str = ""
+    stale_after_days: int = 0  # STALE: the threshold it was prepared with (not in the id)
+
+    def memory_ids(self) -> tuple[str, ...]:
+        return (self.memory_id, self.keep_id) if self.keep_id else (self.memory_id,)
+
+
+@dataclass(frozen=True, slots=True)
+class Precondition:
+    kind: str
+    memory_id: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    item_id: str
+    kind: Kind
+    risk: Risk
+    memories: tuple[Memory, ...]
+    hashes: tuple[str, ...]  # one per memory
+    score: float
+    reason: str
+    action: Action
+    preconditions: tuple[Precondition, ...]
+    needs_item_approval: bool = False
+    blocked: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareQuery:
+    agent_id: str
+    scopes: tuple[str, ...] = ()
+    kinds: frozenset[Kind] = frozenset()
+    promotions: tuple[tuple[str, str], ...] = ()  # (memory id, target scope)
+    max_items: int = 0
+    duplicate_min_score: float | None = None
+    stale_after_days: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    items: list[Item]
+    prepared_at: datetime
+    memories_scanned: int
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Approved:
+    item_id: str
+    kind: Kind
+    action: Action
+    hashes: dict[str, str]  # memory id -> hash at prepare time
+    approval: Approval
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    item_id: str
+    outcome: Outcome
+    message: str
+    changed_ids: tuple[str, ...] = ()
+
+
+# -- hashing and ids -----------------------------------------------------------------------
+
+
+def provenance(memory: Memory) -> str:
+    return memory.metadata.get(PROVENANCE_KEY, "")
+
+
+def memory_hash(memory: Memory) -> str:
+    """``sha256:<hex>`` of the fields any review action depends on: identity, owner, scope,
+    text, category, expiry, supersession and provenance. Access counts and ``updated_at``
+    are left out (a Recall must not invalidate a duplicate proposal); staleness is a
+    precondition checked on its own."""
+    fields = {
+        "id": memory.id,
+        "agent_id": memory.agent_id,
+        "scope": memory.scope,
+        "text": memory.text,
+        "category": int(memory.category),
+        "expires_at": memory.expires_at.isoformat() if memory.expires_at else "",
+        "supersedes": memory.supersedes,
+        "superseded_by": memory.superseded_by,
+        "asserted_by": provenance(memory),
+        "promoted_from": memory.metadata.get(PROMOTED_FROM_KEY, ""),
+    }
+    raw = json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def item_id(kind: Kind, action: Action) -> str:
+    """Stable: the same proposal gets the same id in every Prepare (and in every vault)."""
+    raw = (
+        f"{int(kind)}|{int(action.kind)}|{action.memory_id}|{action.keep_id}|{action.target_scope}"
+    )
+    return "rv-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+# -- the scope ladder and the trust rules --------------------------------------------------
+
+
+def scope_level(scope: str) -> int:
+    """0 agent-private, 1 shared (workspace:, project:, any custom scope), 2 global."""
+    if scope.startswith("agent:"):
+        return 0
+    return 2 if scope == "global" else 1
+
+
+def promotion_problem(memory: Memory, target_scope: str) -> str:
+    """Why promoting ``memory`` to ``target_scope`` is not a valid step up ("" if it is)."""
+    if memory.scope == target_scope:
+        return f"memory {memory.id} is already in {target_scope}"
+    src, dst = scope_level(memory.scope), scope_level(target_scope)
+    if dst != src + 1:
+        names = ("agent-private", "shared", "global")
+        return (
+            f"{memory.scope} ({names[src]}) -> {target_scope} ({names[dst]}) is not one step up "
+            "the ladder agent -> shared (workspace:...) -> global"
+        )
+    return ""
+
+
+def trust_problem(memory: Memory, target_scope: str) -> str:
+    """Why a memory may not enter a shared or global scope on its provenance ("" if it may)."""
+    if scope_level(target_scope) == 0:
+        return ""
+    who = provenance(memory)
+    if who in TRUSTED_ASSERTERS:
+        return ""
+    said = f"asserted_by={who!r}" if who else "no asserted_by provenance"
+    return (
+        f"memory {memory.id} has {said}: a memory an assistant may have asserted alone never "
+        f"becomes {target_scope} (set metadata asserted_by=user when a person said it)"
+    )
+
+
+def approval_problem(memory: Memory, target_scope: str, approval: Approval) -> str:
+    if scope_level(target_scope) > 0 and approval != Approval.ITEM:
+        return (
+            f"moving memory {memory.id} to {target_scope} needs that item approved by itself, "
+            "not by a bulk approval (all / low-risk)"
+        )
+    return ""
+
+
+# -- contradiction cues --------------------------------------------------------------------
+
+_NEGATIONS = frozenset(
+    [
+        "not",
+        "no",
+        "never",
+        "nothing",
+        "none",
+        "neither",
+        "nor",
+        "cannot",
+        "can't",
+        "don't",
+        "doesn't",
+        "didn't",
+        "isn't",
+        "aren't",
+        "wasn't",
+        "weren't",
+        "won't",
+        "wouldn't",
+        "shouldn't",
+        "nicht",
+        "kein",
+        "keine",
+        "keinen",
+        "keinem",
+        "keiner",
+        "nie",
+        "niemals",
+        "nichts",
+    ]
+)
+_OPPOSITES = (
+    ("like", "dislike"), ("likes", "dislikes"), ("love", "hate"), ("loves", "hates"),
+    ("prefer", "avoid"), ("prefers", "avoids"), ("always", "never"), ("enable", "disable"),
+    ("enabled", "disabled"), ("on", "off"), ("light", "dark"), ("yes", "no"),
+    ("true", "false"), ("allow", "forbid"), ("allowed", "forbidden"), ("accept", "reject"),
+    ("accepted", "rejected"), ("before", "after"), ("more", "less"), ("increase", "decrease"),
+)  # fmt: skip
+_DAYS = frozenset(
+    [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "montag",
+        "dienstag",
+        "mittwoch",
+        "donnerstag",
+        "freitag",
+        "samstag",
+        "sonntag",
+    ]
+)
+_WORD_RE = re.compile(r"[\w']+", re.UNICODE)
+_NUMBER_RE = re.compile(r"\d+(?:[.,:]\d+)?")
+
+
+def contradiction_cue(a: str, b: str) -> str:
+    """Why two similar texts may contradict each other ("" if nothing says so)."""
+    wa = {w.lower() for w in _WORD_RE.findall(a)}
+    wb = {w.lower() for w in _WORD_RE.findall(b)}
+    na, nb = bool(wa & _NEGATIONS), bool(wb & _NEGATIONS)
+    if na != nb:
+        return "one says it is not so (negation on one side only)"
+    for x, y in _OPPOSITES:
+        if (x in wa and y in wb and y not in wa and x not in wb) or (
+            y in wa and x in wb and x not in wa and y not in wb
+        ):
+            return f"opposite words ({x!r} / {y!r})"
+    numbers_a, numbers_b = set(_NUMBER_RE.findall(a)), set(_NUMBER_RE.findall(b))
+    if numbers_a and numbers_b and numbers_a != numbers_b:
+        return "different numbers (" + ", ".join(sorted(numbers_a ^ numbers_b)) + ")"
+    days_a, days_b = wa & _DAYS, wb & _DAYS
+    if days_a and days_b and days_a != days_b:
+        return "different days (" + ", ".join(sorted(days_a ^ days_b)) + ")"
+    return ""
+
+
+def stale_reason(memory: Memory, now: datetime, stale_after_days: int) -> str:
+    """Why a memory is stale ("" if it is not): expired, superseded, or not recalled."""
+    if memory.is_expired(now):
+        return "expired (not yet swept)"
+    if memory.superseded_by:
+        return f"superseded by {memory.superseded_by}"
+    if stale_after_days > 0:
+        last = memory.last_accessed_at or memory.created_at
+        if now - last >= timedelta(days=stale_after_days):
+            seen = (
+                f"last recalled {last.date().isoformat()}"
+                if memory.last_accessed_at
+                else f"never recalled since {last.date().isoformat()}"
+            )
+            return f"not recalled for {(now - last).days} days ({seen})"
+    return ""
+
+
+def keeper(a: Memory, b: Memory) -> tuple[Memory, Memory]:
+    """Of two duplicates, (the one to keep, the one to forget)."""
+
+    def rank(m: Memory) -> tuple[int, float, float, str]:
+        return (m.access_count, m.importance, -m.created_at.timestamp(), m.id)
+
+    return (a, b) if rank(a) >= rank(b) else (b, a)
+
+
+def _pc(kind: str, memory_id: str, detail: str) -> Precondition:
+    return Precondition(kind, memory_id, detail)
+
+
+def _hash_pcs(memories: Iterable[Memory]) -> list[Precondition]:
+    return [_pc("hash_unchanged", m.id, "unchanged since prepare") for m in memories]
+
+
+# -- building items ------------------------------------------------------------------------
+
+
+def duplicate_item(a: Memory, b: Memory, score: float, access: Access) -> Item:
+    keep, drop = keeper(a, b)
+    action = Action(ActionKind.FORGET, drop.id, keep_id=keep.id)
+    same_text = a.text == b.text
+    risk = Risk.LOW if same_text or score >= 0.93 else Risk.MEDIUM
+    if drop.agent_id != access.agent_id:
+        risk = Risk.HIGH  # another agent's memory in a shared scope
+    why = "same text" if same_text else f"cosine {score:.3f}"
+    return Item(
+        item_id=item_id(Kind.DUPLICATE, action),
+        kind=Kind.DUPLICATE,
+        risk=risk,
+        memories=(keep, drop),
+        hashes=(memory_hash(keep), memory_hash(drop)),
+        score=score,
+        reason=f"near duplicates in {keep.scope} ({why}); keep the one recalled "
+        f"{keep.access_count}x, forget the one recalled {drop.access_count}x",
+        action=action,
+        preconditions=(
+            *_hash_pcs((keep, drop)),
+            _pc("exists", keep.id, "the memory kept still exists"),
+            _pc("writable", drop.id, f"the caller may write {drop.scope}"),
+        ),
+    )
+
+
+def conflict_item(a: Memory, b: Memory, score: float, cue: str) -> Item:
+    newer, older = (a, b) if (a.created_at, a.id) >= (b.created_at, b.id) else (b, a)
+    action = Action(ActionKind.SUPERSEDE, older.id, keep_id=newer.id)
+    blocked = (
+        f"{newer.id} already supersedes {newer.supersedes}; resolve by hand"
+        if newer.supersedes
+        else ""
+    )
+    return Item(
+        item_id=item_id(Kind.CONFLICT, action),
+        kind=Kind.CONFLICT,
+        risk=Risk.HIGH,
+        memories=(newer, older),
+        hashes=(memory_hash(newer), memory_hash(older)),
+        score=score,
+        reason=f"{older.category.name.lower()}s in {older.scope} that may contradict "
+        f"(cosine {score:.3f}; {cue}): the newer supersedes the older, kept as history",
+        action=action,
+        preconditions=(
+            *_hash_pcs((newer, older)),
+            _pc("not_superseded", older.id, "the older is not superseded yet"),
+            _pc("writable", newer.id, f"the caller may write {newer.scope}"),
+        ),
+        blocked=blocked,
+    )
+
+
+def stale_item(memory: Memory, why: str, now: datetime, stale_after_days: int = 0) -> Item:
+    action = Action(ActionKind.FORGET, memory.id, stale_after_days=stale_after_days)
+    if memory.is_expired(now) or memory.superseded_by:
+        risk = Risk.LOW  # it is no longer recalled anyway
+    else:
+        risk = Risk.HIGH if memory.importance >= 0.8 else Risk.MEDIUM
+    return Item(
+        item_id=item_id(Kind.STALE, action),
+        kind=Kind.STALE,
+        risk=risk,
+        memories=(memory,),
+        hashes=(memory_hash(memory),),
+        score=0.0,
+        reason=f"stale: {why}",
+        action=action,
+        preconditions=(
+            *_hash_pcs((memory,)),
+            _pc("still_stale", memory.id, f"still {why.split(' (')[0]} at apply time"),
+            _pc("writable", memory.id, f"the caller may write {memory.scope}"),
+        ),
+    )
+
+
+def promotion_item(memory: Memory, target_scope: str, access: Access) -> Item:
+    action = Action(ActionKind.PROMOTE, memory.id, target_scope=target_scope)
+    blocked = (
+        promotion_problem(memory, target_scope)
+        or trust_problem(memory, target_scope)
+        or (
+            f"agent {access.agent_id!r} may not write {target_scope}"
+            if target_scope not in access.write
+            else ""
+        )
+        or (
+            f"agent {access.agent_id!r} may not write {memory.scope}"
+            if memory.scope not in access.write
+            else ""
+        )
+    )
+    return Item(
+        item_id=item_id(Kind.PROMOTION, action),
+        kind=Kind.PROMOTION,
+        risk=Risk.HIGH,
+        memories=(memory,),
+        hashes=(memory_hash(memory),),
+        score=0.0,
+        reason=f"asked: move from {memory.scope} to {target_scope}",
+        action=action,
+        preconditions=(
+            *_hash_pcs((memory,)),
+            _pc("provenance_user", memory.id, "asserted_by is user or operator"),
+            _pc("target_free", memory.id, f"{target_scope} does not hold the same text"),
+            _pc("writable", memory.id, f"the caller may write {memory.scope} and {target_scope}"),
+            _pc("item_approval", "", "approved by itself, not in bulk"),
+        ),
+        needs_item_approval=True,
+        blocked=blocked,
+    )
+
+
+def pairs_over(
+    vectors: np.ndarray, min_score: float, neighbours: int = 5, block: int = 512
+) -> list[tuple[int, int, float]]:
+    """Pairs (i, j, cosine), i < j, cosine >= min_score, where j is among i's ``neighbours``
+    nearest or i among j's (rows are unit vectors): at most ``neighbours`` x n pairs, so a
+    scope of many memories on one topic cannot flood a review."""
+    n = vectors.shape[0]
+    k = min(neighbours, n - 1)
+    found: dict[tuple[int, int], float] = {}
+    for start in range(0, n, block):
+        sims = vectors[start : start + block] @ vectors.T
+        for r in range(sims.shape[0]):
+            sims[r, start + r] = -np.inf  # not itself
+        top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k > 0 else np.empty((0, 0), int)
+        for r, cols in enumerate(top.tolist()):
+            i = start + r
+            for c in cols:
+                score = float(sims[r, c])
+                if score >= min_score:
+                    found[(min(i, c), max(i, c))] = score
+    return [(i, j, score) for (i, j), score in sorted(found.items())]
+
+
+# -- the service ---------------------------------------------------------------------------
+
+
+class ReviewService:
+    def __init__(self, memories: MemoryService, settings: ReviewSettings | None = None):
+        self.memories = memories
+        self.settings = settings or ReviewSettings()
+
+    @property
+    def store(self) -> MemoryStore:
+        return self.memories.store
+
+    async def prepare(self, q: PrepareQuery) -> Prepared:
+        s = self.settings
+        access = self.memories.access(q.agent_id)
+        scopes = access.readable(q.scopes)
+        kinds = q.kinds or frozenset({Kind.DUPLICATE, Kind.CONFLICT, Kind.STALE, Kind.PROMOTION})
+        max_items = q.max_items or s.max_items
+        if max_items > 10 * s.max_items:
+            raise InvalidArgument(f"max_items {max_items} is over {10 * s.max_items}")
+        dup_min = s.duplicate_min_score if q.duplicate_min_score is None else q.duplicate_min_score
+        if not 0.5 <= dup_min <= 1.0:
+            raise InvalidArgument(f"duplicate_min_score must be between 0.5 and 1, got {dup_min}")
+        stale_days = s.stale_after_days if q.stale_after_days is None else q.stale_after_days
+        if len(q.promotions) > s.max_promotions:
+            raise InvalidArgument(
+                f"{len(q.promotions)} promotions asked; the limit is {s.max_promotions}"
+            )
+        asks: list[tuple[Memory, str]] = []
+        for memory_id, target in q.promotions:
+            validate_scope(target)
+            asks.append((self.memories.get(q.agent_id, memory_id), target))
+
+        now = self.memories.clock()
+        rows = self.store.visible(scopes, now=now)
+        truncated = len(rows) > s.max_memories
+        rows = rows[: s.max_memories]
+        items: list[Item] = []
+        if kinds & {Kind.DUPLICATE, Kind.CONFLICT}:
+            items += await self._pairs(rows, access, kinds, dup_min)
+        if Kind.STALE in kinds:
+            expired = [
+                m
+                for i in self.store.expired_ids(now=now)
+                if (m := self.store.get(i)) is not None and m.scope in scopes
+            ]
+            for m in [*expired, *rows]:
+                if why := stale_reason(m, now, stale_days):
+                    items.append(stale_item(m, why, now, stale_days))
+        if Kind.PROMOTION in kinds:
+            items += [promotion_item(m, target, access) for m, target in asks]
+        unique: dict[str, Item] = {}
+        for item in items:
+            unique.setdefault(item.item_id, item)
+        ordered = sorted(unique.values(), key=lambda i: (-int(i.risk), int(i.kind), i.item_id))
+        if len(ordered) > max_items:
+            truncated = True
+        return Prepared(ordered[:max_items], now, len(rows), truncated)
+
+    async def _pairs(
+        self, rows: list[Memory], access: Access, kinds: frozenset[Kind], dup_min: float
+    ) -> list[Item]:
+        items: list[Item] = []
+        by_scope: dict[str, list[Memory]] = {}
+        for m in rows:
+            if not m.superseded_by:
+                by_scope.setdefault(m.scope, []).append(m)
+        low = min(dup_min, self.settings.conflict_min_score)
+        for group in by_scope.values():
+            vectors = [self.store.vector_of(m.id) for m in group]
+            keep = [(m, v) for m, v in zip(group, vectors, strict=True) if v is not None]
+            if len(keep) < 2:
+                continue
+            matrix = np.stack([v for _, v in keep]).astype(np.float32, copy=False)
+            found = await asyncio.to_thread(pairs_over, matrix, low)
+            for i, j, score in found:
+                a, b = keep[i][0], keep[j][0]
+                if a.supersedes == b.id or b.supersedes == a.id:
+                    continue
+                cue = contradiction_cue(a.text, b.text) if a.category == b.category else ""
+                if cue and Kind.CONFLICT in kinds and score >= self.settings.conflict_min_score:
+                    items.append(conflict_item(a, b, score, cue))
+                elif not cue and score >= dup_min and Kind.DUPLICATE in kinds:
+                    items.append(duplicate_item(a, b, score, access))
+        if Kind.CONFLICT in kinds:
+            for c in self.memories.list_conflicts(
+                access.agent_id, self.memories.limits.conflicts_max
+            ):
+                a_m, b_m = self.store.get(c.new_id), self.store.get(c.existing_id)
+                if (
+                    a_m is None
+                    or b_m is None
+                    or a_m.scope != b_m.scope
+                    or a_m.scope not in access.read
+                    or a_m.superseded_by
+                    or b_m.superseded_by
+                ):
+                    continue
+                cue = "the conflict log: another agent's decision on the same topic"
+                items.append(conflict_item(a_m, b_m, c.score, cue))
+        return items
+
+    # -- apply ---------------------------------------------------------------------------
+
+    async def apply(self, agent_id: str, items: Sequence[Approved]) -> list[ItemResult]:
+        access = self.memories.access(agent_id)
+        if len(items) > 10 * self.settings.max_items:
+            raise InvalidArgument(
+                f"{len(items)} items; the limit is {10 * self.settings.max_items}"
+            )
+        results: list[ItemResult] = []
+        for it in items:
+            try:
+                _check_shape(it)
+            except InvalidArgument as e:  # that item only: the others still apply
+                results.append(ItemResult(it.item_id, Outcome.REFUSED, str(e)))
+                continue
+            ids = sorted(set(it.action.memory_ids()))
+            async with self.memories.locked(ids):
+                try:
+                    results.append(await self._apply_one(access, it))
+                except MemorydError as e:  # e.g. refused by the store; nothing half-done
+                    results.append(ItemResult(it.item_id, Outcome.REFUSED, str(e)))
+        return results
+
+    async def _apply_one(self, access: Access, it: Approved) -> ItemResult:
+        a = it.action
+        now = self.memories.clock()
+        cur = {i: self._readable(access, i) for i in a.memory_ids()}
+
+        def result(outcome: Outcome, message: str, changed: Iterable[str] = ()) -> ItemResult:
+            return ItemResult(it.item_id, outcome, message, tuple(changed))
+
+        # Already applied: its change is there.
+        if a.kind == ActionKind.FORGET and cur[a.memory_id] is None:
+            if a.keep_id and cur[a.keep_id] is None:
+                return result(Outcome.CONFLICT, f"both {a.memory_id} and {a.keep_id} are gone")
+            return result(Outcome.ALREADY_APPLIED, f"memory {a.memory_id} is already forgotten")
+        if a.kind == ActionKind.SUPERSEDE:
+            newer = cur[a.keep_id]
+            if newer is not None and newer.supersedes == a.memory_id:
+                return result(
+                    Outcome.ALREADY_APPLIED, f"{a.keep_id} already supersedes {a.memory_id}"
+                )
+        copy = self._promoted_copy(access, a) if a.kind == ActionKind.PROMOTE else None
+        if copy is not None and cur[a.memory_id] is None:
+            return result(
+                Outcome.ALREADY_APPLIED, f"memory {a.memory_id} is already in {a.target_scope}"
+            )
+
+        # Hashes: each memory as it was when prepared.
+        for memory_id, memory in cur.items():
+            if memory is None:
+                return result(Outcome.CONFLICT, f"memory {memory_id} no longer exists")
+            if memory_hash(memory) != it.hashes[memory_id]:
+                return result(Outcome.CONFLICT, f"memory {memory_id} changed since prepare")
+        target = cur[a.memory_id]
+        assert target is not None
+
+        if a.kind == ActionKind.FORGET:
+            if it.kind == Kind.STALE:
+                days = a.stale_after_days or self.settings.stale_after_days
+                why = stale_reason(target, now, days)
+                if not why:
+                    return result(Outcome.CONFLICT, f"memory {target.id} is no longer stale")
+            if a.keep_id:
+                kept = cur[a.keep_id]
+                assert kept is not None
+                if kept.scope != target.scope:
+                    return result(Outcome.CONFLICT, "the two memories are no longer in one scope")
+            if problem := _write_problem(access, target.scope):
+                return result(Outcome.REFUSED, problem)
+            await self.store.delete([target.id])
+            return result(Outcome.APPLIED, f"forgot {target.id}", [target.id])
+
+        if a.kind == ActionKind.SUPERSEDE:
+            newer = cur[a.keep_id]
+            assert newer is not None
+            if target.superseded_by:
+                return result(Outcome.CONFLICT, f"{target.id} is already superseded")
+            if newer.supersedes:  # one chain per memory: never un-supersede another
+                return result(Outcome.CONFLICT, f"{newer.id} already supersedes {newer.supersedes}")
+            if newer.scope != target.scope:
+                return result(Outcome.CONFLICT, "the two memories are no longer in one scope")
+            if problem := _write_problem(access, newer.scope):
+                return result(Outcome.REFUSED, problem)
+            await self.store.replace(replace(newer, supersedes=target.id, updated_at=now), None)
+            return result(Outcome.APPLIED, f"{newer.id} supersedes {target.id}", [newer.id])
+
+        # PROMOTE
+        if problem := promotion_problem(target, a.target_scope):
+            return result(Outcome.REFUSED, problem)
+        if problem := (
+            trust_problem(target, a.target_scope)
+            or approval_problem(target, a.target_scope, it.approval)
+            or _write_problem(access, target.scope)
+            or _write_problem(access, a.target_scope)
+        ):
+            return result(Outcome.REFUSED, problem)
+        if copy is None:
+            twin = self.store.find_by_hash(a.target_scope, target.content_hash)
+            if twin is not None:
+                return result(
+                    Outcome.CONFLICT, f"{a.target_scope} already holds this text ({twin.id})"
+                )
+            vector = self.store.vector_of(target.id)
+            if vector is None:
+                return result(Outcome.CONFLICT, f"memory {target.id} no longer exists")
+            copy = replace(
+                target,
+                id=str(uuid.uuid4()),
+                scope=a.target_scope,
+                metadata={**target.metadata, PROMOTED_FROM_KEY: target.id},
+                updated_at=now,
+                idempotency_key="",
+                related_ids=[],
+                supersedes="",
+                superseded_by="",
+            )
+            await self.store.add(copy, vector, self.store.tokens_of(target.id))
+        await self.store.delete([target.id])
+        return result(
+            Outcome.APPLIED,
+            f"moved {target.id} to {a.target_scope} as {copy.id}",
+            [target.id, copy.id],
+        )
+
+    def _readable(self, access: Access, memory_id: str) -> Memory | None:
+        m = self.store.get(memory_id)
+        return m if m is not None and m.scope in access.read else None
+
+    def _promoted_copy(self, access: Access, a: Action) -> Memory | None:
+        """The copy an earlier apply of this promotion wrote, if any. Metadata anyone may set
+        is not enough: the copy must also carry the original's text and owner, so a memory
+        planted with ``promoted_from`` can never make an apply delete the original."""
+        if a.target_scope not in access.read:
+            return None
+        original = self.store.get(a.memory_id)
+        for m in self.store.visible([a.target_scope], now=self.memories.clock()):
+            if m.metadata.get(PROMOTED_FROM_KEY) != a.memory_id:
+                continue
+            if original is None or (
+                m.content_hash == original.content_hash and m.agent_id == original.agent_id
+            ):
+                return m
+        return None
+
+
+def _write_problem(access: Access, scope: str) -> str:
+    try:
+        access.check_write(scope)
+    except PermissionDenied as e:
+        return str(e)
+    return ""
+
+
+def _check_shape(it: Approved) -> None:
+    a = it.action
+    if it.kind == Kind.UNSPECIFIED or a.kind == ActionKind.UNSPECIFIED:
+        raise InvalidArgument(f"item {it.item_id!r}: kind and action are required")
+    expected = {
+        Kind.DUPLICATE: ActionKind.FORGET,
+        Kind.STALE: ActionKind.FORGET,
+        Kind.CONFLICT: ActionKind.SUPERSEDE,
+        Kind.PROMOTION: ActionKind.PROMOTE,
+    }[it.kind]
+    if a.kind != expected:
+        raise InvalidArgument(f"item {it.item_id!r}: a {it.kind.name} item cannot {a.kind.name}")
+    for memory_id in a.memory_ids():
+        try:
+            uuid.UUID(memory_id)
+        except ValueError:
+            raise InvalidArgument(
+                f"item {it.item_id!r}: {memory_id[:64]!r} is not a UUID"
+            ) from None
+    if (it.kind in (Kind.DUPLICATE, Kind.CONFLICT)) != bool(a.keep_id):
+        raise InvalidArgument(
+            f"item {it.item_id!r}: keep_id is required for duplicates and conflicts only"
+        )
+    if a.kind == ActionKind.PROMOTE:
+        validate_scope(a.target_scope)
+    if a.keep_id == a.memory_id:
+        raise InvalidArgument(f"item {it.item_id!r}: memory_id and keep_id are the same")
+    if set(it.hashes) != set(a.memory_ids()):
+        raise InvalidArgument(
+            f"item {it.item_id!r}: hashes must name exactly the memories of its action "
+            f"({', '.join(a.memory_ids())})"
+        )
+    if item_id(it.kind, a) != it.item_id:
+        raise InvalidArgument(f"item {it.item_id!r} does not match its kind and action")

@@ -1,0 +1,155 @@
+"""Every example of README.md runs as printed and does what a reader expects.
+
+The ``./dev ctl`` lines of "Try it" run through ``./dev`` against a daemon started here
+(``MEMORYD_ADDRESS`` points them at it, so the lines stay exactly as printed), and every
+``python`` block runs in a fresh interpreter with the README's address replaced by that
+daemon's. A python block added to the README runs here too; one this test does not know
+must still exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+README_ADDRESS = "127.0.0.1:50051"
+TIMEOUT = 120
+MEMORY = "The user prefers dark mode in every editor"
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def section(name: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"\n## {name}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def blocks(text: str, lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```$", text, flags=re.S | re.M)
+
+
+def env_for(address: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env["MEMORYD_ADDRESS"] = address
+    return env
+
+
+@pytest.fixture(scope="module")
+def readme_daemon(make_daemon):  # type: ignore[no-untyped-def]
+    """A fresh daemon: agent ``main`` holds nothing before the examples run."""
+    return make_daemon().start()
+
+
+@pytest.fixture(scope="module")
+def run(readme_daemon) -> Run:  # type: ignore[no-untyped-def]
+    def run(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            args,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            env=env_for(readme_daemon.address),
+        )
+
+    return run
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, (result.args, result.returncode, result.stdout, result.stderr)
+    return result.stdout
+
+
+def test_try_it_runs_as_printed(run: Run) -> None:
+    lines = [ln for b in blocks(section("Try it"), "bash") for ln in b.splitlines() if ln.strip()]
+    assert lines == [
+        f'./dev ctl store main "{MEMORY}"',
+        './dev ctl recall main "which theme does the user like?"',
+        "./dev ctl list main",
+        './dev ctl forget main --query "dark mode"',
+        "./dev ctl --json stats main",
+    ], "the README's Try it changed: update this test's expectations with it"
+    out = [run(["bash", "-c", line]) for line in lines]
+
+    created = ok(out[0])
+    assert created.startswith("created: ")
+    memory_id = created.split()[1]
+    assert str(uuid.UUID(memory_id)) == memory_id
+    recalled = ok(out[1])  # the recall finds it
+    assert memory_id in recalled and MEMORY in recalled
+    assert memory_id in ok(out[2]) and MEMORY in out[2].stdout
+    assert ok(out[3]).strip() == f"deleted: {memory_id}"  # the forget deletes it
+    stats = json.loads(ok(out[4]))
+    assert stats["total"] == 0
+
+
+def test_python_examples_run_as_printed(run: Run, tmp_path: Path) -> None:
+    examples = blocks(README.read_text(encoding="utf-8"), "python")
+    seen = set()
+    for i, code in enumerate(examples):
+        if "tls_credentials(" in code:
+            check_tls_example(run, code, tmp_path / f"tls-{i}")
+            seen.add("tls")
+            continue
+        assert README_ADDRESS in code, code
+        script = tmp_path / f"example_{i}.py"
+        script.write_text(
+            "import os\n" + code.replace(f'"{README_ADDRESS}"', 'os.environ["MEMORYD_ADDRESS"]'),
+            encoding="utf-8",
+        )
+        printed = ok(run([sys.executable, str(script)], cwd=tmp_path)).splitlines()
+        if "c.store(" in code and "MemorydError" in code:
+            check_sync_example(printed)
+            seen.add("sync")
+        elif "c.stream(" in code:
+            # Ops run concurrently: answers come back in either order.
+            assert sorted(printed) == ["1 store", "2 recall"], printed
+            seen.add("stream")
+    assert seen == {"sync", "stream", "tls"}, seen
+
+
+def check_sync_example(printed: list[str]) -> None:
+    # print(pb.StoreOutcome.Name(r.outcome), r.memory.id)  # STORE_OUTCOME_CREATED ...
+    outcome, memory_id = printed[0].split()
+    assert outcome == "STORE_OUTCOME_CREATED" and str(uuid.UUID(memory_id)) == memory_id
+    # for hit in c.recall("main", "when do we deploy?", limit=3): print score and text
+    hits = printed[1:-1]
+    assert hits and re.fullmatch(r"\d\.\d\d Deploys happen on Fridays at 5pm", hits[0]), printed
+    # print(e.code.name, e.message)  # INVALID_ARGUMENT text is empty
+    assert printed[-1].startswith("INVALID_ARGUMENT text is empty"), printed
+
+
+def check_tls_example(run: Run, code: str, where: Path) -> None:
+    """The TLS snippet names PEM files the reader has; with such files beside it, it
+    builds both clients without an error (it connects nowhere until a call)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make the PEM files the example reads")
+    where.mkdir()
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=where, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
+            "-out", "ca.pem", "-days", "2", "-subj", "/CN=readme-ca")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "gw.key",
+            "-out", "gw.csr", "-subj", "/CN=gw")  # fmt: skip
+    openssl("x509", "-req", "-in", "gw.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "gw.pem", "-days", "2")  # fmt: skip
+    script = where / "tls_example.py"
+    script.write_text(code, encoding="utf-8")
+    ok(run([sys.executable, str(script)], cwd=where))

@@ -1,0 +1,444 @@
+"""Review proposals, hashing, preconditions and the scope/trust rules (core/review.py),
+over a real LanceDB store and the word-hash embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+
+from memoryd.core import principals
+from memoryd.core.errors import PermissionDenied
+from memoryd.core.policy import AccessPolicy, AgentAccess
+from memoryd.core.records import Category, Memory
+from memoryd.core.review import (
+    Action,
+    ActionKind,
+    Approval,
+    Approved,
+    Item,
+    Kind,
+    Outcome,
+    PrepareQuery,
+    ReviewService,
+    ReviewSettings,
+    Risk,
+    contradiction_cue,
+    item_id,
+    memory_hash,
+)
+from memoryd.core.service import MemoryPatch, MemoryService, NewMemory, RecallQuery
+from memoryd.storage.repository import Repository
+
+from ..conftest import Clock, WordHashEmbedder
+
+TEAM = "workspace:team"
+
+
+@pytest.fixture
+def memories(
+    open_repository: Callable[[], Repository], embedder: WordHashEmbedder, clock: Clock
+) -> MemoryService:
+    policy = AccessPolicy(
+        default_read=("agent:{agent_id}", TEAM, "global"),
+        default_write=("agent:{agent_id}", TEAM),
+        agents={"ro": AgentAccess(write=("agent:{agent_id}",))},
+    )
+    return MemoryService(open_repository(), embedder, policy, clock=clock)
+
+
+@pytest.fixture
+def review(memories: MemoryService) -> ReviewService:
+    return ReviewService(memories, ReviewSettings(stale_after_days=30))
+
+
+async def put(
+    memories: MemoryService, agent: str, text: str, category: Category = Category.FACT, **kw: object
+) -> Memory:
+    r = await memories.store_memory(
+        NewMemory(agent_id=agent, text=text, category=category, **kw)  # type: ignore[arg-type]
+    )
+    return r.memory
+
+
+def approve(item: Item, approval: Approval = Approval.ITEM) -> Approved:
+    return Approved(
+        item.item_id,
+        item.kind,
+        item.action,
+        {m.id: h for m, h in zip(item.memories, item.hashes, strict=True)},
+        approval,
+    )
+
+
+DARK_A = "the user prefers dark mode in every code editor"
+DARK_B = "the user prefers dark mode in every editor"
+TABS_A = "the user likes tabs for indentation in python code"
+TABS_B = "the user dislikes tabs for indentation in python code"
+
+
+def by_kind(items: list[Item], kind: Kind) -> list[Item]:
+    return [i for i in items if i.kind == kind]
+
+
+# -- hashing and ids ---------------------------------------------------------------------
+
+
+async def test_hash_covers_what_actions_depend_on_and_not_access_counts(
+    memories: MemoryService,
+) -> None:
+    m = await put(memories, "a", DARK_A)
+    h = memory_hash(m)
+    assert h.startswith("sha256:") and len(h) == 7 + 64
+    assert memory_hash(replace(m, access_count=9, updated_at=m.updated_at)) == h
+    for changed in (
+        replace(m, text=m.text + "!"),
+        replace(m, scope=TEAM),
+        replace(m, category=Category.DECISION),
+        replace(m, superseded_by="x"),
+        replace(m, metadata={"asserted_by": "user"}),
+    ):
+        assert memory_hash(changed) != h
+
+
+def test_item_ids_are_stable_and_distinct() -> None:
+    a = Action(ActionKind.FORGET, "m1", keep_id="m2")
+    assert item_id(Kind.DUPLICATE, a) == item_id(
+        Kind.DUPLICATE, Action(ActionKind.FORGET, "m1", "m2")
+    )
+    assert item_id(Kind.DUPLICATE, a) != item_id(
+        Kind.DUPLICATE, Action(ActionKind.FORGET, "m2", "m1")
+    )
+    assert item_id(Kind.DUPLICATE, a) != item_id(Kind.STALE, Action(ActionKind.FORGET, "m1"))
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "cue"),
+    [
+        (TABS_A, TABS_B, "likes"),
+        ("the deploy is on friday", "the deploy is on monday", "days"),
+        ("the budget is 500 euros", "the budget is 700 euros", "numbers"),
+        ("we use postgres for billing", "we do not use postgres for billing", "negation"),
+        ("Wir nutzen Postgres", "Wir nutzen kein Postgres", "negation"),
+        (DARK_A, DARK_B, ""),
+    ],
+)
+def test_contradiction_cues(a: str, b: str, cue: str) -> None:
+    found = contradiction_cue(a, b)
+    assert (cue in found) if cue else found == ""
+
+
+# -- proposals ---------------------------------------------------------------------------
+
+
+async def test_prepare_proposes_near_duplicates_of_one_scope_only(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    a = await put(memories, "a", DARK_A)
+    b = await put(memories, "a", DARK_B)
+    await put(memories, "a", DARK_B, scope=TEAM)  # same text, other scope: not a pair with b
+    await put(memories, "a", "the cat is called Miso")
+    prepared = await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))
+    dups = by_kind(prepared.items, Kind.DUPLICATE)
+    assert len(dups) == 1
+    item = dups[0]
+    assert {m.id for m in item.memories} == {a.id, b.id}
+    assert item.action.kind == ActionKind.FORGET and {
+        item.action.memory_id,
+        item.action.keep_id,
+    } == {a.id, b.id}
+    assert 0.85 <= item.score < 0.95
+    assert item.risk == Risk.LOW
+    assert list(item.hashes) == [memory_hash(m) for m in item.memories]
+    assert {p.kind for p in item.preconditions} >= {"hash_unchanged", "exists", "writable"}
+    again = await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))
+    assert [i.item_id for i in again.items] == [item.item_id]  # stable across prepares
+
+
+async def test_prepare_never_shows_what_the_agent_cannot_read(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    await put(memories, "a", DARK_A)
+    await put(memories, "a", DARK_B)
+    prepared = await review.prepare(PrepareQuery("b"))
+    assert prepared.items == []
+    assert prepared.memories_scanned == 0
+
+
+async def test_prepare_proposes_a_conflict_not_a_duplicate_for_contradicting_texts(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    old = await put(memories, "a", TABS_A, Category.PREFERENCE)
+    clock.advance(minutes=1)
+    new = await put(memories, "a", TABS_B, Category.PREFERENCE)
+    prepared = await review.prepare(PrepareQuery("a"))
+    assert by_kind(prepared.items, Kind.DUPLICATE) == []
+    (conflict,) = by_kind(prepared.items, Kind.CONFLICT)
+    assert conflict.risk == Risk.HIGH
+    assert conflict.action == Action(ActionKind.SUPERSEDE, old.id, keep_id=new.id)
+    assert "likes" in conflict.reason
+
+
+async def test_prepare_proposes_stale_memories_with_their_reason(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    old = await put(memories, "a", "the office wifi password rotates monthly")
+    soon = await put(memories, "a", "the standup moved to room four", ttl="session")
+    clock.advance(days=31)
+    fresh = await put(memories, "a", "the new intern is called Lea")
+    prepared = await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.STALE})))
+    reasons = {i.memories[0].id: (i.reason, i.risk) for i in prepared.items}
+    assert fresh.id not in reasons
+    assert "not recalled for 31 days" in reasons[old.id][0] and reasons[old.id][1] == Risk.MEDIUM
+    assert "expired" in reasons[soon.id][0] and reasons[soon.id][1] == Risk.LOW
+
+
+# -- apply -------------------------------------------------------------------------------
+
+
+async def test_apply_forgets_a_duplicate_and_a_second_apply_is_a_no_op(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    a = await put(memories, "a", DARK_A)
+    b = await put(memories, "a", DARK_B)
+    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))).items
+    (first,) = await review.apply("a", [approve(item, Approval.BULK)])
+    assert first.outcome == Outcome.APPLIED
+    left = {m.id for m in memories.list("a").memories}
+    assert left == {a.id, b.id} - {item.action.memory_id}
+    (second,) = await review.apply("a", [approve(item, Approval.BULK)])
+    assert second.outcome == Outcome.ALREADY_APPLIED
+    assert {m.id for m in memories.list("a").memories} == left
+
+
+async def test_a_memory_changed_after_prepare_is_a_conflict_and_nothing_changes(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    a = await put(memories, "a", DARK_A)
+    b = await put(memories, "a", DARK_B)
+    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))).items
+    await memories.update(
+        MemoryPatch("a", item.action.keep_id, text="the user prefers light mode now")
+    )
+    (r,) = await review.apply("a", [approve(item)])
+    assert r.outcome == Outcome.CONFLICT and "changed since prepare" in r.message
+    assert {m.id for m in memories.list("a").memories} == {a.id, b.id}
+
+
+async def test_a_stale_memory_recalled_since_prepare_is_a_conflict(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    old = await put(memories, "a", "the office wifi password rotates monthly")
+    clock.advance(days=40)
+    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.STALE})))).items
+    hits = await memories.recall(RecallQuery("a", "office wifi password"))
+    assert [h.memory.id for h in hits] == [old.id]
+    (r,) = await review.apply("a", [approve(item)])
+    assert r.outcome == Outcome.CONFLICT and "no longer stale" in r.message
+    assert memories.get("a", old.id).id == old.id
+
+
+async def test_apply_supersedes_the_older_of_a_conflict(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    old = await put(memories, "a", TABS_A, Category.PREFERENCE)
+    clock.advance(minutes=1)
+    new = await put(memories, "a", TABS_B, Category.PREFERENCE)
+    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.CONFLICT})))).items
+    (r,) = await review.apply("a", [approve(item)])
+    assert r.outcome == Outcome.APPLIED
+    assert memories.get("a", old.id).superseded_by == new.id
+    hits = await memories.recall(RecallQuery("a", "tabs for indentation in python"))
+    assert [h.memory.id for h in hits] == [new.id]
+    (again,) = await review.apply("a", [approve(item)])
+    assert again.outcome == Outcome.ALREADY_APPLIED
+
+
+async def test_a_tampered_item_is_refused_and_the_others_still_apply(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    await put(memories, "a", DARK_A)
+    await put(memories, "a", DARK_B)
+    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))).items
+    good = approve(item)
+    swapped = replace(
+        good, action=Action(ActionKind.FORGET, item.action.keep_id, keep_id=item.action.memory_id)
+    )
+    bad, ok = await review.apply("a", [swapped, good])
+    assert bad.outcome == Outcome.REFUSED and "does not match" in bad.message
+    assert ok.outcome == Outcome.APPLIED
+
+
+async def test_apply_needs_a_principal_acting_for_the_agent(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    await put(memories, "a", DARK_A)
+    await put(memories, "a", DARK_B)
+    (item,) = (await review.prepare(PrepareQuery("a"))).items
+    token = principals.CURRENT.set(principals.Principal("gw-b", ("b",)))
+    try:
+        with pytest.raises(PermissionDenied):
+            await review.apply("a", [approve(item)])
+        with pytest.raises(PermissionDenied):
+            await review.prepare(PrepareQuery("a"))
+    finally:
+        principals.CURRENT.reset(token)
+    assert len(memories.list("a").memories) == 2
+
+
+# -- promotions: scope and trust rules ----------------------------------------------------
+
+
+async def promotion(review: ReviewService, agent: str, memory: Memory, target: str) -> Item:
+    prepared = await review.prepare(
+        PrepareQuery(agent, kinds=frozenset({Kind.PROMOTION}), promotions=((memory.id, target),))
+    )
+    (item,) = prepared.items
+    return item
+
+
+async def test_a_person_asserted_memory_approved_by_itself_moves_to_the_workspace(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    m = await put(
+        memories,
+        "a",
+        "the release train leaves every second tuesday",
+        metadata={"asserted_by": "user"},
+    )
+    item = await promotion(review, "a", m, TEAM)
+    assert item.needs_item_approval and item.blocked == "" and item.risk == Risk.HIGH
+    (r,) = await review.apply("a", [approve(item, Approval.ITEM)])
+    assert r.outcome == Outcome.APPLIED
+    (moved,) = memories.list("a", scopes=(TEAM,)).memories
+    assert (
+        moved.text == m.text and moved.agent_id == "a" and moved.metadata["promoted_from"] == m.id
+    )
+    assert memories.list("a", scopes=("agent:a",)).memories == []
+    hits = await memories.recall(RecallQuery("b", "when does the release train leave"))
+    assert [h.memory.id for h in hits] == [moved.id]  # b reads the workspace
+    (again,) = await review.apply("a", [approve(item, Approval.ITEM)])
+    assert again.outcome == Outcome.ALREADY_APPLIED
+    assert len(memories.list("a", scopes=(TEAM,)).memories) == 1
+
+
+@pytest.mark.parametrize("asserted_by", ["assistant", None])
+async def test_an_assistant_or_unknown_assertion_never_becomes_shared(
+    memories: MemoryService, review: ReviewService, asserted_by: str | None
+) -> None:
+    meta = {"asserted_by": asserted_by} if asserted_by else {}
+    m = await put(memories, "a", "the user is a vegetarian since 2019", metadata=meta)
+    item = await promotion(review, "a", m, TEAM)
+    assert "never becomes workspace:team" in item.blocked
+    (r,) = await review.apply("a", [approve(item, Approval.ITEM)])
+    assert r.outcome == Outcome.REFUSED and "asserted" in r.message
+    assert [x.id for x in memories.list("a").memories] == [m.id]
+
+
+async def test_agent_private_never_moves_to_a_shared_scope_by_bulk_approval(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    m = await put(
+        memories,
+        "a",
+        "the release train leaves every second tuesday",
+        metadata={"asserted_by": "user"},
+    )
+    item = await promotion(review, "a", m, TEAM)
+    (r,) = await review.apply("a", [approve(item, Approval.BULK)])
+    assert r.outcome == Outcome.REFUSED and "approved by itself" in r.message
+    assert memories.list("a", scopes=(TEAM,)).memories == []
+
+
+async def test_promotion_needs_write_on_the_target_and_one_step_up(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    m = await put(
+        memories, "ro", "the coffee machine is on floor three", metadata={"asserted_by": "user"}
+    )
+    item = await promotion(review, "ro", m, TEAM)
+    assert "may not write workspace:team" in item.blocked
+    (r,) = await review.apply("ro", [approve(item)])
+    assert r.outcome == Outcome.REFUSED and "may not write scope 'workspace:team'" in r.message
+    m2 = await put(
+        memories, "a", "the coffee machine is on floor three", metadata={"asserted_by": "user"}
+    )
+    skip = await promotion(review, "a", m2, "global")
+    (r2,) = await review.apply("a", [approve(skip)])
+    assert r2.outcome == Outcome.REFUSED and "not one step up" in r2.message
+    assert {x.scope for x in memories.list("a").memories} >= {"agent:a"}
+    assert memories.list("a", scopes=("global",)).memories == []
+
+
+async def test_a_planted_promoted_from_never_makes_an_apply_delete_the_original(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    m = await put(
+        memories,
+        "a",
+        "the release train leaves every second tuesday",
+        metadata={"asserted_by": "user"},
+    )
+    item = await promotion(review, "a", m, TEAM)
+    # b plants a memory in the workspace claiming to be the promoted copy.
+    await put(
+        memories, "b", "something else entirely", scope=TEAM, metadata={"promoted_from": m.id}
+    )
+    (r,) = await review.apply("a", [approve(item)])
+    assert r.outcome == Outcome.APPLIED  # a real copy was written, then the original moved
+    texts = sorted(x.text for x in memories.list("a", scopes=(TEAM,)).memories)
+    assert texts == ["something else entirely", m.text]
+
+
+async def test_a_conflict_whose_newer_memory_already_supersedes_another_is_not_applied(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    old = await put(memories, "a", TABS_A, Category.PREFERENCE)
+    clock.advance(minutes=1)
+    new = await put(memories, "a", TABS_B, Category.PREFERENCE)
+    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.CONFLICT})))).items
+    other = await put(
+        memories, "a", "an unrelated older preference about fonts", Category.PREFERENCE
+    )
+    current = memories.get("a", new.id)
+    await memories.store.replace(replace(current, supersedes=other.id), None)
+    (r,) = await review.apply("a", [approve(item)])
+    assert r.outcome == Outcome.CONFLICT  # its hash changed (it now supersedes another)
+    assert memories.get("a", old.id).superseded_by == ""
+    assert memories.get("a", other.id).superseded_by == new.id
+
+
+def test_pairs_are_bounded_by_neighbours_and_threshold() -> None:
+    import numpy as np
+
+    from memoryd.core.review import pairs_over
+
+    rng = np.random.default_rng(7)
+    base = rng.normal(size=64).astype(np.float32)
+    rows = np.stack([base + 0.05 * rng.normal(size=64).astype(np.float32) for _ in range(40)])
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    pairs = pairs_over(rows, 0.5, neighbours=3, block=7)
+    assert 40 <= len(pairs) <= 3 * 40  # all are similar, but each row brings at most 3
+    assert all(i < j and s >= 0.5 for i, j, s in pairs)
+    exact = rows @ rows.T
+    assert all(abs(exact[i, j] - s) < 1e-5 for i, j, s in pairs)
+    far = np.eye(4, dtype=np.float32)
+    assert pairs_over(far, 0.5) == []
+    assert pairs_over(far[:1], 0.5) == []
+
+
+async def test_a_stale_item_is_rechecked_with_the_threshold_it_was_prepared_with(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    m = await put(memories, "a", "the parking permit renews every spring")
+    clock.advance(days=10)  # the daemon's threshold here is 30 days
+    prepared = await review.prepare(
+        PrepareQuery("a", kinds=frozenset({Kind.STALE}), stale_after_days=7)
+    )
+    (item,) = prepared.items
+    assert item.action.stale_after_days == 7
+    (r,) = await review.apply("a", [approve(item)])
+    assert r.outcome == Outcome.APPLIED
+    assert memories.list("a").memories == []
+    assert m.id in r.changed_ids

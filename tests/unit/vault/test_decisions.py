@@ -1,0 +1,130 @@
+"""Decisions are commands, kept in the bundle's state file: approve by id (ITEM) or in bulk
+(all / low-risk: BULK), reject, snooze; apply sends only what is approved, as prepared."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from memoryd_client import review_pb
+from memoryd_client.vault import cli
+
+IDS = [
+    "11111111-1111-4111-8111-111111111111",
+    "22222222-2222-4222-8222-222222222222",
+    "33333333-3333-4333-8333-333333333333",
+]
+
+
+def item(n: int, risk: int) -> review_pb.ReviewItem:
+    return review_pb.ReviewItem(
+        item_id=f"rv-{n:016x}",
+        kind=review_pb.REVIEW_KIND_STALE,
+        risk=risk,  # type: ignore[arg-type]
+        memories=[review_pb.ReviewMemory(id=IDS[n], hash=f"sha256:{n}", text=f"memory {n}")],
+        action=review_pb.ReviewAction(kind=review_pb.REVIEW_ACTION_KIND_FORGET, memory_id=IDS[n]),
+    )
+
+
+class FakeClient:
+    sent: ClassVar[list[review_pb.ApplyReviewRequest]] = []
+
+    def __enter__(self) -> FakeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def review_prepare(
+        self, req: review_pb.PrepareReviewRequest
+    ) -> review_pb.PrepareReviewResponse:
+        return review_pb.PrepareReviewResponse(
+            items=[
+                item(0, review_pb.RISK_CLASS_LOW),
+                item(1, review_pb.RISK_CLASS_HIGH),
+                item(2, review_pb.RISK_CLASS_MEDIUM),
+            ],
+            memories_scanned=3,
+        )
+
+    def review_apply(self, req: review_pb.ApplyReviewRequest) -> review_pb.ApplyReviewResponse:
+        FakeClient.sent.append(req)
+        return review_pb.ApplyReviewResponse(
+            results=[
+                review_pb.ItemResult(item_id=i.item_id, outcome=review_pb.APPLY_OUTCOME_APPLIED)
+                for i in req.items
+            ],
+            applied=len(req.items),
+        )
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
+    monkeypatch.setattr(cli.Vault, "client", lambda self: FakeClient())
+    FakeClient.sent = []
+
+    def _run(*argv: str) -> tuple[int, str]:
+        code = cli.main(["--vault", str(tmp_path), "--agent", "main", *argv])
+        out = capsys.readouterr()
+        return code, out.out + out.err
+
+    return _run
+
+
+def bundle_id(tmp_path: Path) -> str:
+    return next((tmp_path / "00-system/memoryd/review-bundles").glob("rb-*.md")).stem
+
+
+def test_apply_sends_only_approved_items_with_how_they_were_approved(
+    run: Any, tmp_path: Path
+) -> None:
+    assert run("review", "prepare")[0] == 0
+    b = bundle_id(tmp_path)
+    low, high, medium = (f"rv-{n:016x}" for n in range(3))
+    assert run("review", "approve", b, "--items", "low-risk")[0] == 0
+    assert run("review", "approve", b, "--items", high)[0] == 0
+    assert run("review", "reject", b, "--items", medium)[0] == 0
+    code, out = run("review", "apply", b)
+    assert code == 0, out
+    (req,) = FakeClient.sent
+    sent = {i.item_id: i for i in req.items}
+    assert set(sent) == {low, high}
+    assert sent[low].approval == review_pb.APPROVAL_BULK
+    assert sent[high].approval == review_pb.APPROVAL_ITEM
+    assert [(h.id, h.hash) for h in sent[high].hashes] == [(IDS[1], "sha256:1")]
+    assert req.agent_id == "main"
+    state = json.loads((tmp_path / f"00-system/memoryd/review-bundles/{b}.state.json").read_text())
+    assert state["status"] == "applied"
+
+
+def test_snoozed_items_wait_and_an_ended_snooze_needs_a_new_decision(
+    run: Any, tmp_path: Path
+) -> None:
+    run("review", "prepare")
+    b = bundle_id(tmp_path)
+    assert run("review", "approve", b, "--items", "all")[0] == 0
+    assert run("review", "snooze", b, "--items", "rv-0000000000000000", "--until", "3d")[0] == 0
+    assert (
+        run("review", "snooze", b, "--items", "rv-0000000000000001", "--until", "2000-01-01")[0]
+        == 0
+    )
+    run("review", "apply", b)
+    (req,) = FakeClient.sent
+    assert [i.item_id for i in req.items] == ["rv-0000000000000002"]
+
+
+def test_a_hand_edited_note_or_unknown_ids_apply_nothing(run: Any, tmp_path: Path) -> None:
+    run("review", "prepare")
+    b = bundle_id(tmp_path)
+    note = tmp_path / f"00-system/memoryd/review-bundles/{b}.md"
+    note.write_text(
+        note.read_text().replace("**pending**", "**approved (item)**") + "\n- [x] approve all\n"
+    )
+    code, out = run("review", "apply", b)
+    assert code == 0 and "nothing approved" in out and FakeClient.sent == []
+    code, out = run("review", "approve", b, "--items", "rv-ffffffffffffffff")
+    assert code == 2 and "no item" in out
+    code, out = run("review", "approve", "../../etc/passwd", "--items", "all")
+    assert code == 2 and "not a bundle id" in out

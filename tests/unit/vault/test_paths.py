@@ -1,0 +1,113 @@
+"""Writes stay inside the review root: traversal, absolute paths, symlinks out, .obsidian."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from memoryd_client.vault.paths import ReviewRoot, VaultPathError
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    v = tmp_path / "vault"
+    v.mkdir()
+    return v
+
+
+def outside_files(tmp_path: Path, vault: Path) -> set[Path]:
+    return {p for p in tmp_path.rglob("*") if not p.is_relative_to(vault)}
+
+
+def test_a_note_is_written_under_the_review_root(vault: Path) -> None:
+    root = ReviewRoot(vault, "00-system/memoryd")
+    target = root.write("dashboards/overview.md", "hello\n")
+    assert target == vault / "00-system" / "memoryd" / "dashboards" / "overview.md"
+    assert target.read_text() == "hello\n"
+    assert root.read("dashboards/overview.md") == "hello\n"
+    assert root.read("dashboards/missing.md") is None
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["../escape.md", "a/../../escape.md", "/etc/passwd", "~/x.md", "C:/x.md", "a/\x00.md", "."],
+)
+def test_traversal_and_absolute_paths_are_refused(tmp_path: Path, vault: Path, rel: str) -> None:
+    root = ReviewRoot(vault, "00-system/memoryd")
+    before = outside_files(tmp_path, vault)
+    with pytest.raises(VaultPathError):
+        root.write(rel, "x")
+    assert outside_files(tmp_path, vault) == before
+
+
+@pytest.mark.parametrize("review_root", ["../outside", "/tmp/elsewhere", "a/../../b", ""])
+def test_a_review_root_outside_the_vault_is_refused(vault: Path, review_root: str) -> None:
+    with pytest.raises(VaultPathError):
+        ReviewRoot(vault, review_root)
+
+
+def test_a_symlinked_directory_leading_out_is_refused(tmp_path: Path, vault: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = ReviewRoot(vault, "00-system/memoryd")
+    root.write("README.md", "x")
+    os.symlink(outside, vault / "00-system" / "memoryd" / "records")
+    with pytest.raises(VaultPathError):
+        root.write("records/a.md", "leak")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_review_root_that_is_a_symlink_out_is_refused(tmp_path: Path, vault: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (vault / "00-system").mkdir()
+    os.symlink(outside, vault / "00-system" / "memoryd")
+    root = ReviewRoot(vault, "00-system/memoryd")
+    with pytest.raises(VaultPathError):
+        root.write("README.md", "leak")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_symlinked_file_is_replaced_never_followed(tmp_path: Path, vault: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("keep me")
+    root = ReviewRoot(vault, "00-system/memoryd")
+    root.write("README.md", "x")
+    link = vault / "00-system" / "memoryd" / "doctor.md"
+    os.symlink(secret, link)
+    with pytest.raises(VaultPathError):  # resolves outside: refused before any write
+        root.write("doctor.md", "overwritten?")
+    assert secret.read_text() == "keep me"
+    with pytest.raises(VaultPathError):
+        root.read("doctor.md")
+
+
+def test_a_symlink_inside_the_root_is_not_followed_on_write(vault: Path) -> None:
+    root = ReviewRoot(vault, "00-system/memoryd")
+    root.write("a.md", "original a")
+    os.symlink(vault / "00-system" / "memoryd" / "a.md", vault / "00-system" / "memoryd" / "b.md")
+    root.write("b.md", "new b")
+    assert (vault / "00-system" / "memoryd" / "a.md").read_text() == "original a"
+    assert not (vault / "00-system" / "memoryd" / "b.md").is_symlink()
+
+
+def test_dot_obsidian_is_never_written_unless_allowed(vault: Path) -> None:
+    with pytest.raises(VaultPathError, match="allow_dot_obsidian_write"):
+        ReviewRoot(vault, ".obsidian/plugins")
+    root = ReviewRoot(vault, "00-system/memoryd")
+    with pytest.raises(VaultPathError):
+        root.write(".obsidian/workspace.json", "{}")
+    with pytest.raises(VaultPathError):
+        root.write("x/.Obsidian/y.md", "{}")
+    assert not (vault / ".obsidian").exists()
+    allowed = ReviewRoot(vault, ".obsidian/memoryd", allow_dot_obsidian=True)
+    allowed.write("note.md", "ok")
+    assert (vault / ".obsidian" / "memoryd" / "note.md").read_text() == "ok"
+
+
+def test_a_missing_vault_is_an_os_error_and_nothing_is_created(tmp_path: Path) -> None:
+    root = ReviewRoot(tmp_path / "gone", "00-system/memoryd")
+    with pytest.raises(OSError):
+        root.write("README.md", "x")
+    assert not (tmp_path / "gone").exists()
