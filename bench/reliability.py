@@ -28,12 +28,13 @@ refused; reported: exit code and time to exit, how the calls in flight at the si
 those sent after it were answered (finished, or UNAVAILABLE), and after a restart every
 acknowledged store checked as for kill9.
 
-``--scenario soak``: ``--clients`` (32) clients, each its own agent and channel, mixing every
-RPC (Store, Recall, Forget by id and by query, Update, Get, List, Stats, a short Stream,
-BuildContext, Capture, Export of a small agent) for ``--duration`` (600 s); a client
-forgets what it stored once it holds ``--pool`` memories, so the row count stays flat.
-Reported: errors by status code per RPC, latency per RPC, and per minute the calls, errors,
-p50/p99 and the daemon's RSS (flat = no leak) and rows.
+``--scenario soak``: ``--clients`` (32) clients, each its own agent (their channels share
+one connection), mixing every RPC (Store, Recall, Forget by id and by query, Update, Get,
+List, Stats, a short Stream, BuildContext, Capture, Export of a small agent) for
+``--duration`` (600 s); a client forgets what it stored once it holds ``--pool``
+memories, so the row count stays flat. Reported: errors by status code per RPC, latency
+per RPC, and per minute the calls, errors, p50/p99 and the daemon's RSS (flat = no leak)
+and rows.
 
 ``--scenario fairness``: a keys file with key A (``tenant-a-*``) and key B
 (``tenant-b-*``); B makes one Recall at a time (a distinct query each, so each is embedded;
@@ -1096,7 +1097,8 @@ def scenario_soak(args: argparse.Namespace) -> list[str]:
         op_rows.append([op, len(got), codes(errs), lat["p50"], lat["p99"], lat["max"]])
     all_errs = Counter(code for *_, code in samples if code != "OK")
     return [
-        f"{args.clients} clients (one agent and one channel each, one call at a time), "
+        f"{args.clients} clients (one agent each, one call at a time; their channels share "
+        "one connection), "
         f"{args.duration:g}s, {args.memories} memories preloaded ({loaded.summary()}); "
         f"a client forgets once it holds {args.pool} memories. Errors in total: "
         f"{codes(all_errs)} of {len(samples)} calls. Daemon exit {code}, VmHWM "
