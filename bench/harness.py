@@ -29,10 +29,12 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import numpy as np
 from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb
+from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
 
 START_TIMEOUT = 300.0  # a cold numba cache alone can take ~30 s on a busy machine
 STOP_TIMEOUT = 60.0
@@ -304,11 +306,42 @@ def report(args: argparse.Namespace, title: str, sections: Sequence[str]) -> Non
 
 
 def stats(address: str, agent_id: str) -> pb.StatsResponse:
+    """Daemon-wide Stats (rows and index of every agent): the benchmarks' daemons run with
+    auth off, where the local caller is an operator."""
     with MemoryClient(address, timeout=120.0) as c:
-        return c.stats(agent_id)
+        return c.stats(agent_id, daemon_wide=True)
 
 
 # -- the Stream RPC -----------------------------------------------------------------
+
+
+class StreamChannel:
+    """A channel with a connection of its own, offering the client's ``stream()``.
+
+    gRPC shares one connection among the channels a process opens to the same address
+    with the same options; on one connection at most ``server.max_streams_per_connection``
+    (100) calls run at once and the others wait, unanswered, for a free slot. A load of
+    many Streams spreads them over StreamChannels (``grpc.use_local_subchannel_pool``)."""
+
+    def __init__(self, address: str, token: str | None = None):
+        options = [("grpc.use_local_subchannel_pool", 1), ("grpc.enable_retries", 0)]
+        self._channel = grpc.aio.insecure_channel(address, options=options)
+        self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+
+    def stream(self, requests: AsyncIterator[pb.StreamRequest]) -> AsyncIterator[pb.StreamResponse]:
+        return self._responses(self._stub.Stream(requests, metadata=self._metadata))
+
+    @staticmethod
+    async def _responses(call: Any) -> AsyncIterator[pb.StreamResponse]:
+        try:
+            async for response in call:
+                yield response
+        except grpc.aio.AioRpcError as e:
+            raise MemorydError(e.code(), e.details() or "") from None
+
+    async def close(self) -> None:
+        await self._channel.close()
 
 
 class StreamSession:
@@ -319,7 +352,7 @@ class StreamSession:
     (pipelining). Responses are matched by request_id, in whatever order they arrive.
     """
 
-    def __init__(self, client: AsyncMemoryClient):
+    def __init__(self, client: AsyncMemoryClient | StreamChannel):
         self._requests: asyncio.Queue[pb.StreamRequest | None] = asyncio.Queue()
         self._waiting: dict[str, asyncio.Future[pb.StreamResponse]] = {}
         self._next_id = 0
@@ -401,6 +434,7 @@ async def bulk_store(
     clients: int = 8,
     pipeline: int = 32,
     label: str = "stored",
+    token: str | None = None,
 ) -> BulkResult:
     """Store every (agent_id, text) through ``clients`` Streams, ``pipeline`` ops in flight
     on each. Returns what was acknowledged; failures are counted by status code name."""
@@ -432,7 +466,7 @@ async def bulk_store(
                 last_note = now
                 log(f"{label} {done}/{len(items)} ({done / (now - started):.0f}/s)")
 
-    conns = [AsyncMemoryClient(address, retries=0) for _ in range(clients)]
+    conns = [AsyncMemoryClient(address, retries=0, token=token) for _ in range(clients)]
     sessions = [StreamSession(c) for c in conns]
     try:
         await asyncio.gather(*(worker(s) for s in sessions for _ in range(pipeline)))
