@@ -240,9 +240,14 @@ class Retriever:
         self.observe("candidates", t1 - t0)
         trust = self.dense_trust(cfg, cands)
         if trust < 1.0:
+            # The weight taken from the vector leg goes to the lexical leg, so scores keep
+            # the scale that min_score and hooks.min_score are calibrated on: otherwise a
+            # German query's best match scored half its English twin's and auto-recall
+            # skipped it. Ranking within the query is unchanged at trust 0.
             cfg = replace(
                 cfg,
                 vector_weight=cfg.vector_weight * trust,
+                bm25_weight=cfg.bm25_weight + cfg.vector_weight * (1.0 - trust),
                 rerank_weight=cfg.rerank_weight * trust
                 if cfg.rerank == Rerank.LATE_INTERACTION
                 else cfg.rerank_weight,

@@ -19,6 +19,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -34,7 +35,7 @@ import type { ChatRequest, ModelServer } from "./helpers/model-server.ts";
 import { contentText, startModelServer } from "./helpers/model-server.ts";
 import type { Gateway, InvokeResult } from "./helpers/openclaw.ts";
 import { freePort, OpenClawHome } from "./helpers/openclaw.ts";
-import { PLUGIN_DIR } from "./helpers/paths.ts";
+import { PLUGIN_DIR, REPO_ROOT } from "./helpers/paths.ts";
 
 // memoryd runs with a keys file: the gateway's API key acts for the agents below (not
 // delta); the operator key is the test's own view of the daemon.
@@ -54,6 +55,13 @@ agents = ["*"]
 operator = true
 `;
 const GATEWAY_TOKEN = "gateway-test-token";
+
+/** Five memories, a question about the first and a word it holds, in each of the six
+ * languages of the capture rules (shared with tests/integration/test_multilingual.py). */
+const SIX_LANGUAGES = JSON.parse(readFileSync(join(REPO_ROOT, "tests/data/six_languages.json"), "utf8")) as Record<
+  string,
+  { memories: string[]; question: string; word: string }
+>;
 const MINUTE = 60_000;
 
 /** The user messages of a model request, as text. */
@@ -124,7 +132,16 @@ describe("the memoryd plugin in OpenClaw", () => {
         defaults: { model: { primary: "scripted/scripted-1" } },
         // alpha owns memories, beta tries to reach them, gamma has memory turned off,
         // chat and chat2 hold conversations, delta is outside the gateway's API key.
-        entries: { alpha: {}, beta: {}, gamma: {}, chat: {}, chat2: {}, delta: {} },
+        entries: {
+          alpha: {},
+          beta: {},
+          gamma: {},
+          chat: {},
+          chat2: {},
+          delta: {},
+          // one conversation agent per language of the six-language test
+          ...Object.fromEntries(Object.keys(SIX_LANGUAGES).map((lang) => [`chat-${lang}`, {}])),
+        },
         ownership: "explicit",
       },
       tools: { toolSearch: false },
@@ -439,6 +456,26 @@ describe("the memoryd plugin in OpenClaw", () => {
       await turn("chat2", "colour-3", "What is my favourite colour, chat2 asking?");
       const other = userMessageWith(requestWith(model, "chat2 asking"), "chat2 asking");
       assert.doesNotMatch(other, /teal/);
+    });
+
+    it("stores and recalls in six languages: memory_recall, and the next turn's <relevant-memories>", { timeout: 8 * MINUTE }, async () => {
+      for (const [lang, { memories, question, word }] of Object.entries(SIX_LANGUAGES)) {
+        const agent = `chat-${lang}`;
+        const ids: string[] = [];
+        for (const memory of memories) {
+          const stored = ok(await gateway.invoke("memory_store", agent, { text: memory }));
+          assert.equal(stored.outcome, "created", `${lang}: ${JSON.stringify(stored)}`);
+          ids.push(stored.id as string);
+        }
+        const recalled = ok(await gateway.invoke("memory_recall", agent, { query: question }));
+        assert.equal(memoryIds(recalled)[0], ids[0], `${lang}: ${JSON.stringify(recalled)}`);
+
+        await turn(agent, `lang-${lang}`, question);
+        const prompt = userMessageWith(requestWith(model, question), question);
+        const block = /<relevant-memories>[\s\S]*?<\/relevant-memories>/.exec(prompt);
+        assert.ok(block, `${lang}: no <relevant-memories> block in the turn's prompt:\n${prompt}`);
+        assert.ok(block[0].includes(word), `${lang}: "${word}" is not in\n${block[0]}`);
+      }
     });
 
     it("runs a scripted memory_store tool call under the turn's agent", { timeout: 3 * MINUTE }, async () => {
