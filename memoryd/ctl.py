@@ -468,6 +468,15 @@ def _key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default only when it has one worth saying (not None or off)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in (action.help or ""):
+            return action.help or ""
+        return super()._get_help_string(action) or ""
+
+
 def add_parser(sub: Any) -> Any:
     """The ``ctl`` verb and its verbs, on the top-level parser's subparsers; returns the
     verbs' subparsers (for verbs that run without a daemon, like ``reembed``)."""
@@ -477,7 +486,7 @@ def add_parser(sub: Any) -> Any:
         description="Talk to a running memoryd. The key for a daemon with auth comes from "
         "MEMORYD_AUTH_TOKEN. Exit codes: 0 done, 1 refused by the daemon, 2 bad command "
         "line, 3 no daemon answering, 4 unreadable file, 5 nothing matched, 130 interrupted.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_Help,
     )
     c.add_argument(
         "--address",
@@ -491,8 +500,10 @@ def add_parser(sub: Any) -> Any:
     c.add_argument("--tls-key", type=Path, help="client private key PEM (mTLS)")
     c.set_defaults(func=run)
     common = argparse.ArgumentParser(add_help=False)  # --json after the verb works too
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print the answer as JSON"
+    )
+    fmt = _Help
     verbs = c.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     def verb(name: str, text: str, agent: str = "", **kw: Any) -> argparse.ArgumentParser:
@@ -506,14 +517,20 @@ def add_parser(sub: Any) -> Any:
         return p
 
     v = verb("store", "store one memory")
-    v.add_argument("text")
+    v.add_argument("text", help="what to remember (at most store.max_chars characters)")
     v.add_argument("--scope", help="default: the agent's own, agent:AGENT")
     v.add_argument("--category", choices=CATEGORIES, help="default: detected from the text")
     v.add_argument("--importance", type=_fraction, help="0..1; default 0.7 (daemon setting)")
-    v.add_argument("--metadata", type=_key_value, action="append", metavar="KEY=VALUE")
+    v.add_argument(
+        "--metadata",
+        type=_key_value,
+        action="append",
+        metavar="KEY=VALUE",
+        help="a metadata entry (repeatable)",
+    )
     v.add_argument("--ttl", choices=sorted(TTLS), help="session = 24 h, short = 14 days")
     v = verb("recall", "the memories most relevant to a query", aliases=["search"])
-    v.add_argument("query")
+    v.add_argument("query", help="what to look for, in any language")
     v.add_argument("--limit", type=_count(1), default=5, help="at most this many")
     v.add_argument("--min-score", type=_fraction, default=0.0, help="final score floor")
     v.add_argument(
@@ -534,20 +551,24 @@ def add_parser(sub: Any) -> Any:
     )
     v = verb("forget", "delete a memory by id, or by its words", aliases=["delete"])
     g = v.add_mutually_exclusive_group(required=True)
-    g.add_argument("--id")
+    g.add_argument("--id", help="the memory's id")
     g.add_argument("--query", help="deletes only a single strong match; else lists the nearest")
     v = verb("get", "one memory by id")
-    v.add_argument("id")
+    v.add_argument("id", help="the memory's id")
     v = verb("list", "the agent's memories, newest first, a page at a time")
-    v.add_argument("--page-size", type=_count(1), default=20)
+    v.add_argument("--page-size", type=_count(1), default=20, help="memories per page")
     v.add_argument("--page-token", help="next_page_token of the previous page")
     v.add_argument("--scope", action="append", help="only this scope (repeatable)")
-    v.add_argument("--category", action="append", choices=CATEGORIES)
+    v.add_argument(
+        "--category", action="append", choices=CATEGORIES, help="only this category (repeatable)"
+    )
     v.add_argument("--oldest-first", action="store_true", help="default: newest first")
     v = verb("delete-bulk", "forget every memory matching the filters")
     v.add_argument("--scope", action="append", help="only this scope (repeatable)")
-    v.add_argument("--category", action="append", choices=CATEGORIES)
-    v.add_argument("--older-than-days", type=float)
+    v.add_argument(
+        "--category", action="append", choices=CATEGORIES, help="only this category (repeatable)"
+    )
+    v.add_argument("--older-than-days", type=float, help="only memories created before then")
     v.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     v.add_argument("--yes", action="store_true", help="do not ask (needed without a terminal)")
     verb("doctor", "check a running daemon: health, model, store, a recall", agent="doctor")
@@ -558,7 +579,7 @@ def add_parser(sub: Any) -> Any:
     v.add_argument("file", help="a JSONL file, or - for stdin")
     v.add_argument("--into-scope", help="put every row in this scope (links are dropped)")
     v = verb("conflicts", "the decision conflict log")
-    v.add_argument("--limit", type=_count(1), default=20)
+    v.add_argument("--limit", type=_count(1), default=20, help="the newest this many")
     v = verb("stats", "counts by scope and category, model, index size")
     v.add_argument("--daemon-wide", action="store_true", help="whole daemon (operator key)")
     return verbs

@@ -324,3 +324,22 @@ def test_ctl_recall_filters_by_time_and_explains_language_and_time(ctl):
     assert "time: 'heute' -> [2026-06-30T15:00:00+00:00, 2026-07-01T15:00:00+00:00)" in out
     bad = ctl("recall", agent, "Katze", "--timezone", "Mars/Base")
     assert bad.returncode == 1 and "INVALID_ARGUMENT" in bad.stderr and "Mars/Base" in bad.stderr
+
+
+def test_every_ctl_verb_and_option_has_help_and_no_empty_default():
+    """`memoryd ctl VERB --help` explains every argument; '(default: None)' is noise."""
+    import argparse
+
+    from memoryd.cli import build_parser
+
+    top = build_parser()
+    ctl = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices["ctl"]
+    verbs = next(a for a in ctl._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(verbs.choices) >= {"store", "recall", "forget", "list", "import", "stats"}
+    for name, parser in verbs.choices.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"ctl {name}: {action.option_strings or action.dest} has no help"
+        text = parser.format_help()
+        assert "(default: None)" not in text and "(default: False)" not in text, text
