@@ -533,6 +533,7 @@ class Daemon:
         grace = self.settings.server.shutdown_grace_seconds
         started = time.perf_counter()
         await self.health.enter_graceful_shutdown()
+        self.servicer.begin_drain()  # open Streams take no new op
         if self.server is not None:
             calls = self.metrics.in_flight
             if calls:

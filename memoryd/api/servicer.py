@@ -42,6 +42,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self._started = time.monotonic()
         self._max_in_flight = max_in_flight
         self._storage_status: Callable[[], str] = lambda: "ok"
+        # Set at SIGTERM: open Streams stop reading new ops (the readers below are cancelled),
+        # finish the ops already started, then end UNAVAILABLE.
+        self._draining = False
+        self._stream_readers: set[asyncio.Task[None]] = set()
 
     def set_service(
         self, service: MemoryService, storage_status: Callable[[], str] | None = None
@@ -49,6 +53,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self._service = service
         if storage_status is not None:
             self._storage_status = storage_status
+
+    def begin_drain(self) -> None:
+        """Shutdown: no Stream reads another op; ops already started run to the end."""
+        self._draining = True
+        for reader in list(self._stream_readers):
+            reader.cancel()
 
     @property
     def service(self) -> MemoryService:
@@ -140,16 +150,33 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             finally:
                 slots.release()
 
+        async def read_ops() -> None:
+            async for req in request_iterator:
+                await slots.acquire()
+                task = asyncio.create_task(run_op(req))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+
+        cut = False  # set when shutdown stopped the reading
+
         async def read() -> None:
+            nonlocal cut
+            frames = asyncio.create_task(read_ops())
+            self._stream_readers.add(frames)
             try:
-                async for req in request_iterator:
-                    await slots.acquire()
-                    task = asyncio.create_task(run_op(req))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
+                if self._draining:
+                    frames.cancel()
+                try:
+                    await frames
+                except asyncio.CancelledError:
+                    if not self._draining:
+                        raise
+                    cut = True
                 while tasks:
                     await asyncio.gather(*list(tasks), return_exceptions=True)
             finally:
+                self._stream_readers.discard(frames)
+                frames.cancel()
                 out.put_nowait(None)
 
         reader = asyncio.create_task(read())
@@ -157,6 +184,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             while (response := await out.get()) is not None:
                 yield response
             await reader  # surfaces a broken request stream as the RPC's status
+            if cut:
+                raise NotReady(
+                    "memoryd is shutting down: every op answered above was run, none sent "
+                    "after them was; send those to another daemon or after the restart"
+                )
         finally:
             reader.cancel()
             for task in list(tasks):
