@@ -29,7 +29,7 @@ commit leaves some space free, enough for a probe but not for the next commit, a
 flapped back to SERVING while Stores still failed.)
 
 Damaged files found at start (an empty newest manifest, a data fragment cut short) stop the
-daemon with a ``DataCorrupt`` naming the file and what to do (``storage.damage``); with
+daemon with a ``DataCorrupt`` naming the file and what to do (``lancedb.damage``); with
 ``open_last_good`` the store instead opens the newest version that reads whole: an
 unreadable newest manifest is moved aside, and a version whose fragments do not read is
 rolled back by restoring the newest older version that does (Lance's ``restore``, which
@@ -367,7 +367,7 @@ class LanceStore:
             raise ConfigError(
                 f"the store at {self.uri} was made with embedding model {model!r} ({dim}-d); "
                 f"this daemon embeds with {self.model_name!r} ({self.dim}-d). Point "
-                "--data-dir (or storage.uri) at another location, or configure the model "
+                "--data-dir (or lancedb.uri) at another location, or configure the model "
                 "the store was made with."
             )
         missing = [f for f in self.schema if f.name not in table.schema.names]
@@ -387,7 +387,7 @@ class LanceStore:
                 f"the store's directory {d} is not writable (read-only mount, or owned by "
                 "another user): fix its ownership or permissions so the user running "
                 "memoryd can write there, remount it read-write, or point --data-dir "
-                "(storage.uri) elsewhere"
+                "(lancedb.uri) elsewhere"
             )
 
     def _table_dir(self, name: str) -> Path | None:
