@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -40,6 +41,7 @@ from memoryd.core.errors import ConfigError
 from memoryd.core.hooks import HookSettings
 from memoryd.core.policy import AccessPolicy, AgentAccess
 from memoryd.core.principals import RateLimits
+from memoryd.core.records import Category
 from memoryd.core.retrieval import Fusion, Rerank, RetrievalConfig
 from memoryd.core.review import ReviewSettings
 
@@ -59,11 +61,12 @@ def default_data_dir() -> Path:
 # A path setting where "" (as in the README's example file) means unset.
 OptionalPath = Annotated[Path | None, BeforeValidator(lambda v: None if v == "" else v)]
 
-CategoryName = Literal["preference", "fact", "decision", "entity", "other"]
+# A category as settings name it ("preference"); Category is the one list of them.
+CategoryLabel = Annotated[str, AfterValidator(lambda v: Category.from_label(v).label)]
 
 
-def _supersede_default() -> list[CategoryName]:
-    return ["preference", "entity"]
+def _supersede_default() -> list[str]:
+    return [Category.PREFERENCE.label, Category.ENTITY.label]
 
 
 class _Section(BaseModel):
@@ -167,7 +170,7 @@ class StoreSection(_Section):
         "link", description="what to do with a memory in the merge band of another"
     )
     merge_band_low: float = Field(0.70, gt=0.0, lt=1.0)
-    supersede_categories: list[CategoryName] = Field(default_factory=_supersede_default)
+    supersede_categories: list[CategoryLabel] = Field(default_factory=_supersede_default)
     summarizer: Literal["extractive", "llm"] = Field(
         "extractive", description="llm needs [llm] base_url; falls back to extractive"
     )

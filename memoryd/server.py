@@ -128,7 +128,7 @@ def limits_from(settings: Settings) -> ServiceLimits:
             policy=s.store.merge_policy,
             band_low=s.store.merge_band_low,
             supersede_categories=frozenset(
-                Category[c.upper()] for c in s.store.supersede_categories
+                Category.from_label(c) for c in s.store.supersede_categories
             ),
         ),
         summarizer=s.store.summarizer,

@@ -836,7 +836,7 @@ class MemoryService:
         return AgentStats(
             total=sum(by_scope.values()),
             by_scope=by_scope,
-            by_category={f"CATEGORY_{c.name}": n for c, n in by_category.items()},
+            by_category={c.wire_name: n for c, n in by_category.items()},
             expired_pending=self.store.count_expired(access.read, now=now),
             embedding_model=self.embedder.model_name,
             embedding_dim=self.embedder.dim,
