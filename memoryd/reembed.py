@@ -83,13 +83,15 @@ async def _copy(
     for start in range(0, len(rows), BATCH):
         chunk = rows[start : start + BATCH]
         if tokens:
-            pairs = await asyncio.gather(*(embedder.embed_one_with_tokens(m.text) for m in chunk))
+            pairs = await asyncio.gather(
+                *(embedder.embed_document_with_tokens(m.text) for m in chunk)
+            )
             batch: list[Row] = [
                 (m, v, quantize_tokens(t, max_tokens))
                 for m, (v, t) in zip(chunk, pairs, strict=True)
             ]
         else:
-            vecs = await asyncio.gather(*(embedder.embed_one(m.text) for m in chunk))
+            vecs = await asyncio.gather(*(embedder.embed_document(m.text) for m in chunk))
             batch = [(m, v, None) for m, v in zip(chunk, vecs, strict=True)]
         await new.add(batch)
         done += len(batch)

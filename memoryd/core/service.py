@@ -848,8 +848,8 @@ class MemoryService:
 
     async def _embed_document(self, text: str) -> tuple[np.ndarray, np.ndarray | None]:
         if self.limits.token_vectors:
-            return await self.embedder.embed_one_with_tokens(text)
-        return await self.embedder.embed_one(text), None
+            return await self.embedder.embed_document_with_tokens(text)
+        return await self.embedder.embed_document(text), None
 
     def _visible(self, access: Access, memory_id: str) -> Memory:
         _check_uuid(memory_id)

@@ -193,11 +193,11 @@ class BatchingEmbedder:
         assert tokens is not None
         return vector, tokens
 
-    async def embed_one(self, text: str) -> np.ndarray:
+    async def embed_document(self, text: str) -> np.ndarray:
         """A document vector (documents are not cached: each is usually seen once)."""
         return (await asyncio.shield(self._submit(text, tokens=False, priority=DOCUMENT)))[0]
 
-    async def embed_one_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+    async def embed_document_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         vector, tokens = await asyncio.shield(self._submit(text, tokens=True, priority=DOCUMENT))
         assert tokens is not None
         return vector, tokens
