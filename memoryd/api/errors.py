@@ -21,7 +21,6 @@ log = logging.getLogger("memoryd.api")
 STATUS: dict[type[e.MemorydError], grpc.StatusCode] = {
     e.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
     e.NotFound: grpc.StatusCode.NOT_FOUND,
-    e.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     e.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
     e.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     e.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
