@@ -50,7 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
     except (ConfigError, DataCorrupt) as e:  # says what is wrong and what to do: no traceback
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # pragma: no cover - SIGINT is handled inside serve
+    except KeyboardInterrupt:  # pragma: no cover - a Ctrl-C before serve takes SIGINT over
         pass
     return 0
 

@@ -434,7 +434,7 @@ class Daemon:
                 "language memoryd analyses (an ISO 639-1 code or a Snowball name, e.g. en, "
                 "english, german, cs)"
             ) from None
-        warm_up_language_detector()  # its model loads in ~0.3 s: not on a first Store
+        warm_up_language_detector()  # its model takes a while to load: not on a first Store
         repository = Repository(
             durable,
             analyzer,

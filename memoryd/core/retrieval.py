@@ -72,7 +72,7 @@ class Rerank(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class RetrievalConfig:
-    """Every knob of the pipeline; ``config.RetrievalSettings`` fills it, a request may
+    """Every knob of the pipeline; ``config.RecallSection`` fills it, a request may
     override any field (``RecallOptions``)."""
 
     fusion: Fusion = Fusion.WEIGHTED

@@ -84,7 +84,7 @@ class ServiceLimits:
     max_idempotency_key_chars: int = 128
     recall_default_limit: int = 5
     recall_max_limit: int = 100
-    forget_strong_score: float = 0.5  # on the final score; see ForgetSettings
+    forget_strong_score: float = 0.5  # on the final score; see config.ForgetSection
     forget_candidate_score: float = 0.3
     forget_margin: float = 0.15
     forget_max_candidates: int = 10

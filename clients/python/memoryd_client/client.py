@@ -254,26 +254,26 @@ class MemoryClient:
         self._channel.close()
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        """Block until the daemon answers (health SERVING is checked by Stats below)."""
+        """Block until the channel to the daemon is connected (a daemon still loading its
+        models answers calls with Unavailable, which idempotent calls retry)."""
         grpc.channel_ready_future(self._channel).result(timeout=timeout)
 
     def _call(
         self, method: Callable[..., T], request: Any, *, idempotent: bool, timeout: float | None
     ) -> T:
-        delay = 0.05
-        for attempt in range(1 + self.retries):
+        delay, attempt = 0.05, 0
+        while True:
             try:
                 return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
             except grpc.RpcError as e:
                 error = error_from_rpc(e)
                 wait = error.retry_after
-                if attempt == self.retries or (
+                if attempt >= self.retries or (
                     wait is None and (not idempotent or error.code not in RETRYABLE)
                 ):
                     raise error from None
                 time.sleep(wait if wait is not None else delay)
-                delay *= 4
-        raise AssertionError("unreachable")
+                delay, attempt = delay * 4, attempt + 1
 
     def store(
         self, agent_id: str, text: str, *, timeout: float | None = None, **kw: Any
@@ -480,8 +480,8 @@ class AsyncMemoryClient:
     async def _call(
         self, method: Any, request: Any, *, idempotent: bool, timeout: float | None
     ) -> Any:
-        delay = 0.05
-        for attempt in range(1 + self.retries):
+        delay, attempt = 0.05, 0
+        while True:
             try:
                 return await method(
                     request, timeout=timeout or self.timeout, metadata=self._metadata
@@ -489,13 +489,12 @@ class AsyncMemoryClient:
             except grpc.aio.AioRpcError as e:
                 error = error_from_rpc(e)
                 wait = error.retry_after
-                if attempt == self.retries or (
+                if attempt >= self.retries or (
                     wait is None and (not idempotent or error.code not in RETRYABLE)
                 ):
                     raise error from None
                 await asyncio.sleep(wait if wait is not None else delay)
-                delay *= 4
-        raise AssertionError("unreachable")
+                delay, attempt = delay * 4, attempt + 1
 
     async def store(
         self, agent_id: str, text: str, *, timeout: float | None = None, **kw: Any
