@@ -29,7 +29,7 @@ commit leaves some space free, enough for a probe but not for the next commit, a
 flapped back to SERVING while Stores still failed.)
 
 Damaged files found at start (an empty newest manifest, a data fragment cut short) stop the
-daemon with a ``DataCorrupt`` naming the file and what to do (``lancedb.damage``); with
+daemon with a ``DataCorrupt`` naming the file and what to do (``storage.damage``); with
 ``open_last_good`` the store instead opens the newest version that reads whole: an
 unreadable newest manifest is moved aside, and a version whose fragments do not read is
 rolled back by restoring the newest older version that does (Lance's ``restore``, which
@@ -90,8 +90,8 @@ def no_space(error: BaseException) -> bool:
     return bool(_NO_SPACE.search(str(error)))
 
 
-# A stored memory: the record, its vector, and its token vectors (int8, see tokens.py; late
-# interaction) when they were computed.
+# A stored memory: the record, its vector, and its token vectors (int8, see
+# repository.quantize_tokens; late interaction) when they were computed.
 Row = tuple[Memory, np.ndarray, np.ndarray | None]
 
 
