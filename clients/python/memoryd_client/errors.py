@@ -185,10 +185,7 @@ def error_from_rpc(error: grpc.RpcError) -> MemorydError:
 
 
 def _trailers(rpc: Any) -> list[tuple[str, str | bytes]]:
-    try:
-        metadata = rpc.trailing_metadata() if hasattr(rpc, "trailing_metadata") else None
-    except Exception:  # an error raised before any call existed carries none
-        return []
+    metadata = rpc.trailing_metadata() if hasattr(rpc, "trailing_metadata") else None
     return [(str(key), value) for key, value in metadata or ()]
 
 
