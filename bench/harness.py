@@ -35,6 +35,7 @@ import grpc
 import numpy as np
 from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
+from memoryd_client.errors import error_from_rpc
 
 START_TIMEOUT = 300.0  # a cold numba cache alone can take ~30 s on a busy machine
 STOP_TIMEOUT = 60.0
@@ -338,7 +339,7 @@ class StreamChannel:
             async for response in call:
                 yield response
         except grpc.aio.AioRpcError as e:
-            raise MemorydError(e.code(), e.details() or "") from None
+            raise error_from_rpc(e) from None
 
     async def close(self) -> None:
         await self._channel.close()

@@ -83,6 +83,7 @@ from google.protobuf import unknown_fields
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memoryd_client import AsyncMemoryClient, MemorydError, pb
 from memoryd_client._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc, memory_pb2_grpc
+from memoryd_client.errors import error_for, error_from_rpc
 
 STATUS = {s.value[0]: s for s in grpc.StatusCode}
 OUTCOME = {pb.STORE_OUTCOME_CREATED: "CREATED", pb.STORE_OUTCOME_DUPLICATE: "DUPLICATE"}
@@ -1009,7 +1010,7 @@ async def soak_op(
             )
             for r in answers:
                 if r.WhichOneof("result") == "error":
-                    raise MemorydError(STATUS[r.error.code], r.error.message)
+                    raise error_for(STATUS[r.error.code], r.error.message)
             if answers[0].store.outcome == pb.STORE_OUTCOME_CREATED:
                 sc.pool.append((answers[0].store.memory.id, text))
         finally:
@@ -1042,7 +1043,7 @@ async def soak_op(
             async for _ in call:
                 n += 1
         except grpc.aio.AioRpcError as e:
-            raise MemorydError(e.code(), e.details() or "") from None
+            raise error_from_rpc(e) from None
         if n == 0:
             raise MemorydError(grpc.StatusCode.DATA_LOSS, "Export of the small agent was empty")
     return op
@@ -1052,7 +1053,7 @@ async def rpc(call: Awaitable[Any]) -> Any:
     try:
         return await call
     except grpc.aio.AioRpcError as e:
-        raise MemorydError(e.code(), e.details() or "") from None
+        raise error_from_rpc(e) from None
 
 
 def pick(sc: SoakClient, pool_cap: int) -> str:

@@ -38,7 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.insecure:
         overrides["server"] = {"insecure": True}
     if args.open_last_good:
-        overrides["storage"] = {"open_last_good": True}
+        overrides["lancedb"] = {"open_last_good": True}
     try:
         settings = load_settings(args.config, overrides)
     except (ConfigError, DataCorrupt) as e:
@@ -50,7 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
     except (ConfigError, DataCorrupt) as e:  # says what is wrong and what to do: no traceback
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # pragma: no cover - SIGINT is handled inside serve
+    except KeyboardInterrupt:  # pragma: no cover - a Ctrl-C before serve takes SIGINT over
         pass
     return 0
 
@@ -103,7 +103,7 @@ class _JsonFormatter(logging.Formatter):
 
 
 def configure_logging(level: str, fmt: str) -> None:
-    from memoryd.api.errors import RequestIdFilter
+    from memoryd.api.interceptors import RequestIdFilter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RequestIdFilter())

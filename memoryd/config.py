@@ -9,12 +9,15 @@ the environment only and never logged.
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -26,9 +29,10 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from memoryd.core.capture import CaptureConfig
@@ -37,8 +41,15 @@ from memoryd.core.errors import ConfigError
 from memoryd.core.hooks import HookSettings
 from memoryd.core.policy import AccessPolicy, AgentAccess
 from memoryd.core.principals import RateLimits
+from memoryd.core.records import Category
 from memoryd.core.retrieval import Fusion, Rerank, RetrievalConfig
 from memoryd.core.review import ReviewSettings
+
+log = logging.getLogger("memoryd.config")
+
+# Sections that were renamed: old name -> new name. The old names are still read, from a
+# file and from MEMORYD_* variables, with one warning per key naming its new spelling.
+RENAMED_SECTIONS = {"storage": "lancedb", "retrieval": "recall"}
 
 
 def default_data_dir() -> Path:
@@ -50,18 +61,21 @@ def default_data_dir() -> Path:
 # A path setting where "" (as in the README's example file) means unset.
 OptionalPath = Annotated[Path | None, BeforeValidator(lambda v: None if v == "" else v)]
 
-CategoryName = Literal["preference", "fact", "decision", "entity", "other"]
+# A category as settings name it ("preference"); Category is the one list of them.
+CategoryLabel = Annotated[str, AfterValidator(lambda v: Category.from_label(v).label)]
 
 
-def _supersede_default() -> list[CategoryName]:
-    return ["preference", "entity"]
+def _supersede_default() -> list[str]:
+    return [Category.PREFERENCE.label, Category.ENTITY.label]
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class StorageSettings(_Section):
+class LanceDbSection(_Section):
+    """Where and how LanceDB keeps the memories table (formerly [storage], still read)."""
+
     uri: str = Field(
         "",
         description="LanceDB location: a local directory or s3://bucket/prefix. "
@@ -88,7 +102,7 @@ class StorageSettings(_Section):
     )
 
 
-class EmbedderSettings(_Section):
+class EmbedderSection(_Section):
     model_dir: OptionalPath = Field(
         None,
         description="A directory with model.onnx and tokenizer.json. "
@@ -137,7 +151,10 @@ class EmbedderSettings(_Section):
     cache_size: int = Field(10_000, ge=0, description="query embeddings kept (LRU)")
 
 
-class StoreSettings(_Section):
+class StoreSection(_Section):
+    """What Store (and Import and Capture) accepts, and how a new memory meets the ones
+    it duplicates or overlaps."""
+
     max_chars: int = Field(10_000, ge=1, le=1_000_000)
     default_importance: float = Field(0.7, ge=0.0, le=1.0)
     duplicate_threshold: float = Field(0.95, gt=0.0, le=1.0)
@@ -153,7 +170,7 @@ class StoreSettings(_Section):
         "link", description="what to do with a memory in the merge band of another"
     )
     merge_band_low: float = Field(0.70, gt=0.0, lt=1.0)
-    supersede_categories: list[CategoryName] = Field(default_factory=_supersede_default)
+    supersede_categories: list[CategoryLabel] = Field(default_factory=_supersede_default)
     summarizer: Literal["extractive", "llm"] = Field(
         "extractive", description="llm needs [llm] base_url; falls back to extractive"
     )
@@ -161,7 +178,12 @@ class StoreSettings(_Section):
     ttl_short_days: float = Field(14.0, gt=0.0)
 
 
-class RecallSettings(_Section):
+class RecallSection(_Section):
+    """Recall: how many results, the time zone of time expressions, and the defaults of
+    the ranking pipeline (a request may override any, RecallOptions). Formulas:
+    memoryd/native/kernels.py (fuse_and_boost), chosen by bench/locomo.py. The pipeline
+    half used to be a section of its own, [retrieval]; that name is still read."""
+
     default_limit: int = Field(5, ge=1, le=100)
     max_limit: int = Field(100, ge=1, le=1000)
     timezone: str = Field(
@@ -169,22 +191,6 @@ class RecallSettings(_Section):
         description='IANA time zone that time expressions in queries ("yesterday") are '
         "resolved in when a request names none",
     )
-
-    @field_validator("timezone")
-    @classmethod
-    def _known_zone(cls, value: str) -> str:
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            raise ValueError(f"{value!r} is not an IANA time zone (e.g. Europe/Berlin)") from None
-        return value
-
-
-class RetrievalSettings(_Section):
-    """Defaults of the recall pipeline; a request may override any (RecallOptions).
-    Formulas: memoryd/native/kernels.py (fuse_and_boost), chosen by bench/locomo.py."""
 
     fusion: Literal["rrf", "weighted", "vector", "bm25"] = "weighted"
     vector_weight: float = Field(0.5, ge=0.0)
@@ -246,9 +252,23 @@ class RetrievalSettings(_Section):
         None, description="model.onnx + tokenizer.json of a cross-encoder; enables that rerank"
     )
 
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise ValueError(f"{value!r} is not an IANA time zone (e.g. Europe/Berlin)") from None
+        return value
+
     def to_config(self) -> RetrievalConfig:
         values = self.model_dump(
             exclude={
+                "default_limit",
+                "max_limit",
+                "timezone",
                 "analyzer_language",
                 "token_vectors",
                 "token_vectors_max",
@@ -263,7 +283,7 @@ class RetrievalSettings(_Section):
         return RetrievalConfig(**values)
 
 
-class HooksSettings(_Section):
+class HooksSection(_Section):
     """BuildContext (before-prompt) and Capture (after-turn) rules; see memoryd/core/context.py
     and memoryd/core/capture.py for the rule tables."""
 
@@ -309,7 +329,7 @@ class HooksSettings(_Section):
         return HookSettings(context=context, capture=capture, time_budget_ms=self.time_budget_ms)
 
 
-class ReviewSettingsSection(_Section):
+class ReviewSection(_Section):
     """The ReviewService's proposals (memoryd/core/review.py)."""
 
     duplicate_min_score: float = Field(
@@ -331,7 +351,7 @@ class ReviewSettingsSection(_Section):
         )
 
 
-class ForgetSettings(_Section):
+class ForgetSection(_Section):
     """Forget by query, judged on the final score Recall shows: the best match is deleted
     when it scores >= strong_score and leads the runner-up by >= margin; matches scoring
     >= candidate_score are listed otherwise. Defaults from bench/calibrate.py."""
@@ -342,7 +362,7 @@ class ForgetSettings(_Section):
     max_candidates: int = Field(10, ge=1, le=100)
 
     @model_validator(mode="after")
-    def _check_order(self) -> ForgetSettings:
+    def _check_order(self) -> ForgetSection:
         if self.candidate_score > self.strong_score:
             raise ValueError(
                 f"candidate_score ({self.candidate_score}) must not exceed strong_score "
@@ -351,23 +371,23 @@ class ForgetSettings(_Section):
         return self
 
 
-class ListSettings(_Section):
+class ListSection(_Section):
     default_page_size: int = Field(50, ge=1)
     max_page_size: int = Field(500, ge=1)
 
 
-class AgentAccessSettings(_Section):
+class AgentAccessSection(_Section):
     read: list[str] | None = None
     write: list[str] | None = None
 
 
-class PolicySettings(_Section):
+class PolicySection(_Section):
     default_read: list[str] = Field(
         default_factory=lambda: ["agent:{agent_id}", "global"],
         description="scopes every agent may read; {agent_id} is replaced",
     )
     default_write: list[str] = Field(default_factory=lambda: ["agent:{agent_id}"])
-    agents: dict[str, AgentAccessSettings] = Field(
+    agents: dict[str, AgentAccessSection] = Field(
         default_factory=dict,
         description="per-agent overrides; an explicit empty list denies all",
     )
@@ -387,14 +407,14 @@ class PolicySettings(_Section):
         )
 
 
-class BackupSettings(_Section):
+class BackupSection(_Section):
     enabled: bool = Field(False, description="write a backup every interval_hours")
     dir: OptionalPath = Field(None, description="where; default <data_dir>/backups")
     keep: int = Field(7, ge=1, description="newest backups kept")
     interval_hours: float = Field(24.0, gt=0.0)
 
 
-class LlmSettings(_Section):
+class LlmSection(_Section):
     """An optional OpenAI-compatible endpoint for LLM merge and summaries (off by default)."""
 
     base_url: str = Field("", description="e.g. http://127.0.0.1:8080/v1; empty = no LLM")
@@ -404,13 +424,13 @@ class LlmSettings(_Section):
     api_key: SecretStr | None = None
 
 
-class MetricsSettings(_Section):
+class MetricsSection(_Section):
     listen: str = Field(
         "", description="HOST:PORT for Prometheus /metrics; empty = no metrics endpoint"
     )
 
 
-class AuthSettings(_Section):
+class AuthSection(_Section):
     """Credentials beyond the single MEMORYD_AUTH_TOKEN; see memoryd/api/auth.py."""
 
     keys_file: OptionalPath = Field(
@@ -426,7 +446,7 @@ class AuthSettings(_Section):
     )
 
 
-class LimitsSettings(_Section):
+class LimitsSection(_Section):
     """Per-principal rate limits (memoryd/api/limits.py); 0 = unlimited."""
 
     requests_per_second: float = Field(
@@ -440,7 +460,7 @@ class LimitsSettings(_Section):
         return RateLimits(**self.model_dump())
 
 
-class ServerSettings(_Section):
+class ServerSection(_Section):
     max_concurrent_rpcs: int = Field(1024, ge=1)
     max_connections: int = Field(
         1000, ge=1, description="open client connections; more are refused"
@@ -483,22 +503,21 @@ class Settings(BaseSettings):
     auth_token: SecretStr | None = Field(
         None, description="when set, every RPC needs 'authorization: Bearer <token>'"
     )
-    auth: AuthSettings = Field(default_factory=AuthSettings)
-    limits: LimitsSettings = Field(default_factory=LimitsSettings)
-    storage: StorageSettings = Field(default_factory=StorageSettings)
-    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
-    store: StoreSettings = Field(default_factory=StoreSettings)
-    recall: RecallSettings = Field(default_factory=RecallSettings)
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
-    hooks: HooksSettings = Field(default_factory=HooksSettings)
-    forget: ForgetSettings = Field(default_factory=ForgetSettings)
-    listing: ListSettings = Field(default_factory=ListSettings)
-    policy: PolicySettings = Field(default_factory=PolicySettings)
-    server: ServerSettings = Field(default_factory=ServerSettings)
-    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
-    backup: BackupSettings = Field(default_factory=BackupSettings)
-    llm: LlmSettings = Field(default_factory=LlmSettings)
-    review: ReviewSettingsSection = Field(default_factory=ReviewSettingsSection)
+    auth: AuthSection = Field(default_factory=AuthSection)
+    limits: LimitsSection = Field(default_factory=LimitsSection)
+    lancedb: LanceDbSection = Field(default_factory=LanceDbSection)
+    embedder: EmbedderSection = Field(default_factory=EmbedderSection)
+    store: StoreSection = Field(default_factory=StoreSection)
+    recall: RecallSection = Field(default_factory=RecallSection)
+    hooks: HooksSection = Field(default_factory=HooksSection)
+    forget: ForgetSection = Field(default_factory=ForgetSection)
+    listing: ListSection = Field(default_factory=ListSection)
+    policy: PolicySection = Field(default_factory=PolicySection)
+    server: ServerSection = Field(default_factory=ServerSection)
+    metrics: MetricsSection = Field(default_factory=MetricsSection)
+    backup: BackupSection = Field(default_factory=BackupSection)
+    llm: LlmSection = Field(default_factory=LlmSection)
+    review: ReviewSection = Field(default_factory=ReviewSection)
     # The review vault's section ([vault], MEMORYD_VAULT__*) is read and checked by
     # `memoryd vault` (memoryd_client/vault/settings.py); the daemon never touches the vault,
     # so a mistake there must not stop memory: it is accepted here as it is, unchecked.
@@ -514,7 +533,7 @@ class Settings(BaseSettings):
 
     @property
     def storage_uri(self) -> str:
-        return self.storage.uri or str(self.data_dir / "lancedb")
+        return self.lancedb.uri or str(self.data_dir / "lancedb")
 
 
 def load_settings(
@@ -541,6 +560,10 @@ def load_settings(
                 f"config file {path}: llm.api_key is a secret; set MEMORYD_LLM__API_KEY instead"
             )
 
+    toml_values = {}
+    if path is not None:
+        toml_values = _renamed(file_values, f"config file {path}", lambda t, k: f"{t}.{k}")
+
     class _Layered(Settings):
         @classmethod
         def settings_customise_sources(
@@ -551,15 +574,67 @@ def load_settings(
             dotenv_settings: PydanticBaseSettingsSource,
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
-            if path is None:
-                return (init_settings, env_settings)
-            toml = TomlConfigSettingsSource(settings_cls, toml_file=path)
-            return (init_settings, env_settings, toml)
+            return (
+                init_settings,
+                env_settings,
+                _RenamedEnvSource(settings_cls),
+                InitSettingsSource(settings_cls, toml_values),
+            )
 
     try:
         return _Layered(**(overrides or {}))
     except ValidationError as e:
         raise ConfigError(_explain(e)) from None
+
+
+def _renamed(
+    values: dict[str, Any], where: str, spell: Callable[[str, str], str]
+) -> dict[str, Any]:
+    """``values`` with each renamed section moved to its new name (a key set under both
+    names: the new one wins), warning once per key moved; ``spell(section, key)`` is how
+    the warning writes a key."""
+    out = dict(values)
+    for old, new in RENAMED_SECTIONS.items():
+        moved = out.pop(old, None)
+        if not isinstance(moved, dict):
+            if moved is not None:
+                out[old] = moved  # not a table: let validation name it
+            continue
+        current = out.get(new)
+        for key in moved:
+            log.warning(
+                "%s: %s is now %s; the old name still works, but rename it",
+                where,
+                spell(old, key),
+                spell(new, key),
+            )
+        out[new] = {**moved, **current} if isinstance(current, dict) else moved
+    return out
+
+
+class _OldSectionNames(BaseSettings):
+    """The renamed sections under their old names, for reading MEMORYD_STORAGE__* etc."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MEMORYD_", env_nested_delimiter="__", extra="ignore"
+    )
+    storage: LanceDbSection | None = None
+    retrieval: RecallSection | None = None
+
+
+class _RenamedEnvSource(PydanticBaseSettingsSource):
+    """``MEMORYD_STORAGE__URI`` read as ``MEMORYD_LANCEDB__URI`` (and so on), below the
+    new spellings."""
+
+    def __init__(self, settings_cls: type[BaseSettings]):
+        super().__init__(settings_cls)
+        self._old = EnvSettingsSource(_OldSectionNames)
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads every field at once
+
+    def __call__(self) -> dict[str, Any]:
+        return _renamed(self._old(), "environment", lambda t, k: f"MEMORYD_{t}__{k}".upper())
 
 
 def _explain(error: ValidationError) -> str:

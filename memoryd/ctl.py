@@ -27,10 +27,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memoryd.core.records import CATEGORY_LABELS, Category
+
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_FILE, EXIT_NOTHING = 0, 1, 2, 3, 4, 5
 EXIT_INTERRUPTED = 130
 
-CATEGORIES = ["preference", "fact", "decision", "entity", "other"]
 TTLS = {"permanent": 1, "session": 2, "short": 3}
 DEFAULT_ADDRESS = "127.0.0.1:50051"
 DEFAULT_IMPORTANCE = 0.7  # store.default_importance; given to import rows that name none
@@ -42,8 +43,8 @@ class CtlError(Exception):
         self.code = code
 
 
-def category_number(name: str) -> int:
-    return CATEGORIES.index(name) + 1
+def category_number(label: str) -> int:
+    return Category.from_label(label).value
 
 
 # -- output ---------------------------------------------------------------------------
@@ -519,7 +520,7 @@ def add_parser(sub: Any) -> Any:
     v = verb("store", "store one memory")
     v.add_argument("text", help="what to remember (at most store.max_chars characters)")
     v.add_argument("--scope", help="default: the agent's own, agent:AGENT")
-    v.add_argument("--category", choices=CATEGORIES, help="default: detected from the text")
+    v.add_argument("--category", choices=CATEGORY_LABELS, help="default: detected from the text")
     v.add_argument("--importance", type=_fraction, help="0..1; default 0.7 (daemon setting)")
     v.add_argument(
         "--metadata",
@@ -560,13 +561,19 @@ def add_parser(sub: Any) -> Any:
     v.add_argument("--page-token", help="next_page_token of the previous page")
     v.add_argument("--scope", action="append", help="only this scope (repeatable)")
     v.add_argument(
-        "--category", action="append", choices=CATEGORIES, help="only this category (repeatable)"
+        "--category",
+        action="append",
+        choices=CATEGORY_LABELS,
+        help="only this category (repeatable)",
     )
     v.add_argument("--oldest-first", action="store_true", help="default: newest first")
     v = verb("delete-bulk", "forget every memory matching the filters")
     v.add_argument("--scope", action="append", help="only this scope (repeatable)")
     v.add_argument(
-        "--category", action="append", choices=CATEGORIES, help="only this category (repeatable)"
+        "--category",
+        action="append",
+        choices=CATEGORY_LABELS,
+        help="only this category (repeatable)",
     )
     v.add_argument("--older-than-days", type=float, help="only memories created before then")
     v.add_argument("--dry-run", action="store_true", help="list what would be deleted")

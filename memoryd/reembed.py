@@ -29,7 +29,7 @@ BATCH = 256
 
 def reembed(settings: Settings, source: Path, target: Path) -> int:
     """Copy the store under ``source`` into ``target``; returns how many memories."""
-    table = settings.storage.table
+    table = settings.lancedb.table
     identity = store_identity(str(source / "lancedb"), table)
     if identity is None:
         raise ConfigError(f"no memoryd store at {source}")
@@ -51,9 +51,9 @@ def restore(settings: Settings, backup: Path, target: Path) -> int:
 
 
 def _write_new_store(settings: Settings, target: Path, memories: list[Memory]) -> int:
-    r = settings.retrieval
+    r = settings.recall
     token_vectors = r.token_vectors or r.rerank == "late-interaction"
-    table = settings.storage.table
+    table = settings.lancedb.table
     new_uri = str(target / "lancedb")
     if store_identity(new_uri, table) is not None:
         raise ConfigError(f"{target} already holds a store; write into an empty data dir")
@@ -83,13 +83,15 @@ async def _copy(
     for start in range(0, len(rows), BATCH):
         chunk = rows[start : start + BATCH]
         if tokens:
-            pairs = await asyncio.gather(*(embedder.embed_one_with_tokens(m.text) for m in chunk))
+            pairs = await asyncio.gather(
+                *(embedder.embed_document_with_tokens(m.text) for m in chunk)
+            )
             batch: list[Row] = [
                 (m, v, quantize_tokens(t, max_tokens))
                 for m, (v, t) in zip(chunk, pairs, strict=True)
             ]
         else:
-            vecs = await asyncio.gather(*(embedder.embed_one(m.text) for m in chunk))
+            vecs = await asyncio.gather(*(embedder.embed_document(m.text) for m in chunk))
             batch = [(m, v, None) for m, v in zip(chunk, vecs, strict=True)]
         await new.add(batch)
         done += len(batch)

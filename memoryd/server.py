@@ -39,7 +39,7 @@ from memoryd._gen.memoryd.v1 import (
 from memoryd.api.auth import AuthInterceptor, KeyRing
 from memoryd.api.backup import write_backup
 from memoryd.api.decoding import RequestDecodingInterceptor
-from memoryd.api.errors import ErrorMappingInterceptor
+from memoryd.api.interceptors import ErrorMappingInterceptor
 from memoryd.api.limits import LimitsInterceptor, RateLimiter
 from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
 from memoryd.api.servicer import HookServicer, MemoryServicer, ReviewServicer
@@ -128,7 +128,7 @@ def limits_from(settings: Settings) -> ServiceLimits:
             policy=s.store.merge_policy,
             band_low=s.store.merge_band_low,
             supersede_categories=frozenset(
-                Category[c.upper()] for c in s.store.supersede_categories
+                Category.from_label(c) for c in s.store.supersede_categories
             ),
         ),
         summarizer=s.store.summarizer,
@@ -136,7 +136,7 @@ def limits_from(settings: Settings) -> ServiceLimits:
             session=timedelta(hours=s.store.ttl_session_hours),
             short=timedelta(days=s.store.ttl_short_days),
         ),
-        token_vectors=s.retrieval.token_vectors or s.retrieval.rerank == "late-interaction",
+        token_vectors=s.recall.token_vectors or s.recall.rerank == "late-interaction",
     )
 
 
@@ -310,7 +310,7 @@ class Daemon:
             rerankers[Rerank.CROSS_ENCODER] = self.cross_encoder
         retriever = Retriever(
             self.repository,
-            s.retrieval.to_config(),
+            s.recall.to_config(),
             rerankers,
             dense_languages=embedder_languages(s),
             timezone=ZoneInfo(s.recall.timezone),
@@ -417,41 +417,41 @@ class Daemon:
         t1 = time.perf_counter()
         durable = LanceStore(
             s.storage_uri,
-            table=s.storage.table,
+            table=s.lancedb.table,
             model_name=embedder.model_name,
             dim=embedder.dim,
-            storage_options=dict(s.storage.storage_options),
-            max_batch=s.storage.max_batch,
-            compact_every=s.storage.compact_every_writes,
-            cache_bytes=s.storage.cache_mib << 20,
-            open_last_good=s.storage.open_last_good,
+            storage_options=dict(s.lancedb.storage_options),
+            max_batch=s.lancedb.max_batch,
+            compact_every=s.lancedb.compact_every_writes,
+            cache_bytes=s.lancedb.cache_mib << 20,
+            open_last_good=s.lancedb.open_last_good,
         )
         try:
-            analyzer = Analyzer(s.retrieval.analyzer_language)
+            analyzer = Analyzer(s.recall.analyzer_language)
         except KeyError:
             raise ConfigError(
-                f"retrieval.analyzer_language {s.retrieval.analyzer_language!r} is not a "
+                f"recall.analyzer_language {s.recall.analyzer_language!r} is not a "
                 "language memoryd analyses (an ISO 639-1 code or a Snowball name, e.g. en, "
                 "english, german, cs)"
             ) from None
-        warm_up_language_detector()  # its model loads in ~0.3 s: not on a first Store
+        warm_up_language_detector()  # its model takes a while to load: not on a first Store
         repository = Repository(
             durable,
             analyzer,
-            max_tokens=s.retrieval.token_vectors_max,
-            ann_threshold=s.retrieval.ann_threshold,
-            ann_ef_search=s.retrieval.ann_ef_search,
-            ann_build_threads=s.retrieval.ann_build_threads,
+            max_tokens=s.recall.token_vectors_max,
+            ann_threshold=s.recall.ann_threshold,
+            ann_ef_search=s.recall.ann_ef_search,
+            ann_build_threads=s.recall.ann_build_threads,
         )
         repository.open()
         repository.index.maintain_ann()  # big scopes start their HNSW build now
         t2 = time.perf_counter()
-        if s.retrieval.cross_encoder_dir is not None:
+        if s.recall.cross_encoder_dir is not None:
             self.cross_encoder = CrossEncoderReranker(
-                s.retrieval.cross_encoder_dir, max_tokens=s.embedder.max_tokens
+                s.recall.cross_encoder_dir, max_tokens=s.embedder.max_tokens
             )
-        elif s.retrieval.rerank == "cross-encoder":
-            raise ConfigError("retrieval.rerank = cross-encoder needs retrieval.cross_encoder_dir")
+        elif s.recall.rerank == "cross-encoder":
+            raise ConfigError("recall.rerank = cross-encoder needs recall.cross_encoder_dir")
         kernels = warm_up()
         log.info(
             "embedder %s (%d-d) %.2fs, store %d memories %.2fs, kernels %.2fs",

@@ -43,7 +43,7 @@ from typing import Any
 import grpc
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memoryd.api.errors import Behavior, WrapCache
+from memoryd.api.interceptors import Behavior, WrapCache
 from memoryd.core import principals
 from memoryd.core.errors import ConfigError, Unauthenticated
 from memoryd.core.principals import AGENT_PATTERN_RE, Principal

@@ -31,7 +31,7 @@ from typing import Any
 
 import grpc
 
-from memoryd.api.errors import Behavior, WrapCache
+from memoryd.api.interceptors import Behavior, WrapCache
 from memoryd.core.errors import InvalidArgument
 
 log = logging.getLogger("memoryd.api")

@@ -22,7 +22,7 @@ from typing import Any
 
 import grpc
 
-from memoryd.api.errors import Behavior, WrapCache
+from memoryd.api.interceptors import Behavior, WrapCache
 from memoryd.core import principals
 from memoryd.core.errors import DeadlineExceeded, Overloaded
 from memoryd.core.principals import RateLimits

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from memoryd.api.errors import REQUEST_ID, Behavior, WrapCache
+from memoryd.api.interceptors import REQUEST_ID, Behavior, WrapCache
 from memoryd.core import principals
 
 access_log = logging.getLogger("memoryd.access")

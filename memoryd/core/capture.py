@@ -66,8 +66,7 @@ from memoryd.core.categorize import CONTACT_DETAILS, detect_category
 from memoryd.core.errors import ConfigError
 from memoryd.core.injection import detect_injection
 from memoryd.core.records import Category
-from memoryd.core.summarize import contains_cjk
-from memoryd.core.text import normalize_text
+from memoryd.core.text import contains_cjk, normalize_text
 
 __all__ = [
     "TRIGGERS",

@@ -43,7 +43,7 @@ from memoryd_client.untrusted import CONTEXT_HEADER, escape_memory_text, relevan
 from memoryd.core.capture import count_emoji
 from memoryd.core.errors import ConfigError
 from memoryd.core.records import Category
-from memoryd.core.summarize import contains_cjk
+from memoryd.core.text import contains_cjk
 
 __all__ = [
     "CONTEXT_HEADER",

@@ -7,7 +7,6 @@ escapes is a bug and is answered as INTERNAL with a generic message.
     MemorydError
     ├── InvalidArgument      bad input; nothing was changed
     ├── NotFound             no such memory, or not one the caller may see
-    ├── AlreadyExists        a create collided with an existing record
     ├── PermissionDenied     the caller may not touch that scope
     ├── Unauthenticated      missing or wrong credentials on the wire
     ├── FailedPrecondition   the request is valid but the state forbids it
@@ -17,6 +16,10 @@ escapes is a bug and is answered as INTERNAL with a generic message.
     ├── DataCorrupt          stored data cannot be read or does not match this daemon
     ├── StorageFull          the disk holding the data is full; nothing was written
     └── ConfigError          settings are invalid (raised at start, names the field)
+
+There is no AlreadyExists: no call creates a record under a key the caller chooses and
+could collide on (Import skips an id it already holds and counts it; Store answers a
+duplicate text with its outcome, DUPLICATE).
 """
 
 from __future__ import annotations
@@ -33,10 +36,6 @@ class InvalidArgument(MemorydError):
 
 
 class NotFound(MemorydError):
-    pass
-
-
-class AlreadyExists(MemorydError):
     pass
 
 
@@ -84,7 +83,6 @@ class ConfigError(MemorydError):
 ALL_ERRORS: tuple[type[MemorydError], ...] = (
     InvalidArgument,
     NotFound,
-    AlreadyExists,
     PermissionDenied,
     Unauthenticated,
     FailedPrecondition,

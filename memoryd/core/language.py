@@ -22,6 +22,8 @@ import threading
 from functools import lru_cache
 from typing import Any
 
+from memoryd.core.text import HAN_CHARS, HANGUL_CHARS, KANA_CHARS
+
 # ISO 639-1 -> Snowball stemmer (PyStemmer) for the languages that have one.
 SNOWBALL = {
     "ar": "arabic", "ca": "catalan", "cs": "czech", "da": "danish", "de": "german",
@@ -40,9 +42,9 @@ MIN_CONFIDENCE = 0.5
 # Script of a character, by ranges (the first match wins).
 LATIN, CYRILLIC, ARABIC, GREEK, HAN, KANA, HANGUL, THAI, OTHER = range(9)
 _SCRIPT_RANGES = (
-    (re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]"), KANA),
-    (re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]"), HANGUL),
-    (re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"), HAN),
+    (re.compile(f"[{KANA_CHARS}]"), KANA),
+    (re.compile(f"[{HANGUL_CHARS}]"), HANGUL),
+    (re.compile(f"[{HAN_CHARS}]"), HAN),
     (re.compile(r"[\u0e00-\u0e7f]"), THAI),
     (re.compile(r"[\u0400-\u04ff]"), CYRILLIC),
     (re.compile(r"[\u0600-\u06ff\u0750-\u077f]"), ARABIC),

@@ -25,7 +25,7 @@ class Embedder(Protocol):
         """An L2-normalised float32 vector for a query (may be cached)."""
         ...
 
-    async def embed_one(self, text: str) -> np.ndarray:
+    async def embed_document(self, text: str) -> np.ndarray:
         """An L2-normalised float32 vector for a document to store."""
         ...
 
@@ -33,7 +33,7 @@ class Embedder(Protocol):
         """The query vector and its L2-normalised token vectors [t, dim] (cached)."""
         ...
 
-    async def embed_one_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+    async def embed_document_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """A document's vector and token vectors, from one model pass."""
         ...
 

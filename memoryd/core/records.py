@@ -20,7 +20,9 @@ TRUSTED_ASSERTERS = frozenset({"user", "operator"})
 
 
 class Category(enum.IntEnum):
-    """Mirrors ``memoryd.v1.Category``; the numbers are the wire numbers."""
+    """Mirrors ``memoryd.v1.Category``; the numbers are the wire numbers. The daemon's one
+    list of categories: settings and ``memoryd ctl`` spell one by its ``label``
+    ("preference"), Stats and ``--json`` by its ``wire_name`` ("CATEGORY_PREFERENCE")."""
 
     UNSPECIFIED = 0
     PREFERENCE = 1
@@ -28,6 +30,26 @@ class Category(enum.IntEnum):
     DECISION = 3
     ENTITY = 4
     OTHER = 5
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @property
+    def wire_name(self) -> str:
+        return f"CATEGORY_{self.name}"
+
+    @classmethod
+    def from_label(cls, label: str) -> Category:
+        """The category called ``label``; ValueError naming the known labels otherwise."""
+        for c in cls:
+            if c is not cls.UNSPECIFIED and c.label == label:
+                return c
+        raise ValueError(f"{label!r} is not a category ({', '.join(CATEGORY_LABELS)})")
+
+
+# What a person may name: every category but UNSPECIFIED, in wire order.
+CATEGORY_LABELS = tuple(c.label for c in Category if c is not Category.UNSPECIFIED)
 
 
 class StoreOutcome(enum.IntEnum):

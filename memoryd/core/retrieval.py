@@ -72,7 +72,7 @@ class Rerank(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class RetrievalConfig:
-    """Every knob of the pipeline; ``config.RetrievalSettings`` fills it, a request may
+    """Every knob of the pipeline; ``config.RecallSection`` fills it, a request may
     override any field (``RecallOptions``)."""
 
     fusion: Fusion = Fusion.WEIGHTED
@@ -441,7 +441,7 @@ class LateInteractionReranker:
     by the recall's own model pass, the memories' were stored at write time).
 
     score = mean over query tokens of the best cosine with any of the memory's tokens,
-    clipped to [0, 1]. A memory stored without token vectors (``retrieval.token_vectors``
+    clipped to [0, 1]. A memory stored without token vectors (``recall.token_vectors``
     was off when it was written) cannot be scored: the whole rerank then falls back.
     """
 

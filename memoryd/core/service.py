@@ -84,7 +84,7 @@ class ServiceLimits:
     max_idempotency_key_chars: int = 128
     recall_default_limit: int = 5
     recall_max_limit: int = 100
-    forget_strong_score: float = 0.5  # on the final score; see ForgetSettings
+    forget_strong_score: float = 0.5  # on the final score; see config.ForgetSection
     forget_candidate_score: float = 0.3
     forget_margin: float = 0.15
     forget_max_candidates: int = 10
@@ -836,7 +836,7 @@ class MemoryService:
         return AgentStats(
             total=sum(by_scope.values()),
             by_scope=by_scope,
-            by_category={f"CATEGORY_{c.name}": n for c, n in by_category.items()},
+            by_category={c.wire_name: n for c, n in by_category.items()},
             expired_pending=self.store.count_expired(access.read, now=now),
             embedding_model=self.embedder.model_name,
             embedding_dim=self.embedder.dim,
@@ -848,8 +848,8 @@ class MemoryService:
 
     async def _embed_document(self, text: str) -> tuple[np.ndarray, np.ndarray | None]:
         if self.limits.token_vectors:
-            return await self.embedder.embed_one_with_tokens(text)
-        return await self.embedder.embed_one(text), None
+            return await self.embedder.embed_document_with_tokens(text)
+        return await self.embedder.embed_document(text), None
 
     def _visible(self, access: Access, memory_id: str) -> Memory:
         _check_uuid(memory_id)

@@ -20,18 +20,15 @@ import re
 from collections import Counter
 
 from memoryd.core.errors import InvalidArgument
+from memoryd.core.text import HAN_CHARS as _HAN
+from memoryd.core.text import KANA_CHARS as _KANA
 
-__all__ = ["contains_cjk", "count_words", "extractive_summary"]
+__all__ = ["count_words", "extractive_summary"]
 
 ELLIPSIS = "…"
 
-_HAN = "\u3005\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
-_KANA = "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
-_HANGUL = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
-
 # One Han/kana character, or a run of anything else that is not whitespace.
 _TOKEN = re.compile(rf"[{_HAN}{_KANA}]|[^\s{_HAN}{_KANA}]+")
-_CJK = re.compile(rf"[{_HAN}{_KANA}{_HANGUL}]")
 _SPACELESS = re.compile(rf"[{_HAN}{_KANA}]")
 
 # A sentence end: Western terminators (with closing quotes/brackets) before whitespace,
@@ -89,14 +86,6 @@ _STOPWORD_LIST = """
 _STOPWORDS = frozenset(_STOPWORD_LIST.split()) | frozenset(
     "的了是在和也就都而及与着或一不这那我你他她它们之をにがはでともへやかなのよねだです"
 )
-
-
-def contains_cjk(text: str) -> bool:
-    """True if the text contains Han, kana or Hangul characters.
-
-    Length thresholds use it: a few CJK characters say as much as a Latin sentence.
-    """
-    return _CJK.search(text) is not None
 
 
 def count_words(text: str) -> int:

@@ -9,12 +9,11 @@ the model. Identical texts in flight share one computation.
 Recall queries go ahead of Store texts: a Recall sits on an agent's turn, and a batch of
 documents would otherwise hold it back for tens of milliseconds. But a Store text that
 has waited ``doc_max_wait`` (50 ms) goes next whatever is queued, so a steady stream of
-Recalls cannot starve Stores (measured with 32 clients at 90/10 before this rule: Store
-p99 1-3.7 s), and never twice in a row while queries wait, so a flood of Stores cannot
-starve Recalls either. Runs stay small (4 by
-default): on this class of CPU (2 cores, AVX2) runs of 4 short texts gave the most texts
-per second, longer runs 10-25% fewer on an idle machine and up to 5x fewer on a busy one
-(bench/RESULTS.md), and a long run only makes the next query wait longer.
+Recalls cannot starve Stores (they did before this rule: bench/RESULTS.md, "Hot path,
+first pass"), and never twice in a row while queries wait, so a flood of Stores cannot
+starve Recalls either ("Fairness after 71109a8"). Runs stay small (4 by default): on a
+small CPU short runs gave the most texts per second and long ones far fewer under load
+("Embedding model"), and a long run only makes the next query wait longer.
 
 Fair shares: each kind's queue is kept per tenant (``core.principals.TENANT``: the
 credential, or the agent when auth is off), and a run takes one text from each tenant in
@@ -193,11 +192,11 @@ class BatchingEmbedder:
         assert tokens is not None
         return vector, tokens
 
-    async def embed_one(self, text: str) -> np.ndarray:
+    async def embed_document(self, text: str) -> np.ndarray:
         """A document vector (documents are not cached: each is usually seen once)."""
         return (await asyncio.shield(self._submit(text, tokens=False, priority=DOCUMENT)))[0]
 
-    async def embed_one_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+    async def embed_document_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         vector, tokens = await asyncio.shield(self._submit(text, tokens=True, priority=DOCUMENT))
         assert tokens is not None
         return vector, tokens
@@ -246,7 +245,7 @@ class BatchingEmbedder:
             # A Store text that waited doc_max_wait goes next, but never twice in a row
             # while queries wait: under a backlog of Stores the oldest has always waited
             # that long, and queries (every tenant's Recall) would wait for the whole
-            # backlog (measured: one Recall 16 s behind a flood of Stores).
+            # backlog (bench/RESULTS.md, "fairness: short runs while building the scenario").
             docs_due = bool(self._docs) and (
                 not self._queries
                 or (now - self._docs.oldest() >= self.doc_max_wait and not self._docs_last)

@@ -5,7 +5,7 @@ is tokenized as a pair (truncated to ``max_tokens``) and fed as ``input_ids``,
 ``attention_mask`` and, if the model takes it, ``token_type_ids``; the model returns one
 logit per pair (shape [B] or [B, 1]), turned into a relevance in [0, 1] by a sigmoid.
 No cross-encoder weights ship on PyPI, so none is built in: configure
-``retrieval.cross_encoder_dir``. Inference runs on its own thread, never on the event loop.
+``recall.cross_encoder_dir``. Inference runs on its own thread, never on the event loop.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class CrossEncoderReranker:
         model, tok = model_dir / "model.onnx", model_dir / "tokenizer.json"
         for path in (model, tok):
             if not path.is_file():
-                raise ConfigError(f"retrieval.cross_encoder_dir: {path} does not exist")
+                raise ConfigError(f"recall.cross_encoder_dir: {path} does not exist")
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
         options.inter_op_num_threads = 1

@@ -22,10 +22,9 @@ from pathlib import Path
 MAGIC = b"LANC"
 _U64_MAX = 2**64 - 1
 _RUST_SOURCE = re.compile(r",\s*/\S+\.rs:\d+:\d+")
-_NOT_WRITABLE = re.compile(r"Permission denied|Read-only file system|os error (13|30)\b")
 
 HOW_TO_GO_ON = (
-    "To go on, either start once with --open-last-good (setting storage.open_last_good): "
+    "To go on, either start once with --open-last-good (setting lancedb.open_last_good): "
     "memoryd then opens the newest version of the table whose files all read, moving an "
     "unreadable newest manifest aside, and the writes after that version are lost; or "
     "restore a backup into a new data dir (memoryd restore --data-dir NEW BACKUP) and "
@@ -37,12 +36,6 @@ def short_error(error: BaseException) -> str:
     """LanceDB's message without its Rust source location."""
     text = _RUST_SOURCE.sub("", str(error))
     return text.removeprefix("lance error: ").strip()
-
-
-def not_writable(error: BaseException) -> bool:
-    if isinstance(error, PermissionError):
-        return True
-    return bool(_NOT_WRITABLE.search(str(error)))
 
 
 def manifest_version(path: Path) -> int:

@@ -35,8 +35,8 @@ from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
 from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, idf
 
 _NO_EXPIRY = math.inf
-# Below this either exact scan takes well under 0.1 ms (bench/kernels.py: 50 vs 73 us at
-# 1k rows); from 10k rows the int8-first one is ~4x faster.
+# Below this either exact scan is cheap; above it the int8-first one is several times
+# faster (bench/kernels.py; figures in bench/RESULTS.md, "Kernels").
 Q8_MIN_ROWS = 4096
 
 

@@ -6,7 +6,7 @@ LanceDB operation (one ``add`` for many new rows, one ``delete`` for many ids) a
 then resolves the callers' futures. So an acknowledged write is on disk (it survives a
 kill -9), and concurrent writers share commits instead of growing one fragment each.
 Every ``compact_every`` commits the table is compacted and old versions dropped, because
-single-row commits otherwise grow the table to thousands of files (MEASURED.md). That runs
+single-row commits otherwise grow the table to thousands of files. That runs
 on a thread of its own, so appends (Stores) keep committing meanwhile: Lance lets an append
 commit beside a compaction, while a delete or an update committed during one makes the
 compaction fail (and its work is lost). So the writer holds deletes and updates back until
@@ -90,8 +90,8 @@ def no_space(error: BaseException) -> bool:
     return bool(_NO_SPACE.search(str(error)))
 
 
-# A stored memory: the record, its vector, and its token vectors (int8, see tokens.py; late
-# interaction) when they were computed.
+# A stored memory: the record, its vector, and its token vectors (int8, see
+# repository.quantize_tokens; late interaction) when they were computed.
 Row = tuple[Memory, np.ndarray, np.ndarray | None]
 
 
@@ -320,8 +320,8 @@ class LanceStore:
         self.compact_every = compact_every
         self.schema = make_schema(model_name, dim)
         # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
-        # manifests of every version group commit writes: measured, RSS grew ~250 MB per
-        # 6k rows in 1.5k commits. Reads are served by the hot index, so small caches do.
+        # manifests of every version group commit writes, so the daemon's memory grew
+        # with every commit. Reads are served by the hot index, so small caches do.
         session = lancedb.Session(
             index_cache_size_bytes=cache_bytes, metadata_cache_size_bytes=cache_bytes
         )
@@ -367,7 +367,7 @@ class LanceStore:
             raise ConfigError(
                 f"the store at {self.uri} was made with embedding model {model!r} ({dim}-d); "
                 f"this daemon embeds with {self.model_name!r} ({self.dim}-d). Point "
-                "--data-dir (or storage.uri) at another location, or configure the model "
+                "--data-dir (or lancedb.uri) at another location, or configure the model "
                 "the store was made with."
             )
         missing = [f for f in self.schema if f.name not in table.schema.names]
@@ -387,7 +387,7 @@ class LanceStore:
                 f"the store's directory {d} is not writable (read-only mount, or owned by "
                 "another user): fix its ownership or permissions so the user running "
                 "memoryd can write there, remount it read-write, or point --data-dir "
-                "(storage.uri) elsewhere"
+                "(lancedb.uri) elsewhere"
             )
 
     def _table_dir(self, name: str) -> Path | None:

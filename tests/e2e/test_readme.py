@@ -113,7 +113,7 @@ def test_python_examples_run_as_printed(run: Run, tmp_path: Path) -> None:
             encoding="utf-8",
         )
         printed = ok(run([sys.executable, str(script)], cwd=tmp_path)).splitlines()
-        if "c.store(" in code and "MemorydError" in code:
+        if "c.store(" in code and "except InvalidArgument" in code:
             check_sync_example(printed)
             seen.add("sync")
         elif "c.stream(" in code:
@@ -128,9 +128,11 @@ def check_sync_example(printed: list[str]) -> None:
     outcome, memory_id = printed[0].split()
     assert outcome == "STORE_OUTCOME_CREATED" and str(uuid.UUID(memory_id)) == memory_id
     # for hit in c.recall("main", "when do we deploy?", limit=3): print score and text
-    hits = printed[1:-1]
+    hits = printed[1:-2]
     assert hits and re.fullmatch(r"\d\.\d\d Deploys happen on Fridays at 5pm", hits[0]), printed
-    # print(e.code.name, e.message)  # INVALID_ARGUMENT text is empty
+    # except NotFound: print(e.code.name, e.details)  # NOT_FOUND memory ... not found
+    assert re.fullmatch(r"NOT_FOUND memory \S+ not found", printed[-2]), printed
+    # except InvalidArgument: print(e.code.name, e.details)  # INVALID_ARGUMENT text is empty
     assert printed[-1].startswith("INVALID_ARGUMENT text is empty"), printed
 
 

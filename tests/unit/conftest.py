@@ -40,7 +40,7 @@ class WordHashEmbedder:
         self.calls += 1
         return self.vector(text)
 
-    async def embed_one(self, text: str) -> np.ndarray:
+    async def embed_document(self, text: str) -> np.ndarray:
         self.calls += 1
         return self.vector(text)
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -85,13 +86,13 @@ def test_policy_settings_become_a_policy(tmp_path: Path) -> None:
     assert policy.access("dev").read == {"agent:dev", "global", "workspace:t"}
 
 
-def test_retrieval_settings_become_the_pipeline_config(tmp_path: Path) -> None:
+def test_recall_settings_become_the_pipeline_config(tmp_path: Path) -> None:
     config_file = tmp_path / "memoryd.toml"
-    config_file.write_text('[retrieval]\nfusion = "rrf"\nann_threshold = 5000\nrerank_top = 7\n')
+    config_file.write_text('[recall]\nfusion = "rrf"\nann_threshold = 5000\nrerank_top = 7\n')
     settings = load_settings(config_file)
-    config = settings.retrieval.to_config()  # index-only settings must not leak into it
+    config = settings.recall.to_config()  # index-only settings must not leak into it
     assert (config.fusion.value, config.rerank_top) == ("rrf", 7)
-    assert settings.retrieval.ann_threshold == 5000
+    assert settings.recall.ann_threshold == 5000
 
 
 def test_the_readme_settings_file_loads_as_printed(tmp_path: Path) -> None:
@@ -113,3 +114,73 @@ def test_vault_settings_never_stop_the_daemon(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("MEMORYD_VAULT__AGNET", "main")
     s = load_settings()
     assert s.listen == "127.0.0.1:50051"
+
+
+def test_renamed_sections_still_read_from_a_file_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv("MEMORYD_CONFIG", raising=False)
+    old = tmp_path / "old.toml"
+    old.write_text(
+        '[storage]\ntable = "mine"\n[retrieval]\nrrf_k = 30\n[recall]\ndefault_limit = 7\n'
+    )
+    with caplog.at_level(logging.WARNING, logger="memoryd.config"):
+        s = load_settings(old)
+    assert (s.lancedb.table, s.recall.rrf_k, s.recall.default_limit) == ("mine", 30.0, 7)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2
+    assert "storage.table is now lancedb.table" in warnings[0]
+    assert "retrieval.rrf_k is now recall.rrf_k" in warnings[1]
+
+    caplog.clear()
+    new = tmp_path / "new.toml"
+    new.write_text('[lancedb]\ntable = "mine"\n[recall]\nrrf_k = 30\ndefault_limit = 7\n')
+    with caplog.at_level(logging.WARNING, logger="memoryd.config"):
+        assert load_settings(new).model_dump() == s.model_dump()
+    assert not caplog.records
+
+    both = tmp_path / "both.toml"  # the new spelling wins over the old one
+    both.write_text('[storage]\ntable = "old"\ncache_mib = 8\n[lancedb]\ntable = "new"\n')
+    s = load_settings(both)
+    assert (s.lancedb.table, s.lancedb.cache_mib) == ("new", 8)
+
+
+def test_renamed_sections_still_read_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv("MEMORYD_CONFIG", raising=False)
+    monkeypatch.setenv("MEMORYD_STORAGE__CACHE_MIB", "32")
+    monkeypatch.setenv("MEMORYD_RETRIEVAL__FUSION", "rrf")
+    with caplog.at_level(logging.WARNING, logger="memoryd.config"):
+        s = load_settings()
+    assert (s.lancedb.cache_mib, s.recall.fusion) == (32, "rrf")
+    text = caplog.text
+    assert "MEMORYD_STORAGE__CACHE_MIB is now MEMORYD_LANCEDB__CACHE_MIB" in text
+    assert "MEMORYD_RETRIEVAL__FUSION is now MEMORYD_RECALL__FUSION" in text
+
+    monkeypatch.setenv("MEMORYD_LANCEDB__CACHE_MIB", "16")  # the new spelling wins
+    assert load_settings().lancedb.cache_mib == 16
+    monkeypatch.delenv("MEMORYD_STORAGE__CACHE_MIB")
+    monkeypatch.delenv("MEMORYD_RETRIEVAL__FUSION")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="memoryd.config"):
+        assert load_settings().lancedb.cache_mib == 16
+    assert not caplog.records
+
+
+def test_an_unknown_key_stops_the_daemon_in_old_and_new_sections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMORYD_CONFIG", raising=False)
+    for section, named in (("lancedb", "lancedb"), ("storage", "lancedb"), ("retrieval", "recall")):
+        bad = tmp_path / f"{section}.toml"
+        bad.write_text(f"[{section}]\ntabel = 5\n")
+        with pytest.raises(ConfigError, match=rf"setting {named}\.tabel: Extra inputs"):
+            load_settings(bad)
+    bad = tmp_path / "section.toml"
+    bad.write_text("[retreival]\nfusion = 'rrf'\n")
+    with pytest.raises(ConfigError, match=r"setting retreival: Extra inputs"):
+        load_settings(bad)
+    monkeypatch.setenv("MEMORYD_STORAGE__CACHE_MIB", "0")
+    with pytest.raises(ConfigError, match=r"lancedb\.cache_mib"):
+        load_settings()

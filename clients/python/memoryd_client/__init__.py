@@ -8,31 +8,68 @@
 
 ``AsyncMemoryClient`` is the same API for asyncio, plus ``stream()`` for the
 bidirectional Stream RPC. Responses are the generated protobuf messages (``pb``).
+Every failed call raises a ``MemorydError`` of the subclass named after its gRPC status
+(``NotFound``, ``InvalidArgument``, ``Unavailable``, ...; the tree is drawn in
+``memoryd_client.errors``), all importable from here::
 
-Submodules: ``untrusted`` (escaping recalled text for a model; standard library only),
+    from memoryd_client import NotFound
+    try:
+        client.get("main", memory_id)
+    except NotFound:
+        ...
+
+Submodules: ``errors`` (the exception tree), ``untrusted`` (escaping recalled text for a
+model; standard library only),
 ``mcp_server`` (``memoryd mcp``, needs the ``mcp`` extra). The names above are loaded on
 first use, so importing ``memoryd_client.untrusted`` does not load grpc.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memoryd_client._gen.memoryd.v1 import hooks_pb2 as hooks_pb
     from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
     from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
-    from memoryd_client.client import (
-        AsyncMemoryClient,
-        MemoryClient,
+    from memoryd_client.client import AsyncMemoryClient, MemoryClient, tls_credentials
+    from memoryd_client.errors import (
+        Cancelled,
+        DataLoss,
+        DeadlineExceeded,
+        FailedPrecondition,
+        Internal,
+        InvalidArgument,
         MemorydError,
-        tls_credentials,
+        NotFound,
+        Overloaded,
+        PermissionDenied,
+        ResourceExhausted,
+        Unauthenticated,
+        Unavailable,
+        Unimplemented,
+        Unknown,
     )
 
 __all__ = [
     "AsyncMemoryClient",
+    "Cancelled",
+    "DataLoss",
+    "DeadlineExceeded",
+    "FailedPrecondition",
+    "Internal",
+    "InvalidArgument",
     "MemoryClient",
     "MemorydError",
+    "NotFound",
+    "Overloaded",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "Unauthenticated",
+    "Unavailable",
+    "Unimplemented",
+    "Unknown",
     "hooks_pb",
     "pb",
     "review_pb",
@@ -49,11 +86,14 @@ def __getattr__(name: str) -> Any:
         from memoryd_client._gen.memoryd.v1 import hooks_pb2 as value
     elif name == "review_pb":
         from memoryd_client._gen.memoryd.v1 import review_pb2 as value
-    elif name in ("AsyncMemoryClient", "MemoryClient", "MemorydError", "tls_credentials"):
+    elif name in ("AsyncMemoryClient", "MemoryClient", "tls_credentials"):
         from memoryd_client import client
 
         value = getattr(client, name)
     else:
-        raise AttributeError(f"module 'memoryd_client' has no attribute {name!r}")
+        errors = importlib.import_module("memoryd_client.errors")  # not "from . import":
+        if name not in errors.__all__:  # that would ask this function for "errors"
+            raise AttributeError(f"module 'memoryd_client' has no attribute {name!r}")
+        value = getattr(errors, name)
     globals()[name] = value  # loaded once; later lookups do not come here
     return value

@@ -1,6 +1,7 @@
 """Sync and asyncio clients. Deadlines on every call; idempotent calls are retried on
 UNAVAILABLE (daemon starting or restarting) with exponential backoff; every failure is a
-``MemorydError`` carrying the gRPC status code and the daemon's message."""
+``MemorydError`` of the subclass named after its gRPC status (``memoryd_client.errors``),
+carrying the status code, the daemon's message and its trailers."""
 
 from __future__ import annotations
 
@@ -23,25 +24,18 @@ from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
 from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
 from memoryd_client._gen.memoryd.v1 import review_pb2_grpc as review_grpc
+from memoryd_client.errors import MemorydError, error_from_rpc
+
+__all__ = [
+    "AsyncMemoryClient",
+    "MemoryClient",
+    "MemorydError",
+    "tls_credentials",
+]
 
 T = TypeVar("T")
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
-
-
-class MemorydError(Exception):
-    """A failed call: ``code`` is the grpc.StatusCode, ``message`` the daemon's text."""
-
-    def __init__(self, code: grpc.StatusCode, message: str):
-        super().__init__(f"{code.name}: {message}")
-        self.code = code
-        self.message = message
-
-    @classmethod
-    def from_rpc(cls, error: grpc.RpcError) -> MemorydError:
-        code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
-        details = error.details() if hasattr(error, "details") else str(error)
-        return cls(code, details or "")
 
 
 def _cat(value: int) -> pb.Category.ValueType:
@@ -180,21 +174,6 @@ def tls_credentials(
     return grpc.ssl_channel_credentials(read(ca), read(key), read(cert))
 
 
-def _retry_after(error: Any) -> float | None:
-    """Seconds the daemon asked the caller to wait (trailer ``retry-after-ms``, sent with
-    RESOURCE_EXHAUSTED when a rate limit or a full queue refused the call before doing
-    anything: such a call is safe to send again, idempotent or not), at most 30."""
-    if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return None
-    for key, value in error.trailing_metadata() or ():
-        if key == "retry-after-ms":
-            try:
-                return min(30.0, max(0.0, int(value) / 1000.0))
-            except ValueError:
-                return None
-    return None
-
-
 def build_context_request(
     agent_id: str,
     prompt: str,
@@ -275,25 +254,26 @@ class MemoryClient:
         self._channel.close()
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        """Block until the daemon answers (health SERVING is checked by Stats below)."""
+        """Block until the channel to the daemon is connected (a daemon still loading its
+        models answers calls with Unavailable, which idempotent calls retry)."""
         grpc.channel_ready_future(self._channel).result(timeout=timeout)
 
     def _call(
         self, method: Callable[..., T], request: Any, *, idempotent: bool, timeout: float | None
     ) -> T:
-        delay = 0.05
-        for attempt in range(1 + self.retries):
+        delay, attempt = 0.05, 0
+        while True:
             try:
                 return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
             except grpc.RpcError as e:
-                wait = _retry_after(e)
-                if attempt == self.retries or (
-                    wait is None and (not idempotent or e.code() not in RETRYABLE)
+                error = error_from_rpc(e)
+                wait = error.retry_after
+                if attempt >= self.retries or (
+                    wait is None and (not idempotent or error.code not in RETRYABLE)
                 ):
-                    raise MemorydError.from_rpc(e) from None
+                    raise error from None
                 time.sleep(wait if wait is not None else delay)
-                delay *= 4
-        raise AssertionError("unreachable")
+                delay, attempt = delay * 4, attempt + 1
 
     def store(
         self, agent_id: str, text: str, *, timeout: float | None = None, **kw: Any
@@ -382,7 +362,7 @@ class MemoryClient:
         try:
             yield from call
         except grpc.RpcError as e:
-            raise MemorydError.from_rpc(e) from None
+            raise error_from_rpc(e) from None
 
     def import_memories(
         self, agent_id: str, memories: Iterable[pb.Memory], *, timeout: float | None = None
@@ -392,7 +372,7 @@ class MemoryClient:
         try:
             return self._stub.Import(requests, timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as e:
-            raise MemorydError.from_rpc(e) from None
+            raise error_from_rpc(e) from None
 
     def stream(
         self, requests: Iterable[pb.StreamRequest], *, timeout: float | None = None
@@ -406,7 +386,7 @@ class MemoryClient:
         try:
             yield from call
         except grpc.RpcError as e:
-            raise MemorydError.from_rpc(e) from None
+            raise error_from_rpc(e) from None
 
     def conflicts(self, agent_id: str, *, limit: int = 0) -> pb.ListConflictsResponse:
         return self._call(
@@ -500,21 +480,21 @@ class AsyncMemoryClient:
     async def _call(
         self, method: Any, request: Any, *, idempotent: bool, timeout: float | None
     ) -> Any:
-        delay = 0.05
-        for attempt in range(1 + self.retries):
+        delay, attempt = 0.05, 0
+        while True:
             try:
                 return await method(
                     request, timeout=timeout or self.timeout, metadata=self._metadata
                 )
             except grpc.aio.AioRpcError as e:
-                wait = _retry_after(e)
-                if attempt == self.retries or (
-                    wait is None and (not idempotent or e.code() not in RETRYABLE)
+                error = error_from_rpc(e)
+                wait = error.retry_after
+                if attempt >= self.retries or (
+                    wait is None and (not idempotent or error.code not in RETRYABLE)
                 ):
-                    raise MemorydError(e.code(), e.details() or "") from None
+                    raise error from None
                 await asyncio.sleep(wait if wait is not None else delay)
-                delay *= 4
-        raise AssertionError("unreachable")
+                delay, attempt = delay * 4, attempt + 1
 
     async def store(
         self, agent_id: str, text: str, *, timeout: float | None = None, **kw: Any
@@ -635,4 +615,4 @@ async def _stream_errors(call: Any) -> AsyncIterator[pb.StreamResponse]:
         async for response in call:
             yield response
     except grpc.aio.AioRpcError as e:
-        raise MemorydError(e.code(), e.details() or "") from None
+        raise error_from_rpc(e) from None

@@ -70,7 +70,12 @@ TOOL_NAMES = (
 SHOWN_CHARS = 4000
 """Each memory shown to the model is cut to this many characters (after escaping)."""
 
-CATEGORY_NAMES = ("preference", "fact", "decision", "entity", "other")
+# Every category but UNSPECIFIED, in wire order, as the model names one: from the proto.
+CATEGORY_NAMES = tuple(
+    name.removeprefix("CATEGORY_").lower()
+    for name, number in sorted(pb.Category.items(), key=lambda item: item[1])
+    if number != pb.CATEGORY_UNSPECIFIED
+)
 TTL_NAMES = ("permanent", "session", "short")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 _SCOPE = re.compile(r"[A-Za-z0-9._:-]{1,100}")

@@ -205,7 +205,7 @@ export class MemorydClient {
   /** One memory by id; NOT_FOUND if it does not exist or the agent may not read it. */
   async get(request: GetInit, options?: CallOptions): Promise<Memory> {
     const response = await this.call((o) => this.rpc.get(request, o), true, options);
-    if (!response.memory) throw new MemorydError("INTERNAL", "the daemon sent no memory");
+    if (!response.memory) throw MemorydError.of("INTERNAL", "the daemon sent no memory");
     return response.memory;
   }
 
@@ -397,7 +397,7 @@ function forgetInit(request: ForgetInit): MessageInitShape<typeof ForgetRequestS
   }
   const { agentId, id, query } = request as { agentId: string; id?: string; query?: string };
   if (Boolean(id) === Boolean(query)) {
-    throw new MemorydError("INVALID_ARGUMENT", "forget needs exactly one of id or query");
+    throw MemorydError.of("INVALID_ARGUMENT", "forget needs exactly one of id or query");
   }
   return id
     ? { agentId, target: { case: "id", value: id } }

@@ -27,8 +27,25 @@ export type {
   UpdateInit,
 } from "./client.js";
 export { DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS, MemorydClient } from "./client.js";
-export type { MemorydErrorCode } from "./errors.js";
-export { codeName, MemorydError } from "./errors.js";
+export type { MemorydErrorCode, MemorydErrorOptions } from "./errors.js";
+export {
+  Cancelled,
+  codeName,
+  DataLoss,
+  DeadlineExceeded,
+  FailedPrecondition,
+  Internal,
+  InvalidArgument,
+  MemorydError,
+  NotFound,
+  Overloaded,
+  PermissionDenied,
+  ResourceExhausted,
+  Unauthenticated,
+  Unavailable,
+  Unimplemented,
+  Unknown,
+} from "./errors.js";
 export type { RetryOptions } from "./retry.js";
 export { DEFAULT_RETRY } from "./retry.js";
 export type { StreamOp } from "./session.js";

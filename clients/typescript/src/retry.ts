@@ -52,7 +52,7 @@ export async function callWithRetries<T>(
   for (let n = 1; ; n++) {
     const left = deadline - Date.now();
     if (left <= 0) {
-      throw new MemorydError("DEADLINE_EXCEEDED", `deadline of ${timeoutMs} ms exceeded`);
+      throw MemorydError.of("DEADLINE_EXCEEDED", `deadline of ${timeoutMs} ms exceeded`);
     }
     let error: MemorydError;
     try {
@@ -72,7 +72,7 @@ export async function callWithRetries<T>(
     try {
       await sleep(delay, undefined, { signal });
     } catch (reason) {
-      throw new MemorydError("CANCELLED", "the call was aborted by its signal", {
+      throw MemorydError.of("CANCELLED", "the call was aborted by its signal", {
         cause: reason,
       });
     }

@@ -110,12 +110,12 @@ export class MemorydSession implements AsyncIterable<StreamResponse> {
   send(op: StreamOp, requestId?: string): Promise<StreamResponse> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.ended || this.closing) {
-      return Promise.reject(new MemorydError("FAILED_PRECONDITION", "the session is closed"));
+      return Promise.reject(MemorydError.of("FAILED_PRECONDITION", "the session is closed"));
     }
     const id = requestId ?? String(++this.nextId);
     if (this.pending.has(id)) {
       return Promise.reject(
-        new MemorydError("INVALID_ARGUMENT", `request_id ${JSON.stringify(id)} is already in flight`),
+        MemorydError.of("INVALID_ARGUMENT", `request_id ${JSON.stringify(id)} is already in flight`),
       );
     }
     return new Promise<StreamResponse>((resolve, reject) => {
@@ -197,7 +197,7 @@ export class MemorydSession implements AsyncIterable<StreamResponse> {
       const { result } = response;
       if (result.case === "error") {
         // The status number is authoritative; code_name only restates it.
-        waiter.reject(new MemorydError(codeName(result.value.code), result.value.message));
+        waiter.reject(MemorydError.of(codeName(result.value.code), result.value.message));
       } else {
         waiter.resolve(response);
       }
@@ -211,7 +211,7 @@ export class MemorydSession implements AsyncIterable<StreamResponse> {
     this.requests.close();
     const orphaned =
       error ??
-      new MemorydError("UNKNOWN", "the daemon ended the stream without answering this op");
+      MemorydError.of("UNKNOWN", "the daemon ended the stream without answering this op");
     for (const waiter of this.pending.values()) waiter.reject(orphaned);
     this.pending.clear();
     for (const listener of this.listeners) listener.close(error);
@@ -227,7 +227,7 @@ function expect<K extends Exclude<Results["case"], "error" | undefined>>(
   kind: K,
 ): ResultOf<K> {
   if (response.result.case !== kind) {
-    throw new MemorydError(
+    throw MemorydError.of(
       "INTERNAL",
       `expected a ${kind} result for request ${response.requestId}, got ${response.result.case ?? "none"}`,
     );

@@ -5,7 +5,7 @@ import logging
 import grpc
 import pytest
 
-from memoryd.api.errors import MAX_MESSAGE_CHARS, STATUS, status_of
+from memoryd.api.errors import MAX_MESSAGE_CHARS, STATUS, status_of, trailers_of
 from memoryd.core import errors
 
 
@@ -47,3 +47,11 @@ def test_every_status_message_is_capped() -> None:
 def test_name_few_names_a_few_then_counts_the_rest() -> None:
     assert errors.name_few(["a", "b"]) == "a, b"
     assert errors.name_few([str(i) for i in range(12)], few=3) == "0, 1, 2 and 9 more"
+
+
+def test_an_overload_tells_the_caller_how_long_to_wait() -> None:
+    assert trailers_of(errors.Overloaded("queue full", retry_after=0.25)) == (
+        ("retry-after-ms", "250"),
+    )
+    assert trailers_of(errors.Overloaded("queue full")) == ()
+    assert trailers_of(errors.NotFound("no such memory")) == ()

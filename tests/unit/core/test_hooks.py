@@ -77,7 +77,7 @@ async def test_slow_recall_returns_an_empty_block_within_the_budget(
             await asyncio.sleep(5)
             return embedder.vector(text)  # type: ignore[no-any-return]
 
-        embed_one = embed_query
+        embed_document = embed_query
 
     service.embedder = Slow()
     hooks = HookService(service, HookSettings(time_budget_ms=50))

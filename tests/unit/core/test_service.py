@@ -380,7 +380,7 @@ async def test_texts_the_embedder_cannot_read_are_never_near_duplicates_of_each_
         async def embed_query(self, text: str):  # type: ignore[no-untyped-def]
             return self.vector(text)
 
-        async def embed_one(self, text: str):  # type: ignore[no-untyped-def]
+        async def embed_document(self, text: str):  # type: ignore[no-untyped-def]
             return self.vector(text)
 
     repo = open_repository()
@@ -428,7 +428,7 @@ async def test_forget_by_a_query_the_embedder_cannot_read_deletes_nothing(
         async def embed_query(self, text: str) -> np.ndarray:
             return self.vector(text)
 
-        async def embed_one(self, text: str) -> np.ndarray:
+        async def embed_document(self, text: str) -> np.ndarray:
             return self.vector(text)
 
     repo = open_repository()

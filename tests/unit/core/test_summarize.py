@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memoryd.core.errors import InvalidArgument
-from memoryd.core.summarize import contains_cjk, count_words, extractive_summary
+from memoryd.core.summarize import count_words, extractive_summary
 
 STORY = (
     "Alice moved to Berlin in 2024. "
@@ -35,14 +35,6 @@ STORY = (
 )
 def test_count_words(text: str, words: int) -> None:
     assert count_words(text) == words
-
-
-@pytest.mark.parametrize(
-    ("text", "cjk"),
-    [("hello", False), ("Čeština je fajn", False), ("茶", True), ("かな", True), ("한국어", True)],
-)
-def test_contains_cjk(text: str, cjk: bool) -> None:
-    assert contains_cjk(text) is cjk
 
 
 @pytest.mark.parametrize(

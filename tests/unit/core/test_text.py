@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.core.text import content_hash, is_blank, normalize_text
+from memoryd.core.text import contains_cjk, content_hash, is_blank, normalize_text
 
 
 def test_normalisation_makes_equivalent_texts_equal() -> None:
@@ -25,3 +25,18 @@ def test_texts_with_nothing_visible_are_blank(text: str) -> None:
 @pytest.mark.parametrize("text", ["a", "\x00a", "日本", "🙂", "\u200bx", "\U0001fae8", "\ue000"])
 def test_texts_with_something_visible_are_not_blank(text: str) -> None:
     assert not is_blank(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk"),
+    [
+        ("hello", False),
+        ("Čeština je fajn", False),
+        ("茶", True),
+        ("かな", True),
+        ("한국어", True),
+        ("々", True),
+    ],
+)
+def test_contains_cjk(text: str, cjk: bool) -> None:
+    assert contains_cjk(text) is cjk

@@ -79,7 +79,7 @@ async def test_batcher_shares_runs_dedupes_and_caches(model: OnnxEmbedder) -> No
     embedder.start()
     try:
         texts = [f"note number {i}" for i in range(20)] + ["note number 3"] * 5
-        vectors = await asyncio.gather(*(embedder.embed_one(t) for t in texts))
+        vectors = await asyncio.gather(*(embedder.embed_document(t) for t in texts))
         assert np.allclose(vectors[3], vectors[-1])
         assert np.allclose(vectors[0], model.embed(["note number 0"])[0], atol=1e-4)
         # 25 requests, 20 distinct texts, fewer model runs than texts.
@@ -167,9 +167,9 @@ async def test_queries_jump_ahead_of_queued_documents() -> None:
     embedder = BatchingEmbedder(lambda: fake, workers=1, doc_batch=3, doc_max_wait=10.0)  # type: ignore[arg-type,return-value]
     embedder.start()
     try:
-        first = asyncio.ensure_future(embedder.embed_one("doc 0"))
+        first = asyncio.ensure_future(embedder.embed_document("doc 0"))
         assert await asyncio.to_thread(fake.started.wait, 10)
-        docs = [asyncio.ensure_future(embedder.embed_one(f"doc {i}")) for i in range(1, 8)]
+        docs = [asyncio.ensure_future(embedder.embed_document(f"doc {i}")) for i in range(1, 8)]
         queries = [asyncio.ensure_future(embedder.embed_query(f"query {i}")) for i in range(2)]
         await asyncio.sleep(0.05)  # all queued behind the gated run
         fake.gate.set()
@@ -188,7 +188,7 @@ async def test_a_store_text_that_waited_goes_ahead_of_queued_queries() -> None:
     try:
         first = asyncio.ensure_future(embedder.embed_query("query 0"))
         assert await asyncio.to_thread(fake.started.wait, 10)
-        doc = asyncio.ensure_future(embedder.embed_one("the store text"))
+        doc = asyncio.ensure_future(embedder.embed_document("the store text"))
         queries = [asyncio.ensure_future(embedder.embed_query(f"query {i}")) for i in range(1, 7)]
         await asyncio.sleep(0.05)  # the document has now waited longer than doc_max_wait
         fake.gate.set()
@@ -256,9 +256,9 @@ async def test_a_flood_of_store_texts_does_not_hold_back_a_query() -> None:
     embedder = BatchingEmbedder(lambda: fake, workers=1, doc_batch=4, doc_max_wait=0.0)  # type: ignore[arg-type,return-value]
     embedder.start()
     try:
-        first = asyncio.ensure_future(embedder.embed_one("doc 0"))
+        first = asyncio.ensure_future(embedder.embed_document("doc 0"))
         assert await asyncio.to_thread(fake.started.wait, 10)
-        docs = [asyncio.ensure_future(embedder.embed_one(f"doc {i}")) for i in range(1, 41)]
+        docs = [asyncio.ensure_future(embedder.embed_document(f"doc {i}")) for i in range(1, 41)]
         query = asyncio.ensure_future(embedder.embed_query("where is the query?"))
         await asyncio.sleep(0.05)  # every document has waited longer than doc_max_wait
         fake.gate.set()

@@ -21,20 +21,24 @@ export class ToolAuthorizationError extends Error {
   readonly status: number = 403;
 }
 
-export const CATEGORY_NAMES = ["preference", "fact", "decision", "entity", "other"] as const;
-export type CategoryName = (typeof CATEGORY_NAMES)[number];
+/** A category as the tools name it: its proto enum name in lower case ("preference"). */
+export type CategoryName = Lowercase<Exclude<keyof typeof Category, "UNSPECIFIED">>;
 
-const CATEGORY_VALUES: Record<CategoryName, Category> = {
-  preference: Category.PREFERENCE,
-  fact: Category.FACT,
-  decision: Category.DECISION,
-  entity: Category.ENTITY,
-  other: Category.OTHER,
-};
+/** Every category but UNSPECIFIED, in wire order, from the generated enum (the proto is
+ * the one list of categories). */
+const CATEGORY_VALUES = new Map<CategoryName, Category>(
+  Object.entries(Category)
+    .filter((entry): entry is [string, Category] => typeof entry[1] === "number")
+    .filter(([, value]) => value !== Category.UNSPECIFIED)
+    .sort(([, a], [, b]) => a - b)
+    .map(([key, value]) => [key.toLowerCase() as CategoryName, value]),
+);
+
+export const CATEGORY_NAMES: readonly CategoryName[] = [...CATEGORY_VALUES.keys()];
 
 /** "preference" for Category.PREFERENCE; "unspecified" for anything unknown. */
 export function categoryName(category: Category): string {
-  for (const [name, value] of Object.entries(CATEGORY_VALUES)) {
+  for (const [name, value] of CATEGORY_VALUES) {
     if (value === category) return name;
   }
   return "unspecified";
@@ -132,7 +136,7 @@ export class Params {
 
   category(key = "category"): Category | undefined {
     const name = this.choice(key, CATEGORY_NAMES);
-    return name === undefined ? undefined : CATEGORY_VALUES[name];
+    return name === undefined ? undefined : CATEGORY_VALUES.get(name);
   }
 
   /** A memory id: a UUID in its text form. */

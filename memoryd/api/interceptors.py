@@ -1,0 +1,137 @@
+"""Server interceptor plumbing: re-wrapping a registered handler's behaviour (cached per
+method), the request id every log record carries, and the interceptor that turns a raised
+exception into a gRPC status with ``memoryd.api.errors``.
+
+The other interceptors (auth, limits, metrics, decoding) build on ``WrapCache``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any
+
+import grpc
+
+from memoryd.api.errors import status_of, trailers_of
+
+# The id of the RPC being served (metadata x-request-id, or generated); every log record
+# written while serving it carries it (see RequestIdFilter).
+REQUEST_ID: ContextVar[str] = ContextVar("request_id", default="-")
+
+
+class RequestIdFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = REQUEST_ID.get()
+        return True
+
+
+Behavior = Callable[..., Any]
+
+
+def _wrap_unary(behavior: Behavior) -> Behavior:
+    async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await behavior(request, context)
+        except (asyncio.CancelledError, grpc.aio.AbortError):
+            raise
+        except Exception as error:
+            code, message = status_of(error)
+            await context.abort(code, message, trailers_of(error))
+
+    return call
+
+
+def _wrap_streaming(behavior: Behavior) -> Behavior:
+    async def call(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        try:
+            async for response in behavior(request, context):
+                yield response
+        except (asyncio.CancelledError, grpc.aio.AbortError):
+            raise
+        except Exception as error:
+            code, message = status_of(error)
+            await context.abort(code, message, trailers_of(error))
+
+    return call
+
+
+Deserializer = Callable[[bytes], Any]
+
+
+def rewrap(
+    handler: grpc.RpcMethodHandler,
+    wrap: Callable[[Behavior, bool], Behavior],
+    deserializer: Callable[[Deserializer | None], Deserializer] | None = None,
+) -> Any:
+    """A copy of ``handler`` whose behaviour is ``wrap(behavior, response_streaming)`` and,
+    with ``deserializer``, whose request deserializer is ``deserializer(the handler's)``."""
+    request_deserializer = handler.request_deserializer
+    if deserializer is not None:
+        request_deserializer = deserializer(request_deserializer)
+    if handler.unary_unary:
+        return grpc.unary_unary_rpc_method_handler(
+            wrap(handler.unary_unary, False),
+            request_deserializer=request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.unary_stream:
+        return grpc.unary_stream_rpc_method_handler(
+            wrap(handler.unary_stream, True),
+            request_deserializer=request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.stream_unary:
+        return grpc.stream_unary_rpc_method_handler(
+            wrap(handler.stream_unary, False),
+            request_deserializer=request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    return grpc.stream_stream_rpc_method_handler(
+        wrap(handler.stream_stream, True),
+        request_deserializer=request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
+
+
+class WrapCache:
+    """Wrapped handlers, made once per (method, registered handler) instead of per call."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[tuple[str, int], tuple[grpc.RpcMethodHandler, Any]] = {}
+
+    def get(
+        self,
+        method: str,
+        handler: grpc.RpcMethodHandler,
+        wrap: Callable[[Behavior, bool], Behavior],
+        deserializer: Callable[[Deserializer | None], Deserializer] | None = None,
+    ) -> Any:
+        key = (method, id(handler))
+        hit = self._wrapped.get(key)
+        if hit is not None and hit[0] is handler:
+            return hit[1]
+        wrapped = rewrap(handler, wrap, deserializer)
+        self._wrapped[key] = (handler, wrapped)  # holding handler keeps its id unique
+        return wrapped
+
+
+class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+    def __init__(self) -> None:
+        self._cache = WrapCache()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        return self._cache.get(
+            handler_call_details.method,
+            handler,
+            lambda b, streaming: _wrap_streaming(b) if streaming else _wrap_unary(b),
+        )
