@@ -402,6 +402,8 @@ def review_item_to_pb(item: review.Item) -> review_pb.ReviewItem:
         ],
         needs_item_approval=item.needs_item_approval,
         blocked=item.blocked,
+        bundle_id=item.bundle_id,
+        signature=item.signature,
     )
 
 
@@ -411,6 +413,7 @@ def prepare_review_response(p: review.Prepared) -> review_pb.PrepareReviewRespon
         prepared_at=_ts(p.prepared_at),
         memories_scanned=p.memories_scanned,
         truncated=p.truncated,
+        bundle_id=p.bundle_id,
     )
 
 
@@ -431,6 +434,8 @@ def apply_review_request(r: review_pb.ApplyReviewRequest) -> list[review.Approve
                 action=_review_action(it.action),
                 hashes=hashes,
                 approval=approval,
+                bundle_id=it.bundle_id,
+                signature=it.signature,
             )
         )
     return items

@@ -18,6 +18,7 @@ import grpc
 import pytest
 from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb
 from memoryd_client._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc
+from memoryd_client.vault.state import approved_item
 
 pytestmark = pytest.mark.integration
 
@@ -340,15 +341,7 @@ def test_a_review_promotion_into_a_write_only_scope_reveals_nothing_there(secure
     applied = mallory.review_apply(
         review_pb.ApplyReviewRequest(
             agent_id="mallory",
-            items=[
-                review_pb.ApprovedItem(
-                    item_id=item.item_id,
-                    kind=item.kind,
-                    action=item.action,
-                    hashes=[review_pb.MemoryHash(id=m.id, hash=m.hash) for m in item.memories],
-                    approval=review_pb.APPROVAL_ITEM,
-                )
-            ],
+            items=[approved_item(item)],
         )
     )
     # The same text already in the drop box is not "already held (<its id>)": that would

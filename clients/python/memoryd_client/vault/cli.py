@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import sys
 import time
 from collections import Counter
@@ -26,6 +25,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import grpc
 
@@ -40,9 +40,13 @@ from memoryd_client.vault.state import (
     BundleState,
     Decision,
     StateError,
+    approval_key,
+    approved_item,
     check_bundle_id,
     note_path,
     now_iso,
+    seal,
+    sealed,
     state_path,
 )
 
@@ -89,6 +93,25 @@ class Vault:
             raise VaultError(str(e), EXIT_VAULT) from None
         self.address = args.address or os.environ.get("MEMORYD_ADDRESS") or "127.0.0.1:50051"
         self.token = os.environ.get("MEMORYD_AUTH_TOKEN") or None
+
+    def approval_key(self) -> bytes:
+        configured = self.settings.approval_key_file
+        if configured:
+            path = Path(configured).expanduser()
+        else:
+            base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+            path = Path(base) / "memoryd" / "vault-approval.key"
+        return approval_key(path, self.root.vault)
+
+    def zone(self) -> ZoneInfo:
+        try:
+            return ZoneInfo(self.settings.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise VaultError(
+                f"[vault] timezone {self.settings.timezone!r} is not a known time zone "
+                "(e.g. UTC, Europe/Zurich)",
+                EXIT_USAGE,
+            ) from None
 
     def client(self) -> MemoryClient:
         return MemoryClient(self.address, token=self.token, timeout=60.0)
@@ -260,10 +283,13 @@ def review_prepare(v: Vault, args: argparse.Namespace) -> int:
 def new_bundle(
     v: Vault, resp: review_pb.PrepareReviewResponse, trigger: str = "manual"
 ) -> BundleState:
-    now = datetime.now(UTC)
-    bundle_id = f"rb-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    if not resp.bundle_id or any(not i.signature for i in resp.items):
+        raise VaultError(
+            "the daemon does not sign review items (it is older than this CLI): upgrade memoryd",
+            EXIT_FAILED,
+        )
     state = BundleState(
-        bundle_id=bundle_id,
+        bundle_id=check_bundle_id(resp.bundle_id),
         agent=v.agent,
         created=now_iso(),
         items=list(resp.items),
@@ -316,58 +342,81 @@ def review_decide(v: Vault, args: argparse.Namespace) -> int:
     ids, bulk = _chosen(state, args.items, allow_low_risk=args.decision == "approved")
     until = ""
     if args.decision == "snoozed":
-        until = _until(args.until)
+        until = _until(args.until, v.zone())
+    key = v.approval_key()
     for item_id in ids:
-        state.decisions[item_id] = Decision(
+        d = Decision(
             status=args.decision,
             approval=("bulk" if bulk else "item") if args.decision == "approved" else "",
             until=until,
             at=now_iso(),
         )
+        d.seal = seal(key, state, state.item(item_id), d)
+        state.decisions[item_id] = d
     v.save_state(state)
     print(f"{args.decision} {len(ids)} item(s) of {state.bundle_id}")
     return EXIT_OK
 
 
-def _until(value: str) -> str:
+def _until(value: str, zone: ZoneInfo) -> str:
+    """An ISO time with its offset; a date or time given without a zone is in ``zone``
+    ([vault] timezone)."""
     m = re.fullmatch(r"(\d+)([hdw])", value)
     if m:
         n, unit = int(m.group(1)), m.group(2)
         delta = {"h": timedelta(hours=n), "d": timedelta(days=n), "w": timedelta(weeks=n)}[unit]
         return (datetime.now(UTC) + delta).replace(microsecond=0).isoformat()
+    when = parse_time(value, zone)
+    if when is None:
+        raise VaultError(
+            f"--until {value!r}: use a date (2026-12-01), a time (2026-12-01T09:00, in "
+            f"{zone.key} unless it names its offset) or 3d / 12h / 2w",
+            EXIT_USAGE,
+        )
+    return when.isoformat()
+
+
+def parse_time(value: str, zone: ZoneInfo) -> datetime | None:
+    """An aware time (naive ones in ``zone``), or None when ``value`` is not one."""
     try:
         when = datetime.fromisoformat(value)
-    except ValueError:
-        raise VaultError(
-            f"--until {value!r}: use a date (2026-12-01) or 3d / 12h / 2w", EXIT_USAGE
-        ) from None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=zone)
 
 
 def review_apply(v: Vault, args: argparse.Namespace) -> int:
     state = v.load_state(args.bundle)
     now = datetime.now(UTC)
+    key = v.approval_key()
+    zone = v.zone()
     items = []
+    unsealed = []
     for item in state.items:
         d = state.decisions.get(item.item_id, Decision())
-        if d.status == "snoozed" and d.until and datetime.fromisoformat(d.until) <= now:
+        if d.status == "pending":
+            continue
+        if not sealed(key, state, item, d):
+            # Not made by review approve/reject/snooze with this key: the state file was
+            # edited (or the key changed). Nothing is applied on its word.
+            unsealed.append(item.item_id)
+            continue
+        until = parse_time(d.until, zone) if d.status == "snoozed" and d.until else None
+        if until is not None and until <= now:
             d.status = "pending"  # the snooze ran out: it needs a decision again
         if d.status != "approved":
             continue
-        items.append(
-            review_pb.ApprovedItem(
-                item_id=item.item_id,
-                kind=item.kind,
-                action=item.action,
-                hashes=[review_pb.MemoryHash(id=m.id, hash=m.hash) for m in item.memories],
-                approval=review_pb.APPROVAL_ITEM
-                if d.approval == "item"
-                else review_pb.APPROVAL_BULK,
-            )
+        approval = review_pb.APPROVAL_ITEM if d.approval == "item" else review_pb.APPROVAL_BULK
+        items.append(approved_item(item, approval))
+    for item_id in unsealed:
+        print(
+            f"  {item_id}  not sent: its decision was not made by `memoryd vault review "
+            "approve|reject|snooze` with this machine's approval key (was the state file "
+            "edited?); decide it again"
         )
     if not items:
         print(f"nothing approved in {state.bundle_id}: approve items first")
-        return EXIT_OK
+        return EXIT_FAILED if unsealed else EXIT_OK
     with v.client() as c:
         resp = c.review_apply(review_pb.ApplyReviewRequest(agent_id=v.agent, items=items))
     for r in resp.results:
@@ -385,15 +434,13 @@ def review_apply(v: Vault, args: argparse.Namespace) -> int:
             "refused": resp.refused,
         },
     ]
-    done = {"APPLY_OUTCOME_APPLIED", "APPLY_OUTCOME_ALREADY_APPLIED"}
-    approved = [d for d in state.decisions.values() if d.status == "approved"]
-    state.status = "applied" if all(d.outcome in done for d in approved) else "partially_applied"
+    state.settle_status()
     v.save_state(state)
     print(
         f"applied {resp.applied}, already applied {resp.already_applied}, "
-        f"conflicts {resp.conflicts}, refused {resp.refused}"
+        f"conflicts {resp.conflicts}, refused {resp.refused}; bundle {state.status}"
     )
-    return EXIT_FAILED if resp.conflicts or resp.refused else EXIT_OK
+    return EXIT_FAILED if resp.conflicts or resp.refused or unsealed else EXIT_OK
 
 
 def _morning_once(v: Vault) -> None:
