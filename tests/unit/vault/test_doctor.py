@@ -1,5 +1,5 @@
 """`memoryd vault doctor` says what is wrong: no vault, a file instead of a folder, a review
-root outside the vault, no daemon; and the vault is off unless asked for."""
+root reached through a symlink, no daemon; and the vault is off unless asked for."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_doctor_names_each_problem(
         nobody,
         "doctor",
     )
-    assert code == 1 and "outside the vault" in out
+    assert code == 1 and "is a symlink" in out
     assert list(outside.iterdir()) == []
 
 

@@ -188,7 +188,7 @@ def doctor(v: Vault, args: argparse.Namespace) -> int:
             lines.append(f"ok   review root {root}")
             probe = ".doctor-probe"
             v.root.write(probe, "ok\n")
-            v.root.path(probe).unlink()
+            v.root.remove(probe)
             lines.append("ok   review root is writable")
         except VaultPathError as e:
             problems.append(str(e))
