@@ -122,7 +122,7 @@ class Vault:
         to proposals/. Returns what happened to the block."""
         existing = self.root.read(rel)
         upd = update_note(render.split_front_matter(existing), block_id, body)
-        self.root.write(rel, render.front_matter(front) + upd.text)
+        self.root.write(rel, render.merge_front_matter(existing, front) + upd.text)
         entry: dict[str, Any] = {
             "at": now_iso(),
             "note": rel,
@@ -202,6 +202,7 @@ def doctor(v: Vault, args: argparse.Namespace) -> int:
             )
         else:
             lines.append("ok   plain Markdown (no .obsidian/: Obsidian is optional)")
+    _doctor_schedule(v.settings, lines, problems)
     try:
         with v.client() as c:
             stats = c.stats(v.agent)
@@ -223,6 +224,30 @@ def doctor(v: Vault, args: argparse.Namespace) -> int:
                 body,
             )
     return EXIT_FAILED if problems else EXIT_OK
+
+
+def _doctor_schedule(s: VaultSettings, lines: list[str], problems: list[str]) -> None:
+    """The morning review's cron and time zone, and [vault] timezone."""
+    try:
+        ZoneInfo(s.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        problems.append(f"[vault] timezone {s.timezone!r} is not a known time zone")
+    try:
+        cron = Cron.parse(s.morning_cron, s.morning_timezone)
+    except CronError as e:
+        if s.morning_enabled:
+            problems.append(f"[vault.morning_review] cannot run: {e}")
+        else:
+            lines.append(f"note the morning review is off; its settings would not run: {e}")
+        return
+    if s.morning_enabled:
+        at = cron.next_after(datetime.now(UTC)).astimezone(cron.zone)
+        lines.append(
+            f"ok   morning review {s.morning_cron!r} in {s.morning_timezone}: next at "
+            f"{at.isoformat()} (run `memoryd vault morning-review --schedule`)"
+        )
+    else:
+        lines.append("ok   morning review off ([vault.morning_review] enabled = false)")
 
 
 def build(v: Vault, args: argparse.Namespace) -> int:
