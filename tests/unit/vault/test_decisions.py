@@ -226,3 +226,19 @@ def test_a_snooze_date_without_a_zone_is_in_the_configured_timezone(
     monkeypatch.setenv("MEMORYD_VAULT__TIMEZONE", "Mars/Olympus")
     code, out = run("review", "snooze", b, "--items", low, "--until", "2999-12-01")
     assert code == 2 and "not a known time zone" in out
+
+
+def test_prepare_and_bulk_approval_say_what_will_not_apply(
+    run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked, solo = item(0, review_pb.RISK_CLASS_HIGH), item(1, review_pb.RISK_CLASS_HIGH)
+    blocked.blocked = "agent 'main' may not write workspace:team"
+    solo.needs_item_approval = True
+    response = review_pb.PrepareReviewResponse(items=[blocked, solo], bundle_id=BUNDLE)
+    monkeypatch.setattr(FakeClient, "review_prepare", lambda self, req: response)
+    code, out = run("review", "prepare")
+    assert code == 0
+    assert "(will be refused: agent 'main' may not write workspace:team)" in out
+    assert f"(needs approving by itself: --items {solo.item_id})" in out
+    code, out = run("review", "approve", BUNDLE, "--items", "all")
+    assert code == 0 and f"approved by themselves: --items {solo.item_id}" in out

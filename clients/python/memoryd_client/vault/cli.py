@@ -300,9 +300,18 @@ def review_prepare(v: Vault, args: argparse.Namespace) -> int:
         print(
             f"  {item.item_id}  {render.KIND.get(item.kind, '?'):9} "
             f"{render.RISK.get(item.risk, '?'):6} "
-            f"{render.action_words(item)}"
+            f"{render.action_words(item)}{_caveat(item)}"
         )
     return EXIT_OK
+
+
+def _caveat(item: review_pb.ReviewItem) -> str:
+    """What a person must know before approving an item, on its line."""
+    if item.blocked:
+        return f" (will be refused: {item.blocked})"
+    if item.needs_item_approval:
+        return " (needs approving by itself: --items " + item.item_id + ")"
+    return ""
 
 
 def new_bundle(
@@ -340,6 +349,7 @@ def review_show(v: Vault, args: argparse.Namespace) -> int:
             f"  {item.item_id}  {render.KIND.get(item.kind, '?'):9} "
             f"{render.RISK.get(item.risk, '?'):6} "
             f"{render.decision_words(state, item.item_id):24} {render.action_words(item)}"
+            f"{_caveat(item)}"
         )
     return EXIT_OK
 
@@ -380,6 +390,13 @@ def review_decide(v: Vault, args: argparse.Namespace) -> int:
         state.decisions[item_id] = d
     v.save_state(state)
     print(f"{args.decision} {len(ids)} item(s) of {state.bundle_id}")
+    if bulk and args.decision == "approved":
+        solo = [i for i in ids if state.item(i).needs_item_approval]
+        if solo:
+            print(
+                f"note: {len(solo)} of them move a memory to a shared scope and apply only when "
+                f"approved by themselves: --items {' '.join(solo)}"
+            )
     return EXIT_OK
 
 
@@ -440,8 +457,11 @@ def review_apply(v: Vault, args: argparse.Namespace) -> int:
             "edited?); decide it again"
         )
     if not items:
+        if unsealed:
+            print(f"nothing sent from {state.bundle_id}")
+            return EXIT_FAILED
         print(f"nothing approved in {state.bundle_id}: approve items first")
-        return EXIT_FAILED if unsealed else EXIT_OK
+        return EXIT_OK
     with v.client() as c:
         resp = c.review_apply(review_pb.ApplyReviewRequest(agent_id=v.agent, items=items))
     for r in resp.results:
