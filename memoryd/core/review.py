@@ -333,16 +333,21 @@ def load_or_create_key(path: Path) -> bytes:
     """The daemon's review signing secret: 32 random bytes (hex) in ``path``, created with
     mode 0600 on first start. A key file others may read (or a symlink) is refused: whoever
     reads it could sign items the daemon never proposed."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as f:
+    if not os.path.lexists(path):
+        # Written whole under a temporary name, then linked in place (fails if one is there
+        # already): a crash never leaves an empty key behind.
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(tmp, flags, 0o600), "w") as f:
             f.write(secrets.token_hex(32) + "\n")
             f.flush()
             os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as e:

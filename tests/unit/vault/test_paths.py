@@ -148,3 +148,14 @@ def test_a_symlink_swapped_in_during_a_write_cannot_put_a_file_outside(
     with contextlib.suppress(VaultPathError):
         root.write("records/b.md", "leak")
     assert list(outside.iterdir()) == []
+
+
+def test_a_hard_linked_log_is_never_appended_to(tmp_path: Path, vault: Path) -> None:
+    precious = tmp_path / "bashrc"
+    precious.write_text("export PATH=/usr/bin\n")
+    root = ReviewRoot(vault, "00-system/memoryd")
+    root.write("README.md", "x")
+    os.link(precious, vault / "00-system" / "memoryd" / "managed-blocks.log.jsonl")
+    with pytest.raises(VaultPathError, match="hard link"):
+        root.append("managed-blocks.log.jsonl", '{"at": "now"}')
+    assert precious.read_text() == "export PATH=/usr/bin\n"

@@ -195,6 +195,12 @@ class ReviewRoot:
                     ) from None
                 raise
             with os.fdopen(fd, "a", encoding="utf-8") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+                    # A hard link would make the append land in a file elsewhere.
+                    raise VaultPathError(
+                        f"{rel!r} is not a plain file of its own (a hard link?); not appended to"
+                    )
                 f.write(line if line.endswith("\n") else line + "\n")
 
     def remove(self, rel: str) -> None:
