@@ -749,8 +749,15 @@ class ReviewService:
         signed = [self._signed(q.agent_id, bundle, i) for i in ordered[:max_items]]
         return Prepared(signed, now, len(rows), truncated, bundle)
 
-    def _signature(self, agent_id: str, bundle_id: str, item: str, kind: Kind, action: Action,
-                   hashes: Mapping[str, str]) -> str:  # fmt: skip
+    def _signature(
+        self,
+        agent_id: str,
+        bundle_id: str,
+        item: str,
+        kind: Kind,
+        action: Action,
+        hashes: Mapping[str, str],
+    ) -> str:
         return sign(self._secret, signed_bytes(agent_id, bundle_id, item, kind, action, hashes))
 
     def _signed(self, agent_id: str, bundle_id: str, item: Item) -> Item:
