@@ -340,6 +340,7 @@ class ReviewSection(_Section):
     )
     max_items: int = Field(200, ge=1, le=10_000)
     max_memories: int = Field(5000, ge=2, le=1_000_000, description="scanned per Prepare")
+    max_apply_items: int = Field(200, ge=1, le=2_000, description="items per Apply")
 
     def to_settings(self, conflict_min_score: float) -> ReviewSettings:
         return ReviewSettings(
@@ -348,6 +349,7 @@ class ReviewSection(_Section):
             stale_after_days=self.stale_after_days,
             max_items=self.max_items,
             max_memories=self.max_memories,
+            max_apply_items=self.max_apply_items,
         )
 
 

@@ -51,7 +51,8 @@ from memoryd.core.lifecycle import MergeSettings, TtlSettings
 from memoryd.core.protocols import Reranker
 from memoryd.core.records import Category
 from memoryd.core.retrieval import LateInteractionReranker, Rerank, Retriever
-from memoryd.core.review import ReviewService
+from memoryd.core.review import KEY_FILE as REVIEW_KEY_FILE
+from memoryd.core.review import ReviewService, load_or_create_key
 from memoryd.core.service import MemoryService, ServiceLimits
 from memoryd.inference.batcher import BatchingEmbedder
 from memoryd.inference.cross_encoder import CrossEncoderReranker
@@ -328,7 +329,11 @@ class Daemon:
         self.servicer.set_service(self.service, storage_status=self.repository.durable.status)
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))
         self.review_servicer.set_service(
-            ReviewService(self.service, s.review.to_settings(s.store.merge_band_low))
+            ReviewService(
+                self.service,
+                s.review.to_settings(s.store.merge_band_low),
+                secret=load_or_create_key(Path(s.data_dir) / REVIEW_KEY_FILE),
+            )
         )
         self._sweeper = asyncio.create_task(self._sweep_forever())
         self._storage_watch = asyncio.create_task(self._watch_storage())

@@ -14,6 +14,7 @@ from memoryd.core import review
 from memoryd.core.errors import InvalidArgument
 from memoryd.core.hooks import CaptureResult, ContextResult
 from memoryd.core.language import LANGUAGES
+from memoryd.core.provenance import vouched
 from memoryd.core.records import (
     Category,
     Conflict,
@@ -105,7 +106,7 @@ def memory_from_pb(p: pb.Memory) -> Memory:
         created_at=_from_ts(p, "created_at") or datetime.now(UTC),
         updated_at=_from_ts(p, "updated_at") or datetime.now(UTC),
         expires_at=_from_ts(p, "expires_at"),
-        metadata=dict(p.metadata),
+        metadata=vouched(p.metadata),
         access_count=p.access_count,
         last_accessed_at=_from_ts(p, "last_accessed_at"),
         related_ids=list(p.related_ids),
@@ -189,7 +190,7 @@ def store_request(req: pb.StoreRequest) -> NewMemory:
         category=category(req.category),
         importance=req.importance if req.HasField("importance") else None,
         scope=req.scope,
-        metadata=dict(req.metadata),
+        metadata=vouched(req.metadata),
         idempotency_key=req.idempotency_key,
         created_at=_from_ts(req, "created_at"),
         expires_at=_from_ts(req, "expires_at"),
@@ -268,7 +269,7 @@ def update_request(req: pb.UpdateRequest) -> MemoryPatch:
         text=req.text if req.HasField("text") else None,
         importance=req.importance if req.HasField("importance") else None,
         category=category(req.category),
-        metadata=dict(req.metadata),
+        metadata=vouched(req.metadata),
         replace_metadata=req.replace_metadata,
         remove_metadata_keys=tuple(req.remove_metadata_keys),
         expires_at=_from_ts(req, "expires_at"),
@@ -402,6 +403,8 @@ def review_item_to_pb(item: review.Item) -> review_pb.ReviewItem:
         ],
         needs_item_approval=item.needs_item_approval,
         blocked=item.blocked,
+        bundle_id=item.bundle_id,
+        signature=item.signature,
     )
 
 
@@ -411,6 +414,7 @@ def prepare_review_response(p: review.Prepared) -> review_pb.PrepareReviewRespon
         prepared_at=_ts(p.prepared_at),
         memories_scanned=p.memories_scanned,
         truncated=p.truncated,
+        bundle_id=p.bundle_id,
     )
 
 
@@ -431,6 +435,8 @@ def apply_review_request(r: review_pb.ApplyReviewRequest) -> list[review.Approve
                 action=_review_action(it.action),
                 hashes=hashes,
                 approval=approval,
+                bundle_id=it.bundle_id,
+                signature=it.signature,
             )
         )
     return items

@@ -23,11 +23,16 @@ memories (newest first) per Prepare.
 
 Each item carries a stable id (from its kind and action), a risk class, the memories it
 touches with a hash of the fields the action depends on (:func:`memory_hash`), the
-evidence, the action and its preconditions.
+evidence, the action and its preconditions, and the bundle id of its Prepare (new each
+time) and a signature: an HMAC-SHA256, with the daemon's secret (``<data_dir>/review.key``,
+mode 0600), over the agent, bundle id, item id, kind, action, every memory's hash and the
+preconditions (:func:`signed_bytes`).
 
-Apply takes approved items back and, for each on its own, all or nothing, under the
-per-memory locks Update uses: (1) the item id must be the one its kind and action give and
-its hashes must name exactly the action's memories, else that item is REFUSED; (2) an
+Apply takes approved items back (review.max_apply_items per call) and, for each on its own,
+all or nothing, under the per-memory locks Update uses: (1) the item id must be the one its
+kind and action give and its hashes must name exactly the action's memories, else that item
+is REFUSED; then its signature must verify for the calling agent, else it is a CONFLICT (an
+item edited in the vault, invented, or prepared for another agent applies nothing); (2) an
 item whose change is already there is ALREADY_APPLIED (a second apply is a no-op); (3)
 every memory is re-read: gone, no longer readable, or a different hash is a CONFLICT, as
 is a precondition that no longer holds (a stale memory recalled since, by the threshold
@@ -44,10 +49,15 @@ turns ``user``/``operator`` into ``assistant``. A memory whose ``asserted_by`` i
 but ``user`` or ``operator`` (``assistant``, or unknown) may have been asserted by an
 assistant alone and is never promoted to a shared or global scope.
 
-A promotion writes a copy into the target scope (a new id; the original's id in
-``promoted_from`` metadata; same text, vector, owner and times) and then deletes the
-original; if the daemon stops in between, the next apply of the item finds the copy and
-finishes by deleting the original.
+A promotion writes a copy into the target scope (same text, vector, owner and times; the
+original's id in ``promoted_from`` metadata) under an id derived from the original's id and
+the target scope with the daemon's secret, and then deletes the original; every later apply
+of the item finds that copy by id (also in a scope the caller may only write), so if the
+daemon stops in between, the next apply finishes by deleting the original, and an apply
+after that is ALREADY_APPLIED.
+
+Apply is one item at a time with index lookups only (no scan of a scope), yielding to the
+event loop between items.
 """
 
 from __future__ import annotations
@@ -55,17 +65,22 @@ from __future__ import annotations
 import asyncio
 import enum
 import hashlib
+import hmac
 import json
+import os
 import re
+import secrets
+import stat
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memoryd.core.errors import InvalidArgument, MemorydError, PermissionDenied
+from memoryd.core.errors import ConfigError, InvalidArgument, MemorydError, PermissionDenied
 from memoryd.core.policy import Access, validate_scope
 from memoryd.core.protocols import MemoryStore
 from memoryd.core.records import (
@@ -125,6 +140,7 @@ class ReviewSettings:
     max_items: int = 200
     max_memories: int = 5000  # scanned per Prepare, newest first
     max_promotions: int = 100
+    max_apply_items: int = 200  # items per Apply
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +175,8 @@ class Item:
     preconditions: tuple[Precondition, ...]
     needs_item_approval: bool = False
     blocked: str = ""
+    bundle_id: str = ""  # set by Prepare, with the signature
+    signature: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +196,7 @@ class Prepared:
     prepared_at: datetime
     memories_scanned: int
     truncated: bool
+    bundle_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +206,8 @@ class Approved:
     action: Action
     hashes: dict[str, str]  # memory id -> hash at prepare time
     approval: Approval
+    bundle_id: str = ""
+    signature: str = ""  # the daemon's, from Prepare: Apply takes no item without it
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +252,126 @@ def item_id(kind: Kind, action: Action) -> str:
         f"{int(kind)}|{int(action.kind)}|{action.memory_id}|{action.keep_id}|{action.target_scope}"
     )
     return "rv-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+# -- signatures ----------------------------------------------------------------------------
+
+SIGNATURE_PREFIX = "hmac-sha256:"
+KEY_FILE = "review.key"  # in the data dir
+
+
+def needs_item_approval(kind: Kind) -> bool:
+    return kind == Kind.PROMOTION
+
+
+def precondition_keys(kind: Kind, action: Action) -> tuple[tuple[str, str], ...]:
+    """The preconditions (kind, memory id) of an item: they follow from its kind and action,
+    and are what Prepare shows and Apply checks; the signature covers them."""
+    a = action
+    if kind == Kind.DUPLICATE:
+        return (
+            ("hash_unchanged", a.keep_id),
+            ("hash_unchanged", a.memory_id),
+            ("exists", a.keep_id),
+            ("writable", a.memory_id),
+        )
+    if kind == Kind.CONFLICT:
+        return (
+            ("hash_unchanged", a.keep_id),
+            ("hash_unchanged", a.memory_id),
+            ("not_superseded", a.memory_id),
+            ("writable", a.keep_id),
+        )
+    if kind == Kind.STALE:
+        return (
+            ("hash_unchanged", a.memory_id),
+            ("still_stale", a.memory_id),
+            ("writable", a.memory_id),
+        )
+    if kind == Kind.PROMOTION:
+        return (
+            ("hash_unchanged", a.memory_id),
+            ("provenance_user", a.memory_id),
+            ("target_free", a.memory_id),
+            ("writable", a.memory_id),
+            ("item_approval", ""),
+        )
+    return ()
+
+
+def signed_bytes(
+    agent_id: str, bundle_id: str, item: str, kind: Kind, action: Action, hashes: Mapping[str, str]
+) -> bytes:
+    """What an item's signature covers: the agent it was prepared for, its bundle, item id,
+    kind, action (ids, target scope, stale threshold), every memory's hash, its
+    preconditions and whether it needs an approval by itself."""
+    payload = {
+        "v": 1,
+        "agent": agent_id,
+        "bundle": bundle_id,
+        "item": item,
+        "kind": int(kind),
+        "action": [
+            int(action.kind),
+            action.memory_id,
+            action.keep_id,
+            action.target_scope,
+            action.stale_after_days,
+        ],
+        "hashes": sorted(hashes.items()),
+        "preconditions": [list(p) for p in precondition_keys(kind, action)],
+        "needs_item_approval": needs_item_approval(kind),
+    }
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def sign(secret: bytes, payload: bytes) -> str:
+    return SIGNATURE_PREFIX + hmac.new(secret, payload, hashlib.sha256).hexdigest()
+
+
+def load_or_create_key(path: Path) -> bytes:
+    """The daemon's review signing secret: 32 random bytes (hex) in ``path``, created with
+    mode 0600 on first start. A key file others may read (or a symlink) is refused: whoever
+    reads it could sign items the daemon never proposed."""
+    if not os.path.lexists(path):
+        # Written whole under a temporary name, then linked in place (fails if one is there
+        # already): a crash never leaves an empty key behind.
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(tmp, flags, 0o600), "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as e:
+        raise ConfigError(f"review key {path} cannot be read: {e.strerror or e}") from None
+    with os.fdopen(fd) as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(mode) or mode & 0o077:
+            raise ConfigError(
+                f"review key {path} may be read by others (mode {stat.filemode(mode)}): "
+                f"chmod 600 {path}, or delete it to make a new one (bundles prepared before "
+                "then must be prepared again)"
+            )
+        text = f.read().strip()
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) < 32:
+        raise ConfigError(f"review key {path} is damaged: delete it to make a new one")
+    return key
+
+
+def new_bundle_id(now: datetime) -> str:
+    return f"rb-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
 # -- the scope ladder and the trust rules --------------------------------------------------
@@ -542,9 +683,18 @@ def pairs_over(
 
 
 class ReviewService:
-    def __init__(self, memories: MemoryService, settings: ReviewSettings | None = None):
+    """``secret`` signs each proposed item (the daemon's ``<data_dir>/review.key``; a
+    random one per instance when not given)."""
+
+    def __init__(
+        self,
+        memories: MemoryService,
+        settings: ReviewSettings | None = None,
+        secret: bytes | None = None,
+    ):
         self.memories = memories
         self.settings = settings or ReviewSettings()
+        self._secret = secret or secrets.token_bytes(32)
 
     @property
     def store(self) -> MemoryStore:
@@ -577,7 +727,7 @@ class ReviewService:
         rows = rows[: s.max_memories]
         items: list[Item] = []
         if kinds & {Kind.DUPLICATE, Kind.CONFLICT}:
-            items += await self._pairs(rows, access, kinds, dup_min)
+            items += await self._pairs(rows, access, scopes, kinds, dup_min)
         if Kind.STALE in kinds:
             expired = [
                 m
@@ -595,10 +745,38 @@ class ReviewService:
         ordered = sorted(unique.values(), key=lambda i: (-int(i.risk), int(i.kind), i.item_id))
         if len(ordered) > max_items:
             truncated = True
-        return Prepared(ordered[:max_items], now, len(rows), truncated)
+        bundle = new_bundle_id(now)
+        signed = [self._signed(q.agent_id, bundle, i) for i in ordered[:max_items]]
+        return Prepared(signed, now, len(rows), truncated, bundle)
+
+    def _signature(
+        self,
+        agent_id: str,
+        bundle_id: str,
+        item: str,
+        kind: Kind,
+        action: Action,
+        hashes: Mapping[str, str],
+    ) -> str:
+        return sign(self._secret, signed_bytes(agent_id, bundle_id, item, kind, action, hashes))
+
+    def _signed(self, agent_id: str, bundle_id: str, item: Item) -> Item:
+        hashes = {m.id: h for m, h in zip(item.memories, item.hashes, strict=True)}
+        sig = self._signature(agent_id, bundle_id, item.item_id, item.kind, item.action, hashes)
+        return replace(item, bundle_id=bundle_id, signature=sig)
+
+    def verifies(self, agent_id: str, it: Approved) -> bool:
+        """Whether ``it`` is an item this daemon proposed to ``agent_id``, unchanged."""
+        want = self._signature(agent_id, it.bundle_id, it.item_id, it.kind, it.action, it.hashes)
+        return hmac.compare_digest(want.encode(), it.signature.encode())
 
     async def _pairs(
-        self, rows: list[Memory], access: Access, kinds: frozenset[Kind], dup_min: float
+        self,
+        rows: list[Memory],
+        access: Access,
+        scopes: frozenset[str],
+        kinds: frozenset[Kind],
+        dup_min: float,
     ) -> list[Item]:
         items: list[Item] = []
         by_scope: dict[str, list[Memory]] = {}
@@ -631,7 +809,7 @@ class ReviewService:
                     a_m is None
                     or b_m is None
                     or a_m.scope != b_m.scope
-                    or a_m.scope not in access.read
+                    or a_m.scope not in scopes  # the scopes asked for (all readable by default)
                     or a_m.superseded_by
                     or b_m.superseded_by
                 ):
@@ -644,16 +822,31 @@ class ReviewService:
 
     async def apply(self, agent_id: str, items: Sequence[Approved]) -> list[ItemResult]:
         access = self.memories.access(agent_id)
-        if len(items) > 10 * self.settings.max_items:
+        limit = self.settings.max_apply_items
+        if len(items) > limit:
             raise InvalidArgument(
-                f"{len(items)} items; the limit is {10 * self.settings.max_items}"
+                f"{len(items)} items in one Apply; the limit is {limit} "
+                "(review.max_apply_items): send them in several"
             )
         results: list[ItemResult] = []
-        for it in items:
+        for n, it in enumerate(items):
+            if n:
+                await asyncio.sleep(0)  # one item at a time: other callers' RPCs run between
             try:
                 _check_shape(it)
             except InvalidArgument as e:  # that item only: the others still apply
                 results.append(ItemResult(it.item_id, Outcome.REFUSED, str(e)))
+                continue
+            if not self.verifies(agent_id, it):
+                results.append(
+                    ItemResult(
+                        it.item_id,
+                        Outcome.CONFLICT,
+                        "the item changed since prepare or was never proposed to agent "
+                        f"{agent_id!r} by this daemon (its signature does not verify): "
+                        "nothing done; prepare again",
+                    )
+                )
                 continue
             ids = sorted(set(it.action.memory_ids()))
             async with self.memories.locked(ids):
@@ -682,8 +875,11 @@ class ReviewService:
                 return result(
                     Outcome.ALREADY_APPLIED, f"{a.keep_id} already supersedes {a.memory_id}"
                 )
-        copy = self._promoted_copy(access, a) if a.kind == ActionKind.PROMOTE else None
-        if copy is not None and cur[a.memory_id] is None:
+        if (
+            a.kind == ActionKind.PROMOTE
+            and cur[a.memory_id] is None
+            and self._promoted_copy(a, self.store.get(a.memory_id)) is not None
+        ):
             return result(
                 Outcome.ALREADY_APPLIED, f"memory {a.memory_id} is already in {a.target_scope}"
             )
@@ -737,6 +933,7 @@ class ReviewService:
             or _write_problem(access, a.target_scope)
         ):
             return result(Outcome.REFUSED, problem)
+        copy = self._promoted_copy(a, target)  # an earlier apply stopped before the delete
         if copy is None:
             # Only where the caller may read: in a write-only scope (a drop box) the answer
             # "already holds this text" would reveal what others put there (as Store never
@@ -755,7 +952,7 @@ class ReviewService:
                 return result(Outcome.CONFLICT, f"memory {target.id} no longer exists")
             copy = replace(
                 target,
-                id=str(uuid.uuid4()),
+                id=self._copy_id(a),
                 scope=a.target_scope,
                 metadata={**target.metadata, PROMOTED_FROM_KEY: target.id},
                 updated_at=now,
@@ -776,21 +973,29 @@ class ReviewService:
         m = self.store.get(memory_id)
         return m if m is not None and m.scope in access.read else None
 
-    def _promoted_copy(self, access: Access, a: Action) -> Memory | None:
-        """The copy an earlier apply of this promotion wrote, if any. Metadata anyone may set
-        is not enough: the copy must also carry the original's text and owner, so a memory
-        planted with ``promoted_from`` can never make an apply delete the original."""
-        if a.target_scope not in access.read:
+    def _copy_id(self, a: Action) -> str:
+        """The id of a promotion's copy: derived from the original and the target scope with
+        the daemon's secret, so every apply of one promotion writes (and finds) the same
+        record by an index lookup, even in a scope the caller may only write, and nobody can
+        plant a memory under it beforehand."""
+        raw = f"promote|{a.memory_id}|{a.target_scope}".encode()
+        digest = hmac.new(self._secret, raw, hashlib.sha256).digest()
+        return str(uuid.UUID(bytes=digest[:16], version=4))
+
+    def _promoted_copy(self, a: Action, original: Memory | None) -> Memory | None:
+        """The copy an earlier apply of this promotion wrote, if any; it must also carry the
+        original's text and owner (while the original exists), so a memory that merely
+        claims ``promoted_from`` can never make an apply delete the original."""
+        m = self.store.get(self._copy_id(a))
+        if m is None or m.scope != a.target_scope:
             return None
-        original = self.store.get(a.memory_id)
-        for m in self.store.visible([a.target_scope], now=self.memories.clock()):
-            if m.metadata.get(PROMOTED_FROM_KEY) != a.memory_id:
-                continue
-            if original is None or (
-                m.content_hash == original.content_hash and m.agent_id == original.agent_id
-            ):
-                return m
-        return None
+        if m.metadata.get(PROMOTED_FROM_KEY) != a.memory_id:
+            return None
+        if original is not None and (
+            m.content_hash != original.content_hash or m.agent_id != original.agent_id
+        ):
+            return None
+        return m
 
 
 def _write_problem(access: Access, scope: str) -> str:

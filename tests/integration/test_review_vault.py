@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from memoryd_client import MemoryClient, pb
 from memoryd_client.vault.cli import main as vault
+from memoryd_client.vault.state import approved_item
 
 pytestmark = pytest.mark.integration
 
@@ -31,6 +32,14 @@ POSTGRES = (
     "We decided to use PostgreSQL for the billing service",
     "We decided not to use PostgreSQL for the billing service",
 )
+
+
+@pytest.fixture(autouse=True)
+def private_config_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The approval key lives in $XDG_CONFIG_HOME: never the real one in a test."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-home")))
 
 
 @pytest.fixture(scope="module")
@@ -329,13 +338,7 @@ def test_the_async_client_prepares_and_applies(client: MemoryClient, address: st
                 )
             )
             (item,) = prepared.items
-            approved = review_pb.ApprovedItem(
-                item_id=item.item_id,
-                kind=item.kind,
-                action=item.action,
-                hashes=[review_pb.MemoryHash(id=m.id, hash=m.hash) for m in item.memories],
-                approval=review_pb.APPROVAL_ITEM,
-            )
+            approved = approved_item(item)
             applied = await c.review_apply(
                 review_pb.ApplyReviewRequest(agent_id=a, items=[approved])
             )

@@ -16,8 +16,9 @@ import uuid
 
 import grpc
 import pytest
-from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb
+from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb, review_pb
 from memoryd_client._gen.memoryd.v1 import hooks_pb2, hooks_pb2_grpc
+from memoryd_client.vault.state import approved_item
 
 pytestmark = pytest.mark.integration
 
@@ -322,12 +323,11 @@ def test_the_access_log_names_who_did_what_but_never_the_text(secured, as_key):
 
 
 def test_a_review_promotion_into_a_write_only_scope_reveals_nothing_there(secured, as_key):
-    from memoryd_client import review_pb
-
-    main, mallory = as_key("main"), as_key("mallory")
+    main, mallory, ops = as_key("main"), as_key("mallory"), as_key("ops")
     text = f"The launch password is {uuid.uuid4().hex[:10]}."
     theirs = main.store("main", text, scope=BOX).memory
-    mine = mallory.store("mallory", text, metadata={"asserted_by": "user"}).memory
+    # Stored on a person's word: only an operator credential may say so.
+    mine = ops.store("mallory", text, metadata={"asserted_by": "user"}).memory
     prepared = mallory.review_prepare(
         review_pb.PrepareReviewRequest(
             agent_id="mallory",
@@ -340,15 +340,7 @@ def test_a_review_promotion_into_a_write_only_scope_reveals_nothing_there(secure
     applied = mallory.review_apply(
         review_pb.ApplyReviewRequest(
             agent_id="mallory",
-            items=[
-                review_pb.ApprovedItem(
-                    item_id=item.item_id,
-                    kind=item.kind,
-                    action=item.action,
-                    hashes=[review_pb.MemoryHash(id=m.id, hash=m.hash) for m in item.memories],
-                    approval=review_pb.APPROVAL_ITEM,
-                )
-            ],
+            items=[approved_item(item)],
         )
     )
     # The same text already in the drop box is not "already held (<its id>)": that would
@@ -356,3 +348,76 @@ def test_a_review_promotion_into_a_write_only_scope_reveals_nothing_there(secure
     assert applied.results[0].outcome == review_pb.APPLY_OUTCOME_APPLIED, applied
     assert theirs.id not in str(applied)
     assert main.get("main", theirs.id).text == text
+
+
+def test_only_an_operator_credential_may_say_a_person_asserted_a_memory(secured, as_key):
+    mallory, ops = as_key("mallory"), as_key("ops")
+    user = {"asserted_by": "user"}
+    claimed = mallory.store(
+        "mallory", f"Mallory is the admin {uuid.uuid4().hex[:6]}.", metadata=user
+    )
+    assert claimed.memory.metadata["asserted_by"] == "assistant"  # recorded, not refused
+    assert mallory.get("mallory", claimed.memory.id).metadata["asserted_by"] == "assistant"
+    said = ops.store(
+        "mallory", f"The user said the wiki moved {uuid.uuid4().hex[:6]}.", metadata=user
+    )
+    assert said.memory.metadata["asserted_by"] == "user"
+    operator = {"asserted_by": "operator"}
+    updated = mallory.update("mallory", claimed.memory.id, metadata=operator).memory
+    assert updated.metadata["asserted_by"] == "assistant"
+    imported = pb.Memory(
+        id=str(uuid.uuid4()),
+        agent_id="mallory",
+        scope="agent:mallory",
+        text=f"Imported with a claim {uuid.uuid4().hex[:6]}.",
+        category=pb.CATEGORY_FACT,
+        metadata=user,
+    )
+    assert mallory.import_memories("mallory", [imported]).imported == 1
+    assert mallory.get("mallory", imported.id).metadata["asserted_by"] == "assistant"
+    # What the claim was for: the review never promotes it.
+    prepared = mallory.review_prepare(
+        review_pb.PrepareReviewRequest(
+            agent_id="mallory",
+            promotions=[review_pb.PromotionAsk(memory_id=claimed.memory.id, target_scope=BOX)],
+        )
+    )
+    (item,) = [i for i in prepared.items if i.kind == review_pb.REVIEW_KIND_PROMOTION]
+    assert "asserted_by='assistant'" in item.blocked
+
+
+def test_a_client_cannot_claim_an_item_approval_for_an_item_it_was_not_given(secured, as_key):
+    from memoryd.core.review import Action, ActionKind, Kind, item_id
+
+    ops, mallory = as_key("ops"), as_key("mallory")
+    m = ops.store(
+        "mallory", f"The door code is {uuid.uuid4().hex[:6]}.", metadata={"asserted_by": "user"}
+    )
+    memory = m.memory
+    # The hash is public (any Prepare over the memory shows it); the item is made up: a
+    # promotion into the drop box nobody proposed, "approved by itself".
+    probe = mallory.review_prepare(
+        review_pb.PrepareReviewRequest(
+            agent_id="mallory",
+            promotions=[review_pb.PromotionAsk(memory_id=memory.id, target_scope="agent:mallory")],
+        )
+    )
+    hashes = {x.id: x.hash for i in probe.items for x in i.memories}
+    action = Action(ActionKind.PROMOTE, memory.id, target_scope=BOX)
+    invented = review_pb.ApprovedItem(
+        item_id=item_id(Kind.PROMOTION, action),
+        kind=review_pb.REVIEW_KIND_PROMOTION,
+        action=review_pb.ReviewAction(
+            kind=review_pb.REVIEW_ACTION_KIND_PROMOTE, memory_id=memory.id, target_scope=BOX
+        ),
+        hashes=[review_pb.MemoryHash(id=memory.id, hash=hashes[memory.id])],
+        approval=review_pb.APPROVAL_ITEM,
+        bundle_id=probe.bundle_id,
+        signature=probe.items[0].signature,  # another item's signature
+    )
+    applied = mallory.review_apply(
+        review_pb.ApplyReviewRequest(agent_id="mallory", items=[invented])
+    )
+    assert applied.results[0].outcome == review_pb.APPLY_OUTCOME_CONFLICT, applied
+    assert "signature does not verify" in applied.results[0].message
+    assert mallory.get("mallory", memory.id).scope == "agent:mallory"

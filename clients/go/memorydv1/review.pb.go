@@ -192,7 +192,10 @@ func (ReviewActionKind) EnumDescriptor() ([]byte, []int) {
 }
 
 // How an item was approved. Moving a memory to a shared scope needs APPROVAL_ITEM: that
-// item approved by itself, never by a bulk approval ("all", "low-risk").
+// item approved by itself, never by a bulk approval ("all", "low-risk"). The daemon takes
+// it only for an item it signed (ApprovedItem.signature) with needs_item_approval; that a
+// person gave it is the approving tool's job (`memoryd vault review approve` seals each
+// decision with a key kept outside the vault, and `review apply` sends only sealed ones).
 type Approval int32
 
 const (
@@ -591,8 +594,14 @@ type ReviewItem struct {
 	Preconditions     []*Precondition        `protobuf:"bytes,8,rep,name=preconditions,proto3" json:"preconditions,omitempty"`
 	NeedsItemApproval bool                   `protobuf:"varint,9,opt,name=needs_item_approval,json=needsItemApproval,proto3" json:"needs_item_approval,omitempty"` // applies only when approved by itself (APPROVAL_ITEM)
 	Blocked           string                 `protobuf:"bytes,10,opt,name=blocked,proto3" json:"blocked,omitempty"`                                                // non-empty: a rule will refuse it at apply time, and why
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	BundleId          string                 `protobuf:"bytes,11,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`                              // the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+	// "hmac-sha256:<hex>": the daemon's signature over the agent, bundle id, item id, kind,
+	// action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+	// memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+	// back only items whose signature verifies: an edited or invented item is a CONFLICT.
+	Signature     string `protobuf:"bytes,12,opt,name=signature,proto3" json:"signature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReviewItem) Reset() {
@@ -691,6 +700,20 @@ func (x *ReviewItem) GetNeedsItemApproval() bool {
 func (x *ReviewItem) GetBlocked() string {
 	if x != nil {
 		return x.Blocked
+	}
+	return ""
+}
+
+func (x *ReviewItem) GetBundleId() string {
+	if x != nil {
+		return x.BundleId
+	}
+	return ""
+}
+
+func (x *ReviewItem) GetSignature() string {
+	if x != nil {
+		return x.Signature
 	}
 	return ""
 }
@@ -844,7 +867,8 @@ type PrepareReviewResponse struct {
 	Items           []*ReviewItem          `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"` // highest risk first, then by item id
 	PreparedAt      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=prepared_at,json=preparedAt,proto3" json:"prepared_at,omitempty"`
 	MemoriesScanned uint32                 `protobuf:"varint,3,opt,name=memories_scanned,json=memoriesScanned,proto3" json:"memories_scanned,omitempty"`
-	Truncated       bool                   `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"` // more memories (review.max_memories) or items (max_items) than shown
+	Truncated       bool                   `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"`              // more memories (review.max_memories) or items (max_items) than shown
+	BundleId        string                 `protobuf:"bytes,5,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"` // "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -907,6 +931,13 @@ func (x *PrepareReviewResponse) GetTruncated() bool {
 	return false
 }
 
+func (x *PrepareReviewResponse) GetBundleId() string {
+	if x != nil {
+		return x.BundleId
+	}
+	return ""
+}
+
 type MemoryHash struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -966,6 +997,8 @@ type ApprovedItem struct {
 	Action        *ReviewAction          `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
 	Hashes        []*MemoryHash          `protobuf:"bytes,4,rep,name=hashes,proto3" json:"hashes,omitempty"` // every memory the action names, with its hash at prepare time
 	Approval      Approval               `protobuf:"varint,5,opt,name=approval,proto3,enum=memoryd.v1.Approval" json:"approval,omitempty"`
+	BundleId      string                 `protobuf:"bytes,6,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"` // the item's bundle_id, as prepared
+	Signature     string                 `protobuf:"bytes,7,opt,name=signature,proto3" json:"signature,omitempty"`               // the item's signature, as prepared (required: without it, a CONFLICT)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1033,6 +1066,20 @@ func (x *ApprovedItem) GetApproval() Approval {
 		return x.Approval
 	}
 	return Approval_APPROVAL_UNSPECIFIED
+}
+
+func (x *ApprovedItem) GetBundleId() string {
+	if x != nil {
+		return x.BundleId
+	}
+	return ""
+}
+
+func (x *ApprovedItem) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
 }
 
 type ApplyReviewRequest struct {
@@ -1266,7 +1313,7 @@ const file_memoryd_v1_review_proto_rawDesc = "" +
 	"\fPrecondition\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1b\n" +
 	"\tmemory_id\x18\x02 \x01(\tR\bmemoryId\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x9c\x03\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xd7\x03\n" +
 	"\n" +
 	"ReviewItem\x12\x17\n" +
 	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12*\n" +
@@ -1279,7 +1326,9 @@ const file_memoryd_v1_review_proto_rawDesc = "" +
 	"\rpreconditions\x18\b \x03(\v2\x18.memoryd.v1.PreconditionR\rpreconditions\x12.\n" +
 	"\x13needs_item_approval\x18\t \x01(\bR\x11needsItemApproval\x12\x18\n" +
 	"\ablocked\x18\n" +
-	" \x01(\tR\ablocked\"N\n" +
+	" \x01(\tR\ablocked\x12\x1b\n" +
+	"\tbundle_id\x18\v \x01(\tR\bbundleId\x12\x1c\n" +
+	"\tsignature\x18\f \x01(\tR\tsignature\"N\n" +
 	"\fPromotionAsk\x12\x1b\n" +
 	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x12!\n" +
 	"\ftarget_scope\x18\x02 \x01(\tR\vtargetScope\"\xdf\x02\n" +
@@ -1294,23 +1343,26 @@ const file_memoryd_v1_review_proto_rawDesc = "" +
 	"\x13duplicate_min_score\x18\x06 \x01(\x02H\x00R\x11duplicateMinScore\x88\x01\x01\x12-\n" +
 	"\x10stale_after_days\x18\a \x01(\rH\x01R\x0estaleAfterDays\x88\x01\x01B\x16\n" +
 	"\x14_duplicate_min_scoreB\x13\n" +
-	"\x11_stale_after_days\"\xcb\x01\n" +
+	"\x11_stale_after_days\"\xe8\x01\n" +
 	"\x15PrepareReviewResponse\x12,\n" +
 	"\x05items\x18\x01 \x03(\v2\x16.memoryd.v1.ReviewItemR\x05items\x12;\n" +
 	"\vprepared_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"preparedAt\x12)\n" +
 	"\x10memories_scanned\x18\x03 \x01(\rR\x0fmemoriesScanned\x12\x1c\n" +
-	"\ttruncated\x18\x04 \x01(\bR\ttruncated\"0\n" +
+	"\ttruncated\x18\x04 \x01(\bR\ttruncated\x12\x1b\n" +
+	"\tbundle_id\x18\x05 \x01(\tR\bbundleId\"0\n" +
 	"\n" +
 	"MemoryHash\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04hash\x18\x02 \x01(\tR\x04hash\"\xe7\x01\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash\"\xa2\x02\n" +
 	"\fApprovedItem\x12\x17\n" +
 	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12*\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x16.memoryd.v1.ReviewKindR\x04kind\x120\n" +
 	"\x06action\x18\x03 \x01(\v2\x18.memoryd.v1.ReviewActionR\x06action\x12.\n" +
 	"\x06hashes\x18\x04 \x03(\v2\x16.memoryd.v1.MemoryHashR\x06hashes\x120\n" +
-	"\bapproval\x18\x05 \x01(\x0e2\x14.memoryd.v1.ApprovalR\bapproval\"_\n" +
+	"\bapproval\x18\x05 \x01(\x0e2\x14.memoryd.v1.ApprovalR\bapproval\x12\x1b\n" +
+	"\tbundle_id\x18\x06 \x01(\tR\bbundleId\x12\x1c\n" +
+	"\tsignature\x18\a \x01(\tR\tsignature\"_\n" +
 	"\x12ApplyReviewRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12.\n" +
 	"\x05items\x18\x02 \x03(\v2\x18.memoryd.v1.ApprovedItemR\x05items\"\x94\x01\n" +

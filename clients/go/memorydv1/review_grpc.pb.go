@@ -39,7 +39,8 @@ const (
 type ReviewServiceClient interface {
 	// Proposals for one agent over the memories it may read; changes nothing.
 	Prepare(ctx context.Context, in *PrepareReviewRequest, opts ...grpc.CallOption) (*PrepareReviewResponse, error)
-	// Applies approved items, each all-or-nothing after re-validating it.
+	// Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+	// the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
 	Apply(ctx context.Context, in *ApplyReviewRequest, opts ...grpc.CallOption) (*ApplyReviewResponse, error)
 }
 
@@ -77,7 +78,8 @@ func (c *reviewServiceClient) Apply(ctx context.Context, in *ApplyReviewRequest,
 type ReviewServiceServer interface {
 	// Proposals for one agent over the memories it may read; changes nothing.
 	Prepare(context.Context, *PrepareReviewRequest) (*PrepareReviewResponse, error)
-	// Applies approved items, each all-or-nothing after re-validating it.
+	// Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+	// the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
 	Apply(context.Context, *ApplyReviewRequest) (*ApplyReviewResponse, error)
 	mustEmbedUnimplementedReviewServiceServer()
 }

@@ -261,6 +261,8 @@ describe("MemorydClient against memoryd", () => {
       action: item.action,
       hashes: item.memories.map((m) => ({ id: m.id, hash: m.hash })),
       approval: Approval.ITEM,
+      bundleId: item.bundleId, // as prepared: the daemon signed both
+      signature: item.signature,
     };
     const first = await client.reviewApply({ agentId, items: [approved] });
     assert.equal(first.results[0]!.outcome, ApplyOutcome.APPLIED);

@@ -3,15 +3,17 @@ over a real LanceDB store and the word-hash embedder."""
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from memoryd.core import principals
-from memoryd.core.errors import PermissionDenied
+from memoryd.core.errors import ConfigError, InvalidArgument, PermissionDenied, StorageFull
 from memoryd.core.policy import AccessPolicy, AgentAccess
-from memoryd.core.records import Category, Memory
+from memoryd.core.records import Category, Conflict, Memory
 from memoryd.core.review import (
     Action,
     ActionKind,
@@ -26,7 +28,9 @@ from memoryd.core.review import (
     Risk,
     contradiction_cue,
     item_id,
+    load_or_create_key,
     memory_hash,
+    precondition_keys,
 )
 from memoryd.core.service import MemoryPatch, MemoryService, NewMemory, RecallQuery
 from memoryd.storage.repository import Repository
@@ -69,6 +73,8 @@ def approve(item: Item, approval: Approval = Approval.ITEM) -> Approved:
         item.action,
         {m.id: h for m, h in zip(item.memories, item.hashes, strict=True)},
         approval,
+        item.bundle_id,
+        item.signature,
     )
 
 
@@ -442,3 +448,178 @@ async def test_a_stale_item_is_rechecked_with_the_threshold_it_was_prepared_with
     assert r.outcome == Outcome.APPLIED
     assert memories.list("a").memories == []
     assert m.id in r.changed_ids
+
+
+# -- signatures: Apply takes back only what this daemon proposed ---------------------------
+
+
+async def test_an_edited_or_invented_item_is_a_conflict_and_changes_nothing(
+    memories: MemoryService, review: ReviewService
+) -> None:
+    await put(memories, "a", DARK_A)
+    await put(memories, "a", DARK_B)
+    lonely = await put(memories, "a", "the user keeps a spare key under the doormat")
+    prepared = await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))
+    (item,) = prepared.items
+    good = approve(item)
+    assert item.bundle_id == prepared.bundle_id and item.signature.startswith("hmac-sha256:")
+    # Invented: a well-formed STALE item (right id and hash) for a memory never proposed.
+    action = Action(ActionKind.FORGET, lonely.id)
+    invented = Approved(
+        item_id(Kind.STALE, action),
+        Kind.STALE,
+        action,
+        {lonely.id: memory_hash(lonely)},
+        Approval.ITEM,
+        item.bundle_id,
+        item.signature,
+    )
+    unsigned = replace(good, signature="")
+    other_bundle = replace(good, bundle_id="rb-20260101-000000-abcd")
+    results = await review.apply("a", [invented, unsigned, other_bundle])
+    assert [r.outcome for r in results] == [Outcome.CONFLICT] * 3
+    assert all("signature does not verify" in r.message for r in results)
+    assert len(memories.list("a").memories) == 3
+    # Prepared for a, applied as b (who may not read a's memories either way): a conflict.
+    (as_b,) = await review.apply("b", [good])
+    assert as_b.outcome == Outcome.CONFLICT
+    # Another daemon's secret: the same item does not verify there.
+    elsewhere = ReviewService(memories, review.settings)
+    (r,) = await review.apply("a", [good])
+    assert r.outcome == Outcome.APPLIED
+    assert (await elsewhere.apply("a", [good]))[0].outcome == Outcome.CONFLICT
+
+
+async def test_the_preconditions_shown_are_the_ones_signed(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    await put(memories, "a", DARK_A)
+    await put(memories, "a", DARK_B)
+    await put(memories, "a", TABS_A)
+    await put(memories, "a", TABS_B)
+    said = await put(memories, "a", "the standup is at nine", metadata={"asserted_by": "user"})
+    clock.advance(days=40)
+    prepared = await review.prepare(PrepareQuery("a", promotions=((said.id, TEAM),)))
+    assert {i.kind for i in prepared.items} == {
+        Kind.DUPLICATE,
+        Kind.CONFLICT,
+        Kind.STALE,
+        Kind.PROMOTION,
+    }
+    for i in prepared.items:
+        shown = tuple((p.kind, p.memory_id) for p in i.preconditions)
+        assert shown == precondition_keys(i.kind, i.action), i.kind
+        assert i.needs_item_approval == (i.kind == Kind.PROMOTION)
+
+
+def test_the_review_key_is_private_stable_and_refused_when_others_may_read_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "review.key"
+    key = load_or_create_key(path)
+    assert len(key) == 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_or_create_key(path) == key
+    path.chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        load_or_create_key(path)
+    path.chmod(0o600)
+    link = tmp_path / "link.key"
+    link.symlink_to(path)
+    with pytest.raises(ConfigError):
+        load_or_create_key(link)
+
+
+# -- promotions into a scope the caller may only write; Apply's cost ------------------------
+
+BOX = "shared:box"
+
+
+@pytest.fixture
+def box_memories(
+    open_repository: Callable[[], Repository], embedder: WordHashEmbedder, clock: Clock
+) -> MemoryService:
+    policy = AccessPolicy(
+        default_read=("agent:{agent_id}",),
+        default_write=("agent:{agent_id}",),
+        agents={
+            "w": AgentAccess(write=("agent:{agent_id}", BOX)),  # a drop box: write only
+            "owner": AgentAccess(read=("agent:{agent_id}", BOX), write=("agent:{agent_id}", BOX)),
+        },
+    )
+    return MemoryService(open_repository(), embedder, policy, clock=clock)
+
+
+async def test_a_promotion_into_a_write_only_scope_is_idempotent(
+    box_memories: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    review = ReviewService(box_memories)
+    m = await put(box_memories, "w", "the door code is 4711", metadata={"asserted_by": "user"})
+    item = await promotion(review, "w", m, BOX)
+    store = box_memories.store
+    real_delete = store.delete
+
+    async def crash(ids: object) -> None:
+        raise StorageFull("disk full")
+
+    monkeypatch.setattr(store, "delete", crash)  # stops between the copy and the delete
+    (first,) = await review.apply("w", [approve(item)])
+    assert first.outcome == Outcome.REFUSED
+    monkeypatch.setattr(store, "delete", real_delete)
+    (second,) = await review.apply("w", [approve(item)])
+    assert second.outcome == Outcome.APPLIED
+    (third,) = await review.apply("w", [approve(item)])
+    assert third.outcome == Outcome.ALREADY_APPLIED
+    in_box = box_memories.list("owner", scopes=(BOX,)).memories
+    assert [x.text for x in in_box] == [m.text]  # one copy, never two
+    assert box_memories.list("w").memories == []
+
+
+async def test_apply_looks_promotions_up_by_id_and_bounds_its_items(
+    memories: MemoryService, review: ReviewService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = {"asserted_by": "user"}
+    said = [await put(memories, "a", f"room {n} has a projector", metadata=user) for n in range(3)]
+    asks = tuple((m.id, TEAM) for m in said)
+    prepared = await review.prepare(
+        PrepareQuery("a", kinds=frozenset({Kind.PROMOTION}), promotions=asks)
+    )
+    scans: list[object] = []
+    real_visible = memories.store.visible
+    monkeypatch.setattr(
+        memories.store, "visible", lambda *a, **k: scans.append(a) or real_visible(*a, **k)
+    )
+    approved = [approve(i) for i in prepared.items]
+    assert {r.outcome for r in await review.apply("a", approved)} == {Outcome.APPLIED}
+    assert {r.outcome for r in await review.apply("a", approved)} == {Outcome.ALREADY_APPLIED}
+    assert scans == []  # no scan of the target scope per item
+    limit = review.settings.max_apply_items
+    with pytest.raises(InvalidArgument, match="max_apply_items"):
+        await review.apply("a", approved * (limit // len(approved) + 1))
+
+
+async def test_the_conflict_log_part_of_prepare_keeps_to_the_scopes_asked_for(
+    memories: MemoryService, review: ReviewService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    x = await put(memories, "a", "the build runs on the old server", scope=TEAM)
+    y = await put(memories, "b", "deployments go through the blue pipeline", scope=TEAM)
+    logged = Conflict(
+        at=x.created_at,
+        new_id=y.id,
+        existing_id=x.id,
+        new_agent_id="b",
+        existing_agent_id="a",
+        new_text=y.text,
+        existing_text=x.text,
+        score=0.8,
+        category=Category.FACT,
+        merge_decision="kept_both",
+        scope=TEAM,
+        existing_scope=TEAM,
+    )
+    monkeypatch.setattr(memories, "list_conflicts", lambda *a, **k: [logged])
+    everything = await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.CONFLICT})))
+    assert len(everything.items) == 1
+    mine = await review.prepare(
+        PrepareQuery("a", scopes=("agent:a",), kinds=frozenset({Kind.CONFLICT}))
+    )
+    assert mine.items == []

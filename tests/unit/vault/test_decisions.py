@@ -18,6 +18,9 @@ IDS = [
 ]
 
 
+BUNDLE = "rb-20261130-090000-ab12"
+
+
 def item(n: int, risk: int) -> review_pb.ReviewItem:
     return review_pb.ReviewItem(
         item_id=f"rv-{n:016x}",
@@ -25,6 +28,8 @@ def item(n: int, risk: int) -> review_pb.ReviewItem:
         risk=risk,  # type: ignore[arg-type]
         memories=[review_pb.ReviewMemory(id=IDS[n], hash=f"sha256:{n}", text=f"memory {n}")],
         action=review_pb.ReviewAction(kind=review_pb.REVIEW_ACTION_KIND_FORGET, memory_id=IDS[n]),
+        bundle_id=BUNDLE,
+        signature=f"hmac-sha256:{n:064x}",
     )
 
 
@@ -47,6 +52,7 @@ class FakeClient:
                 item(2, review_pb.RISK_CLASS_MEDIUM),
             ],
             memories_scanned=3,
+            bundle_id=BUNDLE,
         )
 
     def review_apply(self, req: review_pb.ApplyReviewRequest) -> review_pb.ApplyReviewResponse:
@@ -128,3 +134,111 @@ def test_a_hand_edited_note_or_unknown_ids_apply_nothing(run: Any, tmp_path: Pat
     assert code == 2 and "no item" in out
     code, out = run("review", "approve", "../../etc/passwd", "--items", "all")
     assert code == 2 and "not a bundle id" in out
+
+
+def state_file(tmp_path: Path, b: str) -> Path:
+    return tmp_path / f"00-system/memoryd/review-bundles/{b}.state.json"
+
+
+def test_apply_sends_each_item_with_the_daemons_bundle_id_and_signature(
+    run: Any, tmp_path: Path
+) -> None:
+    run("review", "prepare")
+    b = bundle_id(tmp_path)
+    assert b == BUNDLE  # the daemon names the bundle (its id is signed into every item)
+    run("review", "approve", b, "--items", "all")
+    run("review", "apply", b)
+    (req,) = FakeClient.sent
+    assert {(i.bundle_id, i.signature) for i in req.items} == {
+        (BUNDLE, f"hmac-sha256:{n:064x}") for n in range(3)
+    }
+
+
+def test_a_forged_or_edited_decision_in_the_state_file_is_never_sent(
+    run: Any, tmp_path: Path
+) -> None:
+    run("review", "prepare")
+    b = bundle_id(tmp_path)
+    low, high, medium = (f"rv-{n:016x}" for n in range(3))
+    assert run("review", "approve", b, "--items", "low-risk")[0] == 0
+    path = state_file(tmp_path, b)
+    raw = json.loads(path.read_text())
+    # Someone who can write the vault: the low-risk bulk approval becomes an item approval,
+    # the high-risk item is marked approved with the seal copied from another decision.
+    raw["decisions"][low]["approval"] = "item"
+    raw["decisions"][high] = dict(raw["decisions"][low], approval="bulk")
+    raw["decisions"][medium] = {"status": "approved", "approval": "item"}
+    path.write_text(json.dumps(raw))
+    code, out = run("review", "apply", b)
+    assert code == 1 and FakeClient.sent == []
+    assert out.count("not sent") == 3 and "edited" in out
+    # Decided again by the command, it is sent.
+    assert run("review", "approve", b, "--items", high)[0] == 0
+    assert run("review", "apply", b)[0] == 1  # the other two are still not sent
+    (req,) = FakeClient.sent
+    assert [(i.item_id, i.approval) for i in req.items] == [(high, review_pb.APPROVAL_ITEM)]
+
+
+def test_the_approval_key_must_live_outside_the_vault(
+    run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run("review", "prepare")
+    b = bundle_id(tmp_path)
+    monkeypatch.setenv("MEMORYD_VAULT__APPROVAL_KEY_FILE", str(tmp_path / "approval.key"))
+    code, out = run("review", "approve", b, "--items", "all")
+    assert code == 2 and "inside the vault" in out
+    assert not (tmp_path / "approval.key").exists()
+
+
+def test_the_bundle_is_partially_applied_while_items_are_still_pending(
+    run: Any, tmp_path: Path
+) -> None:
+    run("review", "prepare")
+    b = bundle_id(tmp_path)
+    low, high, medium = (f"rv-{n:016x}" for n in range(3))
+    run("review", "approve", b, "--items", low)
+    code, out = run("review", "apply", b)
+    assert code == 0 and "bundle partially_applied" in out
+    assert json.loads(state_file(tmp_path, b).read_text())["status"] == "partially_applied"
+    front = (tmp_path / f"00-system/memoryd/review-bundles/{b}.md").read_text()
+    assert 'status: "partially_applied"' in front
+    run("review", "reject", b, "--items", medium)
+    run("review", "approve", b, "--items", high)
+    run("review", "apply", b)
+    assert json.loads(state_file(tmp_path, b).read_text())["status"] == "applied"
+
+
+def test_a_snooze_date_without_a_zone_is_in_the_configured_timezone(
+    run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORYD_VAULT__TIMEZONE", "Europe/Zurich")
+    run("review", "prepare")
+    b = bundle_id(tmp_path)
+    low, high, _ = (f"rv-{n:016x}" for n in range(3))
+    assert run("review", "snooze", b, "--items", low, "--until", "2999-12-01T09:00")[0] == 0
+    assert run("review", "snooze", b, "--items", high, "--until", "2000-01-01")[0] == 0
+    decisions = json.loads(state_file(tmp_path, b).read_text())["decisions"]
+    assert decisions[low]["until"] == "2999-12-01T09:00:00+01:00"
+    code, out = run("review", "apply", b)
+    assert code == 0 and "nothing approved" in out  # no crash comparing the times
+    code, out = run("review", "snooze", b, "--items", low, "--until", "next tuesday")
+    assert code == 2 and out.count("\n") == 1 and "Europe/Zurich" in out
+    monkeypatch.setenv("MEMORYD_VAULT__TIMEZONE", "Mars/Olympus")
+    code, out = run("review", "snooze", b, "--items", low, "--until", "2999-12-01")
+    assert code == 2 and "not a known time zone" in out
+
+
+def test_prepare_and_bulk_approval_say_what_will_not_apply(
+    run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked, solo = item(0, review_pb.RISK_CLASS_HIGH), item(1, review_pb.RISK_CLASS_HIGH)
+    blocked.blocked = "agent 'main' may not write workspace:team"
+    solo.needs_item_approval = True
+    response = review_pb.PrepareReviewResponse(items=[blocked, solo], bundle_id=BUNDLE)
+    monkeypatch.setattr(FakeClient, "review_prepare", lambda self, req: response)
+    code, out = run("review", "prepare")
+    assert code == 0
+    assert "(will be refused: agent 'main' may not write workspace:team)" in out
+    assert f"(needs approving by itself: --items {solo.item_id})" in out
+    code, out = run("review", "approve", BUNDLE, "--items", "all")
+    assert code == 0 and f"approved by themselves: --items {solo.item_id}" in out

@@ -1,5 +1,5 @@
 """`memoryd vault doctor` says what is wrong: no vault, a file instead of a folder, a review
-root outside the vault, no daemon; and the vault is off unless asked for."""
+root reached through a symlink, no daemon; and the vault is off unless asked for."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_doctor_names_each_problem(
         nobody,
         "doctor",
     )
-    assert code == 1 and "outside the vault" in out
+    assert code == 1 and "is a symlink" in out
     assert list(outside.iterdir()) == []
 
 
@@ -83,3 +83,24 @@ def test_no_daemon_is_exit_3(
         capsys, "--vault", str(tmp_path), "--agent", "a", "--address", nobody, "review", "prepare"
     )
     assert code == 3 and "no daemon answers" in out
+
+
+def test_doctor_checks_the_morning_reviews_cron_and_time_zone(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    nobody: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMORYD_VAULT__MORNING_REVIEW__ENABLED", "true")
+    monkeypatch.setenv("MEMORYD_VAULT__MORNING_REVIEW__CRON", "0 25 * * *")
+    argv = ("--vault", str(tmp_path), "--agent", "a", "--address", nobody, "doctor")
+    code, out = run(capsys, *argv)
+    assert code == 1 and "FAIL [vault.morning_review] cannot run" in out and "hour" in out
+    monkeypatch.setenv("MEMORYD_VAULT__MORNING_REVIEW__CRON", "30 7 * * 1-5")
+    monkeypatch.setenv("MEMORYD_VAULT__MORNING_REVIEW__TIMEZONE", "Europe/Nowhere")
+    code, out = run(capsys, *argv)
+    assert "FAIL [vault.morning_review] cannot run" in out and "Europe/Nowhere" in out
+    monkeypatch.setenv("MEMORYD_VAULT__MORNING_REVIEW__TIMEZONE", "Europe/Zurich")
+    code, out = run(capsys, *argv)
+    assert "ok   morning review '30 7 * * 1-5' in Europe/Zurich: next at" in out
+    assert "FAIL [vault.morning_review]" not in out

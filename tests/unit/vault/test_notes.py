@@ -49,3 +49,16 @@ def test_a_rebuild_keeps_a_persons_text_after_the_block(tmp_path: Path) -> None:
     assert v.write_note("README.md", {"type": "r"}, "second\n", "readme") == "replaced"
     text = note.read_text()
     assert "second\n" in text and "first" not in text and text.endswith("My own notes.\n")
+
+
+def test_a_rebuild_keeps_front_matter_a_person_added(tmp_path: Path) -> None:
+    v = make_vault(tmp_path)
+    v.write_note("dashboards/overview.md", {"type": "t", "n": 1}, "# v1\n")
+    note = tmp_path / "00-system/memoryd/dashboards/overview.md"
+    text = note.read_text()
+    note.write_text(text.replace("---\n", "---\ntags:\n  - weekly\n  - memory\nrating: 5\n", 1))
+    v.write_note("dashboards/overview.md", {"type": "t", "n": 2}, "# v2\n")
+    after = note.read_text()
+    front = after.split("---\n", 2)[1]
+    assert front == 'type: "t"\nn: 2\ntags:\n  - weekly\n  - memory\nrating: 5\n'
+    assert "# v2" in after

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 import pytest
+from memoryd_client.vault import paths
 from memoryd_client.vault.paths import ReviewRoot, VaultPathError
 
 
@@ -83,13 +85,15 @@ def test_a_symlinked_file_is_replaced_never_followed(tmp_path: Path, vault: Path
         root.read("doctor.md")
 
 
-def test_a_symlink_inside_the_root_is_not_followed_on_write(vault: Path) -> None:
+def test_a_symlink_inside_the_root_is_refused_never_followed(vault: Path) -> None:
     root = ReviewRoot(vault, "00-system/memoryd")
     root.write("a.md", "original a")
     os.symlink(vault / "00-system" / "memoryd" / "a.md", vault / "00-system" / "memoryd" / "b.md")
-    root.write("b.md", "new b")
+    with pytest.raises(VaultPathError, match="symlink"):
+        root.write("b.md", "new b")
+    with pytest.raises(VaultPathError, match="symlink"):
+        root.append("b.md", "new b")
     assert (vault / "00-system" / "memoryd" / "a.md").read_text() == "original a"
-    assert not (vault / "00-system" / "memoryd" / "b.md").is_symlink()
 
 
 def test_dot_obsidian_is_never_written_unless_allowed(vault: Path) -> None:
@@ -111,3 +115,47 @@ def test_a_missing_vault_is_an_os_error_and_nothing_is_created(tmp_path: Path) -
     with pytest.raises(OSError):
         root.write("README.md", "x")
     assert not (tmp_path / "gone").exists()
+
+
+def test_dot_obsidian_is_never_written_through_a_symlinked_review_root(vault: Path) -> None:
+    (vault / ".obsidian").mkdir()
+    os.symlink(vault / ".obsidian", vault / "00-system")  # inside the vault, yet .obsidian
+    root = ReviewRoot(vault, "00-system/memoryd")
+    with pytest.raises(VaultPathError, match="symlink"):
+        root.write("README.md", "x")
+    with pytest.raises(VaultPathError, match="symlink"):
+        root.real_root()
+    assert list((vault / ".obsidian").iterdir()) == []
+
+
+def test_a_symlink_swapped_in_during_a_write_cannot_put_a_file_outside(
+    tmp_path: Path, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = ReviewRoot(vault, "00-system/memoryd")
+    root.write("records/a.md", "x")
+    records = vault / "00-system" / "memoryd" / "records"
+    token_hex = paths.secrets.token_hex
+
+    def swap_then_name(n: int) -> str:  # runs after the checks, before the file is made
+        if not records.is_symlink():
+            records.rename(records.with_name("moved"))
+            os.symlink(outside, records)
+        return token_hex(n)
+
+    monkeypatch.setattr(paths.secrets, "token_hex", swap_then_name)
+    with contextlib.suppress(VaultPathError):
+        root.write("records/b.md", "leak")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_hard_linked_log_is_never_appended_to(tmp_path: Path, vault: Path) -> None:
+    precious = tmp_path / "bashrc"
+    precious.write_text("export PATH=/usr/bin\n")
+    root = ReviewRoot(vault, "00-system/memoryd")
+    root.write("README.md", "x")
+    os.link(precious, vault / "00-system" / "memoryd" / "managed-blocks.log.jsonl")
+    with pytest.raises(VaultPathError, match="hard link"):
+        root.append("managed-blocks.log.jsonl", '{"at": "now"}')
+    assert precious.read_text() == "export PATH=/usr/bin\n"

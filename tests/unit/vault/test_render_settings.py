@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,20 @@ def test_unknown_or_mistyped_vault_settings_are_refused(tmp_path: Path) -> None:
         load(None, environ={"MEMORYD_VAULT__PATHH": "/v"})
     with pytest.raises(VaultConfigError, match="true or false"):
         load(None, environ={"MEMORYD_VAULT__ENABLED": "maybe"})
+
+
+# What GFM / Obsidian would turn into a link or a tag in plain text.
+AUTOLINK = re.compile(r"(?i)\b(?:https?|ftp|obsidian|file)://|\bwww\.|[\w.+-]+@[\w-]+\.\w")
+TAG = re.compile(r"(?<![\\\w&])#[^\s#\\]+")
+
+
+def test_a_memory_text_creates_no_link_and_no_tag() -> None:
+    evil = (
+        "Visit https://evil.example/login or WWW.evil.example, mail boss@evil.example, "
+        "open obsidian://open?vault=x, file #urgent and #todo/now, [[Secret note]]"
+    )
+    shown = escape(evil)
+    assert AUTOLINK.search(shown) is None, shown
+    assert TAG.search(shown) is None, shown
+    assert "[[" not in shown
+    assert "https&#58;//evil.example/login" in shown  # still readable as what it was

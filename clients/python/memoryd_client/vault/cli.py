@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import sys
 import time
 from collections import Counter
@@ -26,6 +25,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import grpc
 
@@ -40,9 +40,13 @@ from memoryd_client.vault.state import (
     BundleState,
     Decision,
     StateError,
+    approval_key,
+    approved_item,
     check_bundle_id,
     note_path,
     now_iso,
+    seal,
+    sealed,
     state_path,
 )
 
@@ -90,6 +94,25 @@ class Vault:
         self.address = args.address or os.environ.get("MEMORYD_ADDRESS") or "127.0.0.1:50051"
         self.token = os.environ.get("MEMORYD_AUTH_TOKEN") or None
 
+    def approval_key(self) -> bytes:
+        configured = self.settings.approval_key_file
+        if configured:
+            path = Path(configured).expanduser()
+        else:
+            base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+            path = Path(base) / "memoryd" / "vault-approval.key"
+        return approval_key(path, self.root.vault)
+
+    def zone(self) -> ZoneInfo:
+        try:
+            return ZoneInfo(self.settings.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise VaultError(
+                f"[vault] timezone {self.settings.timezone!r} is not a known time zone "
+                "(e.g. UTC, Europe/Zurich)",
+                EXIT_USAGE,
+            ) from None
+
     def client(self) -> MemoryClient:
         return MemoryClient(self.address, token=self.token, timeout=60.0)
 
@@ -99,7 +122,7 @@ class Vault:
         to proposals/. Returns what happened to the block."""
         existing = self.root.read(rel)
         upd = update_note(render.split_front_matter(existing), block_id, body)
-        self.root.write(rel, render.front_matter(front) + upd.text)
+        self.root.write(rel, render.merge_front_matter(existing, front) + upd.text)
         entry: dict[str, Any] = {
             "at": now_iso(),
             "note": rel,
@@ -165,7 +188,7 @@ def doctor(v: Vault, args: argparse.Namespace) -> int:
             lines.append(f"ok   review root {root}")
             probe = ".doctor-probe"
             v.root.write(probe, "ok\n")
-            v.root.path(probe).unlink()
+            v.root.remove(probe)
             lines.append("ok   review root is writable")
         except VaultPathError as e:
             problems.append(str(e))
@@ -179,6 +202,7 @@ def doctor(v: Vault, args: argparse.Namespace) -> int:
             )
         else:
             lines.append("ok   plain Markdown (no .obsidian/: Obsidian is optional)")
+    _doctor_schedule(v.settings, lines, problems)
     try:
         with v.client() as c:
             stats = c.stats(v.agent)
@@ -200,6 +224,30 @@ def doctor(v: Vault, args: argparse.Namespace) -> int:
                 body,
             )
     return EXIT_FAILED if problems else EXIT_OK
+
+
+def _doctor_schedule(s: VaultSettings, lines: list[str], problems: list[str]) -> None:
+    """The morning review's cron and time zone, and [vault] timezone."""
+    try:
+        ZoneInfo(s.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        problems.append(f"[vault] timezone {s.timezone!r} is not a known time zone")
+    try:
+        cron = Cron.parse(s.morning_cron, s.morning_timezone)
+    except CronError as e:
+        if s.morning_enabled:
+            problems.append(f"[vault.morning_review] cannot run: {e}")
+        else:
+            lines.append(f"note the morning review is off; its settings would not run: {e}")
+        return
+    if s.morning_enabled:
+        at = cron.next_after(datetime.now(UTC)).astimezone(cron.zone)
+        lines.append(
+            f"ok   morning review {s.morning_cron!r} in {s.morning_timezone}: next at "
+            f"{at.isoformat()} (run `memoryd vault morning-review --schedule`)"
+        )
+    else:
+        lines.append("ok   morning review off ([vault.morning_review] enabled = false)")
 
 
 def build(v: Vault, args: argparse.Namespace) -> int:
@@ -252,18 +300,30 @@ def review_prepare(v: Vault, args: argparse.Namespace) -> int:
         print(
             f"  {item.item_id}  {render.KIND.get(item.kind, '?'):9} "
             f"{render.RISK.get(item.risk, '?'):6} "
-            f"{render.action_words(item)}"
+            f"{render.action_words(item)}{_caveat(item)}"
         )
     return EXIT_OK
+
+
+def _caveat(item: review_pb.ReviewItem) -> str:
+    """What a person must know before approving an item, on its line."""
+    if item.blocked:
+        return f" (will be refused: {item.blocked})"
+    if item.needs_item_approval:
+        return " (needs approving by itself: --items " + item.item_id + ")"
+    return ""
 
 
 def new_bundle(
     v: Vault, resp: review_pb.PrepareReviewResponse, trigger: str = "manual"
 ) -> BundleState:
-    now = datetime.now(UTC)
-    bundle_id = f"rb-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    if not resp.bundle_id or any(not i.signature for i in resp.items):
+        raise VaultError(
+            "the daemon does not sign review items (it is older than this CLI): upgrade memoryd",
+            EXIT_FAILED,
+        )
     state = BundleState(
-        bundle_id=bundle_id,
+        bundle_id=check_bundle_id(resp.bundle_id),
         agent=v.agent,
         created=now_iso(),
         items=list(resp.items),
@@ -289,6 +349,7 @@ def review_show(v: Vault, args: argparse.Namespace) -> int:
             f"  {item.item_id}  {render.KIND.get(item.kind, '?'):9} "
             f"{render.RISK.get(item.risk, '?'):6} "
             f"{render.decision_words(state, item.item_id):24} {render.action_words(item)}"
+            f"{_caveat(item)}"
         )
     return EXIT_OK
 
@@ -316,56 +377,89 @@ def review_decide(v: Vault, args: argparse.Namespace) -> int:
     ids, bulk = _chosen(state, args.items, allow_low_risk=args.decision == "approved")
     until = ""
     if args.decision == "snoozed":
-        until = _until(args.until)
+        until = _until(args.until, v.zone())
+    key = v.approval_key()
     for item_id in ids:
-        state.decisions[item_id] = Decision(
+        d = Decision(
             status=args.decision,
             approval=("bulk" if bulk else "item") if args.decision == "approved" else "",
             until=until,
             at=now_iso(),
         )
+        d.seal = seal(key, state, state.item(item_id), d)
+        state.decisions[item_id] = d
     v.save_state(state)
     print(f"{args.decision} {len(ids)} item(s) of {state.bundle_id}")
+    if bulk and args.decision == "approved":
+        solo = [i for i in ids if state.item(i).needs_item_approval]
+        if solo:
+            print(
+                f"note: {len(solo)} of them move a memory to a shared scope and apply only when "
+                f"approved by themselves: --items {' '.join(solo)}"
+            )
     return EXIT_OK
 
 
-def _until(value: str) -> str:
+def _until(value: str, zone: ZoneInfo) -> str:
+    """An ISO time with its offset; a date or time given without a zone is in ``zone``
+    ([vault] timezone)."""
     m = re.fullmatch(r"(\d+)([hdw])", value)
     if m:
         n, unit = int(m.group(1)), m.group(2)
         delta = {"h": timedelta(hours=n), "d": timedelta(days=n), "w": timedelta(weeks=n)}[unit]
         return (datetime.now(UTC) + delta).replace(microsecond=0).isoformat()
+    when = parse_time(value, zone)
+    if when is None:
+        raise VaultError(
+            f"--until {value!r}: use a date (2026-12-01), a time (2026-12-01T09:00, in "
+            f"{zone.key} unless it names its offset) or 3d / 12h / 2w",
+            EXIT_USAGE,
+        )
+    return when.isoformat()
+
+
+def parse_time(value: str, zone: ZoneInfo) -> datetime | None:
+    """An aware time (naive ones in ``zone``), or None when ``value`` is not one."""
     try:
         when = datetime.fromisoformat(value)
-    except ValueError:
-        raise VaultError(
-            f"--until {value!r}: use a date (2026-12-01) or 3d / 12h / 2w", EXIT_USAGE
-        ) from None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=zone)
 
 
 def review_apply(v: Vault, args: argparse.Namespace) -> int:
     state = v.load_state(args.bundle)
     now = datetime.now(UTC)
+    key = v.approval_key()
+    zone = v.zone()
     items = []
+    unsealed = []
     for item in state.items:
         d = state.decisions.get(item.item_id, Decision())
-        if d.status == "snoozed" and d.until and datetime.fromisoformat(d.until) <= now:
+        if d.status == "pending":
+            continue
+        if not sealed(key, state, item, d):
+            # Not made by review approve/reject/snooze with this key: the state file was
+            # edited (or the key changed). Nothing is applied on its word.
+            unsealed.append(item.item_id)
+            continue
+        until = parse_time(d.until, zone) if d.status == "snoozed" and d.until else None
+        if until is not None and until <= now:
             d.status = "pending"  # the snooze ran out: it needs a decision again
         if d.status != "approved":
             continue
-        items.append(
-            review_pb.ApprovedItem(
-                item_id=item.item_id,
-                kind=item.kind,
-                action=item.action,
-                hashes=[review_pb.MemoryHash(id=m.id, hash=m.hash) for m in item.memories],
-                approval=review_pb.APPROVAL_ITEM
-                if d.approval == "item"
-                else review_pb.APPROVAL_BULK,
-            )
+        approval = review_pb.APPROVAL_ITEM if d.approval == "item" else review_pb.APPROVAL_BULK
+        items.append(approved_item(item, approval))
+    for item_id in unsealed:
+        print(
+            f"  {item_id}  not sent: its decision was not made by `memoryd vault review "
+            "approve|reject|snooze` with this machine's approval key (was the state file "
+            "edited?); decide it again"
         )
     if not items:
+        if unsealed:
+            print(f"nothing sent from {state.bundle_id}")
+            return EXIT_FAILED
         print(f"nothing approved in {state.bundle_id}: approve items first")
         return EXIT_OK
     with v.client() as c:
@@ -385,15 +479,13 @@ def review_apply(v: Vault, args: argparse.Namespace) -> int:
             "refused": resp.refused,
         },
     ]
-    done = {"APPLY_OUTCOME_APPLIED", "APPLY_OUTCOME_ALREADY_APPLIED"}
-    approved = [d for d in state.decisions.values() if d.status == "approved"]
-    state.status = "applied" if all(d.outcome in done for d in approved) else "partially_applied"
+    state.settle_status()
     v.save_state(state)
     print(
         f"applied {resp.applied}, already applied {resp.already_applied}, "
-        f"conflicts {resp.conflicts}, refused {resp.refused}"
+        f"conflicts {resp.conflicts}, refused {resp.refused}; bundle {state.status}"
     )
-    return EXIT_FAILED if resp.conflicts or resp.refused else EXIT_OK
+    return EXIT_FAILED if resp.conflicts or resp.refused or unsealed else EXIT_OK
 
 
 def _morning_once(v: Vault) -> None:

@@ -1,14 +1,18 @@
 """The vault's notes: Markdown with YAML front matter (queryable by Dataview or Bases).
 
 Every note memoryd writes has memoryd's front matter, then one managed block with its
-body (``blocks.py``); a person's text after the block is kept. Memory texts are untrusted:
-they are shown on one line with ``<``, ``>``, ``|``, ``[`` and ``` ` ``` escaped, so a
-memory can never forge a managed-block marker, a link or a table cell.
+body (``blocks.py``); a person's text after the block is kept, and so are front-matter
+keys a person added (:func:`merge_front_matter`). Memory texts are untrusted: they are shown
+on one line with ``<``, ``>``, ``|``, ``[``, ``` ` ``` and ``#`` escaped and the ``:`` of
+``scheme://``, the dot of ``www.`` and the ``@`` of an address written as entities, so a
+memory can never forge a managed-block marker, a link (bracketed, wiki or a bare URL or
+e-mail address a renderer would link), a #tag or a table cell.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -35,9 +39,16 @@ def escape(text: str, limit: int = 300) -> str:
         ("|", "\\|"),
         ("[", "\\["),
         ("`", "\\`"),
+        ("#", "\\#"),
+        ("@", "&#64;"),
     ):
         one = one.replace(a, b)
-    return one
+    one = _SCHEME.sub(r"\1&#58;", one)
+    return _WWW.sub(r"\1&#46;", one)
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?=//)")
+_WWW = re.compile(r"\b(www)\.", re.IGNORECASE)
 
 
 def front_matter(values: Mapping[str, Any]) -> str:
@@ -47,6 +58,24 @@ def front_matter(values: Mapping[str, Any]) -> str:
         lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
     lines.append("---")
     return "\n".join(lines) + "\n"
+
+
+def merge_front_matter(note: str | None, values: Mapping[str, Any]) -> str:
+    """memoryd's front matter for a note, keeping the keys a person added to the note's
+    existing front matter (each with its lines as written) after memoryd's own."""
+    kept: list[str] = []
+    if note is not None and note.startswith("---\n"):
+        end = note.find("\n---\n", 4)
+        block = note[4:end] if end >= 0 else ""
+        key = ""
+        for line in block.split("\n"):
+            top = re.match(r"([^\s#][^:]*):", line)
+            if top:
+                key = top.group(1).strip()
+            if key and key not in values:
+                kept.append(line)
+    text = front_matter(values)
+    return text[: -len("---\n")] + "".join(f"{line}\n" for line in kept) + "---\n"
 
 
 def split_front_matter(note: str | None) -> str | None:

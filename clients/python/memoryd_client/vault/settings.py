@@ -25,6 +25,8 @@ class VaultSettings:
     review_root: str = DEFAULT_REVIEW_ROOT
     allow_dot_obsidian_write: bool = False
     records: bool = True
+    timezone: str = "UTC"  # of dates given without one (review snooze --until 2026-12-01)
+    approval_key_file: str = ""  # default $XDG_CONFIG_HOME/memoryd/vault-approval.key
     morning_enabled: bool = False
     morning_cron: str = "0 9 * * *"
     morning_timezone: str = "UTC"

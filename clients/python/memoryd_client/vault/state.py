@@ -1,18 +1,33 @@
 """A bundle's sidecar state: ``review-bundles/<bundleId>.state.json`` under the review root.
 
-It holds what Prepare returned (each item's kind, action and hashes, so ``review apply``
-sends exactly what was prepared), the decisions made by explicit commands (approved by
-item or in bulk, rejected, snoozed until) and the results of each apply. The bundle note is
-rendered from it and never read back: editing the note (ticking a box, rewriting an item)
-applies nothing.
+It holds what Prepare returned (each item's kind, action, hashes, bundle id and the
+daemon's signature, so ``review apply`` sends exactly what was prepared: an item edited here
+no longer verifies at the daemon), the decisions made by explicit commands (approved by
+item or in bulk, rejected, snoozed until), each sealed with the approval key (an HMAC with
+a key kept outside the vault, :func:`seal`), and the results of each apply. A decision
+whose seal does not verify (written by anything but ``review approve|reject|snooze`` on a
+machine holding the key) is ignored. The bundle note is rendered from it and never read
+back: editing the note (ticking a box, rewriting an item) applies nothing.
+
+Bundle status: ``pending_user_review`` until an apply changed something; then
+``partially_applied`` while any item is still pending, snoozed, or approved but not applied
+(a conflict or refusal); ``applied`` when every item is decided and every approved one is
+applied.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import json
+import os
 import re
+import secrets
+import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
@@ -49,6 +64,7 @@ class Decision:
     at: str = ""
     outcome: str = ""  # the last apply's outcome name, e.g. APPLY_OUTCOME_APPLIED
     message: str = ""
+    seal: str = ""  # HMAC of the decision with the approval key (see seal())
 
 
 @dataclass
@@ -63,6 +79,19 @@ class BundleState:
     truncated: bool = False
     memories_scanned: int = 0
     trigger: str = "manual"  # or "morning-review"
+
+    def settle_status(self) -> str:
+        """The status after an apply (see the module docstring)."""
+        done = {"APPLY_OUTCOME_APPLIED", "APPLY_OUTCOME_ALREADY_APPLIED"}
+        decisions = [self.decisions.get(i.item_id, Decision()) for i in self.items]
+        if not any(d.outcome in done for d in decisions):
+            return self.status
+        still_open = any(
+            d.status in ("pending", "snoozed") or (d.status == "approved" and d.outcome not in done)
+            for d in decisions
+        )
+        self.status = "partially_applied" if still_open else "applied"
+        return self.status
 
     def item(self, item_id: str) -> review_pb.ReviewItem:
         for it in self.items:
@@ -111,6 +140,74 @@ class BundleState:
             )
         except (ValueError, KeyError, TypeError, json_format.ParseError) as e:
             raise StateError(f"bundle state is damaged: {e}") from None
+
+
+def _sealed_fields(state: BundleState, item: review_pb.ReviewItem, d: Decision) -> bytes:
+    return json.dumps(
+        [state.bundle_id, state.agent, item.item_id, item.signature, d.status, d.approval, d.until]
+    ).encode()
+
+
+def seal(key: bytes, state: BundleState, item: review_pb.ReviewItem, d: Decision) -> str:
+    """The seal of a decision on an item: binds the decision (status, how approved, until)
+    to the daemon-signed item and bundle, with the approval key."""
+    return (
+        "hmac-sha256:" + hmac.new(key, _sealed_fields(state, item, d), hashlib.sha256).hexdigest()
+    )
+
+
+def sealed(key: bytes, state: BundleState, item: review_pb.ReviewItem, d: Decision) -> bool:
+    return hmac.compare_digest(seal(key, state, item, d).encode(), d.seal.encode())
+
+
+def approval_key(path: Path, vault: Path) -> bytes:
+    """The approval key: 32 random bytes (hex) in ``path``, created 0600 on first use. It
+    must live outside the vault (whoever can write the vault must not be able to approve),
+    and a key file others may read is refused."""
+    real = path.expanduser().resolve()
+    with contextlib.suppress(OSError):
+        if real.is_relative_to(vault.resolve(strict=True)):
+            raise StateError(
+                f"the approval key {path} is inside the vault {vault}: put it outside "
+                "([vault] approval_key_file), or anyone who can write the vault could approve"
+            )
+    real.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+    with os.fdopen(os.open(real, os.O_RDONLY | nofollow)) as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(mode) or mode & 0o077:
+            raise StateError(f"the approval key {path} may be read by others: chmod 600 {path}")
+        text = f.read().strip()
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) < 32:
+        raise StateError(f"the approval key {path} is damaged: delete it to make a new one")
+    return key
+
+
+def approved_item(
+    item: review_pb.ReviewItem, approval: int = review_pb.APPROVAL_ITEM
+) -> review_pb.ApprovedItem:
+    """What Apply takes back for a prepared item: its id, kind, action, hashes, bundle id
+    and the daemon's signature, as Prepare gave them (an edited one is a CONFLICT)."""
+    return review_pb.ApprovedItem(
+        item_id=item.item_id,
+        kind=item.kind,
+        action=item.action,
+        hashes=[review_pb.MemoryHash(id=m.id, hash=m.hash) for m in item.memories],
+        approval=approval,  # type: ignore[arg-type]
+        bundle_id=item.bundle_id,
+        signature=item.signature,
+    )
 
 
 def now_iso() -> str:

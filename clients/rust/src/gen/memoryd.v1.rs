@@ -1396,6 +1396,15 @@ pub struct ReviewItem {
     /// non-empty: a rule will refuse it at apply time, and why
     #[prost(string, tag = "10")]
     pub blocked: ::prost::alloc::string::String,
+    /// the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+    #[prost(string, tag = "11")]
+    pub bundle_id: ::prost::alloc::string::String,
+    /// "hmac-sha256:<hex>": the daemon's signature over the agent, bundle id, item id, kind,
+    /// action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+    /// memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+    /// back only items whose signature verifies: an edited or invented item is a CONFLICT.
+    #[prost(string, tag = "12")]
+    pub signature: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PromotionAsk {
@@ -1439,6 +1448,9 @@ pub struct PrepareReviewResponse {
     /// more memories (review.max_memories) or items (max_items) than shown
     #[prost(bool, tag = "4")]
     pub truncated: bool,
+    /// "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
+    #[prost(string, tag = "5")]
+    pub bundle_id: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct MemoryHash {
@@ -1460,6 +1472,12 @@ pub struct ApprovedItem {
     pub hashes: ::prost::alloc::vec::Vec<MemoryHash>,
     #[prost(enumeration = "Approval", tag = "5")]
     pub approval: i32,
+    /// the item's bundle_id, as prepared
+    #[prost(string, tag = "6")]
+    pub bundle_id: ::prost::alloc::string::String,
+    /// the item's signature, as prepared (required: without it, a CONFLICT)
+    #[prost(string, tag = "7")]
+    pub signature: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ApplyReviewRequest {
@@ -1601,7 +1619,10 @@ impl ReviewActionKind {
     }
 }
 /// How an item was approved. Moving a memory to a shared scope needs APPROVAL_ITEM: that
-/// item approved by itself, never by a bulk approval ("all", "low-risk").
+/// item approved by itself, never by a bulk approval ("all", "low-risk"). The daemon takes
+/// it only for an item it signed (ApprovedItem.signature) with needs_item_approval; that a
+/// person gave it is the approving tool's job (`memoryd vault review approve` seals each
+/// decision with a key kept outside the vault, and `review apply` sends only sealed ones).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum Approval {
@@ -1785,7 +1806,8 @@ pub mod review_service_client {
                 .insert(GrpcMethod::new("memoryd.v1.ReviewService", "Prepare"));
             self.inner.unary(req, path, codec).await
         }
-        /// Applies approved items, each all-or-nothing after re-validating it.
+        /// Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+        /// the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
         pub async fn apply(
             &mut self,
             request: impl tonic::IntoRequest<super::ApplyReviewRequest>,

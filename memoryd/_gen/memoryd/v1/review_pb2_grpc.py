@@ -58,7 +58,8 @@ class ReviewServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Apply(self, request, context):
-        """Applies approved items, each all-or-nothing after re-validating it.
+        """Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+        the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

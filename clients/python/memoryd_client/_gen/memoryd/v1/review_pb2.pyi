@@ -116,7 +116,10 @@ class _ApprovalEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Approval.Val
 
 class Approval(_Approval, metaclass=_ApprovalEnumTypeWrapper):
     """How an item was approved. Moving a memory to a shared scope needs APPROVAL_ITEM: that
-    item approved by itself, never by a bulk approval ("all", "low-risk").
+    item approved by itself, never by a bulk approval ("all", "low-risk"). The daemon takes
+    it only for an item it signed (ApprovedItem.signature) with needs_item_approval; that a
+    person gave it is the approving tool's job (`memoryd vault review approve` seals each
+    decision with a key kept outside the vault, and `review apply` sends only sealed ones).
     """
 
 APPROVAL_UNSPECIFIED: Approval.ValueType  # 0
@@ -297,6 +300,8 @@ class ReviewItem(_message.Message):
     PRECONDITIONS_FIELD_NUMBER: _builtins.int
     NEEDS_ITEM_APPROVAL_FIELD_NUMBER: _builtins.int
     BLOCKED_FIELD_NUMBER: _builtins.int
+    BUNDLE_ID_FIELD_NUMBER: _builtins.int
+    SIGNATURE_FIELD_NUMBER: _builtins.int
     item_id: _builtins.str
     """stable: the same proposal has the same id in every Prepare"""
     kind: Global___ReviewKind.ValueType
@@ -309,6 +314,14 @@ class ReviewItem(_message.Message):
     """applies only when approved by itself (APPROVAL_ITEM)"""
     blocked: _builtins.str
     """non-empty: a rule will refuse it at apply time, and why"""
+    bundle_id: _builtins.str
+    """the Prepare that proposed it (PrepareReviewResponse.bundle_id)"""
+    signature: _builtins.str
+    """"hmac-sha256:<hex>": the daemon's signature over the agent, bundle id, item id, kind,
+    action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+    memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+    back only items whose signature verifies: an edited or invented item is a CONFLICT.
+    """
     @_builtins.property
     def memories(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReviewMemory]: ...
     @_builtins.property
@@ -328,10 +341,12 @@ class ReviewItem(_message.Message):
         preconditions: _abc.Iterable[Global___Precondition] | None = ...,
         needs_item_approval: _builtins.bool = ...,
         blocked: _builtins.str = ...,
+        bundle_id: _builtins.str = ...,
+        signature: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "blocked", b"blocked", "item_id", b"item_id", "kind", b"kind", "memories", b"memories", "needs_item_approval", b"needs_item_approval", "preconditions", b"preconditions", "reason", b"reason", "risk", b"risk", "score", b"score"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "blocked", b"blocked", "bundle_id", b"bundle_id", "item_id", b"item_id", "kind", b"kind", "memories", b"memories", "needs_item_approval", b"needs_item_approval", "preconditions", b"preconditions", "reason", b"reason", "risk", b"risk", "score", b"score", "signature", b"signature"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -422,9 +437,12 @@ class PrepareReviewResponse(_message.Message):
     PREPARED_AT_FIELD_NUMBER: _builtins.int
     MEMORIES_SCANNED_FIELD_NUMBER: _builtins.int
     TRUNCATED_FIELD_NUMBER: _builtins.int
+    BUNDLE_ID_FIELD_NUMBER: _builtins.int
     memories_scanned: _builtins.int
     truncated: _builtins.bool
     """more memories (review.max_memories) or items (max_items) than shown"""
+    bundle_id: _builtins.str
+    """"rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item"""
     @_builtins.property
     def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReviewItem]:
         """highest risk first, then by item id"""
@@ -438,10 +456,11 @@ class PrepareReviewResponse(_message.Message):
         prepared_at: _timestamp_pb2.Timestamp | None = ...,
         memories_scanned: _builtins.int = ...,
         truncated: _builtins.bool = ...,
+        bundle_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["prepared_at", b"prepared_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "memories_scanned", b"memories_scanned", "prepared_at", b"prepared_at", "truncated", b"truncated"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bundle_id", b"bundle_id", "items", b"items", "memories_scanned", b"memories_scanned", "prepared_at", b"prepared_at", "truncated", b"truncated"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -478,9 +497,15 @@ class ApprovedItem(_message.Message):
     ACTION_FIELD_NUMBER: _builtins.int
     HASHES_FIELD_NUMBER: _builtins.int
     APPROVAL_FIELD_NUMBER: _builtins.int
+    BUNDLE_ID_FIELD_NUMBER: _builtins.int
+    SIGNATURE_FIELD_NUMBER: _builtins.int
     item_id: _builtins.str
     kind: Global___ReviewKind.ValueType
     approval: Global___Approval.ValueType
+    bundle_id: _builtins.str
+    """the item's bundle_id, as prepared"""
+    signature: _builtins.str
+    """the item's signature, as prepared (required: without it, a CONFLICT)"""
     @_builtins.property
     def action(self) -> Global___ReviewAction: ...
     @_builtins.property
@@ -495,10 +520,12 @@ class ApprovedItem(_message.Message):
         action: Global___ReviewAction | None = ...,
         hashes: _abc.Iterable[Global___MemoryHash] | None = ...,
         approval: Global___Approval.ValueType = ...,
+        bundle_id: _builtins.str = ...,
+        signature: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "approval", b"approval", "hashes", b"hashes", "item_id", b"item_id", "kind", b"kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "approval", b"approval", "bundle_id", b"bundle_id", "hashes", b"hashes", "item_id", b"item_id", "kind", b"kind", "signature", b"signature"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -44,7 +44,9 @@ class ReviewServiceStub:
     Prepare: _grpc.UnaryUnaryMultiCallable[_review_pb2.PrepareReviewRequest, _review_pb2.PrepareReviewResponse]
     """Proposals for one agent over the memories it may read; changes nothing."""
     Apply: _grpc.UnaryUnaryMultiCallable[_review_pb2.ApplyReviewRequest, _review_pb2.ApplyReviewResponse]
-    """Applies approved items, each all-or-nothing after re-validating it."""
+    """Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+    the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
+    """
 
 @_typing.type_check_only
 class ReviewServiceAsyncStub(ReviewServiceStub):
@@ -52,7 +54,9 @@ class ReviewServiceAsyncStub(ReviewServiceStub):
     Prepare: _aio.UnaryUnaryMultiCallable[_review_pb2.PrepareReviewRequest, _review_pb2.PrepareReviewResponse]  # type: ignore[assignment]
     """Proposals for one agent over the memories it may read; changes nothing."""
     Apply: _aio.UnaryUnaryMultiCallable[_review_pb2.ApplyReviewRequest, _review_pb2.ApplyReviewResponse]  # type: ignore[assignment]
-    """Applies approved items, each all-or-nothing after re-validating it."""
+    """Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+    the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
+    """
 
 class ReviewServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -69,6 +73,8 @@ class ReviewServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _review_pb2.ApplyReviewRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_review_pb2.ApplyReviewResponse, _abc.Awaitable[_review_pb2.ApplyReviewResponse]]:
-        """Applies approved items, each all-or-nothing after re-validating it."""
+        """Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+        the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
+        """
 
 def add_ReviewServiceServicer_to_server(servicer: ReviewServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -8,7 +8,10 @@ package dev.memoryd.v1;
 /**
  * <pre>
  * How an item was approved. Moving a memory to a shared scope needs APPROVAL_ITEM: that
- * item approved by itself, never by a bulk approval ("all", "low-risk").
+ * item approved by itself, never by a bulk approval ("all", "low-risk"). The daemon takes
+ * it only for an item it signed (ApprovedItem.signature) with needs_item_approval; that a
+ * person gave it is the approving tool's job (`memoryd vault review approve` seals each
+ * decision with a key kept outside the vault, and `review apply` sends only sealed ones).
  * </pre>
  *
  * Protobuf enum {@code memoryd.v1.Approval}

@@ -32,6 +32,8 @@ private static final long serialVersionUID = 0L;
     kind_ = 0;
     hashes_ = java.util.Collections.emptyList();
     approval_ = 0;
+    bundleId_ = "";
+    signature_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -210,6 +212,100 @@ private static final long serialVersionUID = 0L;
     return result == null ? dev.memoryd.v1.Approval.UNRECOGNIZED : result;
   }
 
+  public static final int BUNDLE_ID_FIELD_NUMBER = 6;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object bundleId_ = "";
+  /**
+   * <pre>
+   * the item's bundle_id, as prepared
+   * </pre>
+   *
+   * <code>string bundle_id = 6;</code>
+   * @return The bundleId.
+   */
+  @java.lang.Override
+  public java.lang.String getBundleId() {
+    java.lang.Object ref = bundleId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      bundleId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * the item's bundle_id, as prepared
+   * </pre>
+   *
+   * <code>string bundle_id = 6;</code>
+   * @return The bytes for bundleId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getBundleIdBytes() {
+    java.lang.Object ref = bundleId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      bundleId_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int SIGNATURE_FIELD_NUMBER = 7;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object signature_ = "";
+  /**
+   * <pre>
+   * the item's signature, as prepared (required: without it, a CONFLICT)
+   * </pre>
+   *
+   * <code>string signature = 7;</code>
+   * @return The signature.
+   */
+  @java.lang.Override
+  public java.lang.String getSignature() {
+    java.lang.Object ref = signature_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      signature_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * the item's signature, as prepared (required: without it, a CONFLICT)
+   * </pre>
+   *
+   * <code>string signature = 7;</code>
+   * @return The bytes for signature.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getSignatureBytes() {
+    java.lang.Object ref = signature_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      signature_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -239,6 +335,12 @@ private static final long serialVersionUID = 0L;
     if (approval_ != dev.memoryd.v1.Approval.APPROVAL_UNSPECIFIED.getNumber()) {
       output.writeEnum(5, approval_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(bundleId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 6, bundleId_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(signature_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 7, signature_);
+    }
     getUnknownFields().writeTo(output);
   }
 
@@ -267,6 +369,12 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(5, approval_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(bundleId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(6, bundleId_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(signature_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(7, signature_);
+    }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
     return size;
@@ -293,6 +401,10 @@ private static final long serialVersionUID = 0L;
     if (!getHashesList()
         .equals(other.getHashesList())) return false;
     if (approval_ != other.approval_) return false;
+    if (!getBundleId()
+        .equals(other.getBundleId())) return false;
+    if (!getSignature()
+        .equals(other.getSignature())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -318,6 +430,10 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + APPROVAL_FIELD_NUMBER;
     hash = (53 * hash) + approval_;
+    hash = (37 * hash) + BUNDLE_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getBundleId().hashCode();
+    hash = (37 * hash) + SIGNATURE_FIELD_NUMBER;
+    hash = (53 * hash) + getSignature().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -471,6 +587,8 @@ private static final long serialVersionUID = 0L;
       }
       bitField0_ = (bitField0_ & ~0x00000008);
       approval_ = 0;
+      bundleId_ = "";
+      signature_ = "";
       return this;
     }
 
@@ -533,6 +651,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.approval_ = approval_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.bundleId_ = bundleId_;
+      }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.signature_ = signature_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -587,6 +711,16 @@ private static final long serialVersionUID = 0L;
       }
       if (other.approval_ != 0) {
         setApprovalValue(other.getApprovalValue());
+      }
+      if (!other.getBundleId().isEmpty()) {
+        bundleId_ = other.bundleId_;
+        bitField0_ |= 0x00000020;
+        onChanged();
+      }
+      if (!other.getSignature().isEmpty()) {
+        signature_ = other.signature_;
+        bitField0_ |= 0x00000040;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -649,6 +783,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 40
+            case 50: {
+              bundleId_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 50
+            case 58: {
+              signature_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 58
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1269,6 +1413,190 @@ private static final long serialVersionUID = 0L;
     public Builder clearApproval() {
       bitField0_ = (bitField0_ & ~0x00000010);
       approval_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object bundleId_ = "";
+    /**
+     * <pre>
+     * the item's bundle_id, as prepared
+     * </pre>
+     *
+     * <code>string bundle_id = 6;</code>
+     * @return The bundleId.
+     */
+    public java.lang.String getBundleId() {
+      java.lang.Object ref = bundleId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        bundleId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * the item's bundle_id, as prepared
+     * </pre>
+     *
+     * <code>string bundle_id = 6;</code>
+     * @return The bytes for bundleId.
+     */
+    public com.google.protobuf.ByteString
+        getBundleIdBytes() {
+      java.lang.Object ref = bundleId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        bundleId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * the item's bundle_id, as prepared
+     * </pre>
+     *
+     * <code>string bundle_id = 6;</code>
+     * @param value The bundleId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBundleId(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      bundleId_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * the item's bundle_id, as prepared
+     * </pre>
+     *
+     * <code>string bundle_id = 6;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBundleId() {
+      bundleId_ = getDefaultInstance().getBundleId();
+      bitField0_ = (bitField0_ & ~0x00000020);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * the item's bundle_id, as prepared
+     * </pre>
+     *
+     * <code>string bundle_id = 6;</code>
+     * @param value The bytes for bundleId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBundleIdBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      bundleId_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object signature_ = "";
+    /**
+     * <pre>
+     * the item's signature, as prepared (required: without it, a CONFLICT)
+     * </pre>
+     *
+     * <code>string signature = 7;</code>
+     * @return The signature.
+     */
+    public java.lang.String getSignature() {
+      java.lang.Object ref = signature_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        signature_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * the item's signature, as prepared (required: without it, a CONFLICT)
+     * </pre>
+     *
+     * <code>string signature = 7;</code>
+     * @return The bytes for signature.
+     */
+    public com.google.protobuf.ByteString
+        getSignatureBytes() {
+      java.lang.Object ref = signature_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        signature_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * the item's signature, as prepared (required: without it, a CONFLICT)
+     * </pre>
+     *
+     * <code>string signature = 7;</code>
+     * @param value The signature to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSignature(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      signature_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * the item's signature, as prepared (required: without it, a CONFLICT)
+     * </pre>
+     *
+     * <code>string signature = 7;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSignature() {
+      signature_ = getDefaultInstance().getSignature();
+      bitField0_ = (bitField0_ & ~0x00000040);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * the item's signature, as prepared (required: without it, a CONFLICT)
+     * </pre>
+     *
+     * <code>string signature = 7;</code>
+     * @param value The bytes for signature to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSignatureBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      signature_ = value;
+      bitField0_ |= 0x00000040;
       onChanged();
       return this;
     }

@@ -102,4 +102,44 @@ public interface ApprovedItemOrBuilder extends
    * @return The approval.
    */
   dev.memoryd.v1.Approval getApproval();
+
+  /**
+   * <pre>
+   * the item's bundle_id, as prepared
+   * </pre>
+   *
+   * <code>string bundle_id = 6;</code>
+   * @return The bundleId.
+   */
+  java.lang.String getBundleId();
+  /**
+   * <pre>
+   * the item's bundle_id, as prepared
+   * </pre>
+   *
+   * <code>string bundle_id = 6;</code>
+   * @return The bytes for bundleId.
+   */
+  com.google.protobuf.ByteString
+      getBundleIdBytes();
+
+  /**
+   * <pre>
+   * the item's signature, as prepared (required: without it, a CONFLICT)
+   * </pre>
+   *
+   * <code>string signature = 7;</code>
+   * @return The signature.
+   */
+  java.lang.String getSignature();
+  /**
+   * <pre>
+   * the item's signature, as prepared (required: without it, a CONFLICT)
+   * </pre>
+   *
+   * <code>string signature = 7;</code>
+   * @return The bytes for signature.
+   */
+  com.google.protobuf.ByteString
+      getSignatureBytes();
 }

@@ -29,6 +29,7 @@ private static final long serialVersionUID = 0L;
   }
   private PrepareReviewResponse() {
     items_ = java.util.Collections.emptyList();
+    bundleId_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -158,6 +159,53 @@ private static final long serialVersionUID = 0L;
     return truncated_;
   }
 
+  public static final int BUNDLE_ID_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object bundleId_ = "";
+  /**
+   * <pre>
+   * "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
+   * </pre>
+   *
+   * <code>string bundle_id = 5;</code>
+   * @return The bundleId.
+   */
+  @java.lang.Override
+  public java.lang.String getBundleId() {
+    java.lang.Object ref = bundleId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      bundleId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
+   * </pre>
+   *
+   * <code>string bundle_id = 5;</code>
+   * @return The bytes for bundleId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getBundleIdBytes() {
+    java.lang.Object ref = bundleId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      bundleId_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -184,6 +232,9 @@ private static final long serialVersionUID = 0L;
     if (truncated_ != false) {
       output.writeBool(4, truncated_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(bundleId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, bundleId_);
+    }
     getUnknownFields().writeTo(output);
   }
 
@@ -208,6 +259,9 @@ private static final long serialVersionUID = 0L;
     if (truncated_ != false) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(4, truncated_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(bundleId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, bundleId_);
     }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
@@ -235,6 +289,8 @@ private static final long serialVersionUID = 0L;
         != other.getMemoriesScanned()) return false;
     if (getTruncated()
         != other.getTruncated()) return false;
+    if (!getBundleId()
+        .equals(other.getBundleId())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -259,6 +315,8 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + TRUNCATED_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
         getTruncated());
+    hash = (37 * hash) + BUNDLE_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getBundleId().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -411,6 +469,7 @@ private static final long serialVersionUID = 0L;
       }
       memoriesScanned_ = 0;
       truncated_ = false;
+      bundleId_ = "";
       return this;
     }
 
@@ -470,6 +529,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.truncated_ = truncated_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.bundleId_ = bundleId_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -519,6 +581,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getTruncated() != false) {
         setTruncated(other.getTruncated());
+      }
+      if (!other.getBundleId().isEmpty()) {
+        bundleId_ = other.bundleId_;
+        bitField0_ |= 0x00000010;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -576,6 +643,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 32
+            case 42: {
+              bundleId_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1098,6 +1170,98 @@ private static final long serialVersionUID = 0L;
     public Builder clearTruncated() {
       bitField0_ = (bitField0_ & ~0x00000008);
       truncated_ = false;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object bundleId_ = "";
+    /**
+     * <pre>
+     * "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
+     * </pre>
+     *
+     * <code>string bundle_id = 5;</code>
+     * @return The bundleId.
+     */
+    public java.lang.String getBundleId() {
+      java.lang.Object ref = bundleId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        bundleId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
+     * </pre>
+     *
+     * <code>string bundle_id = 5;</code>
+     * @return The bytes for bundleId.
+     */
+    public com.google.protobuf.ByteString
+        getBundleIdBytes() {
+      java.lang.Object ref = bundleId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        bundleId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
+     * </pre>
+     *
+     * <code>string bundle_id = 5;</code>
+     * @param value The bundleId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBundleId(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      bundleId_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
+     * </pre>
+     *
+     * <code>string bundle_id = 5;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBundleId() {
+      bundleId_ = getDefaultInstance().getBundleId();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
+     * </pre>
+     *
+     * <code>string bundle_id = 5;</code>
+     * @param value The bytes for bundleId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBundleIdBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      bundleId_ = value;
+      bitField0_ |= 0x00000010;
       onChanged();
       return this;
     }

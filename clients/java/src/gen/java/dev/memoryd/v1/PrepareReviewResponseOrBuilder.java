@@ -84,4 +84,24 @@ public interface PrepareReviewResponseOrBuilder extends
    * @return The truncated.
    */
   boolean getTruncated();
+
+  /**
+   * <pre>
+   * "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
+   * </pre>
+   *
+   * <code>string bundle_id = 5;</code>
+   * @return The bundleId.
+   */
+  java.lang.String getBundleId();
+  /**
+   * <pre>
+   * "rb-YYYYMMDD-HHMMSS-xxxx", new for every Prepare, signed into each item
+   * </pre>
+   *
+   * <code>string bundle_id = 5;</code>
+   * @return The bytes for bundleId.
+   */
+  com.google.protobuf.ByteString
+      getBundleIdBytes();
 }

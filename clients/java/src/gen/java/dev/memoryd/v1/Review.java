@@ -111,7 +111,7 @@ public final class Review extends com.google.protobuf.GeneratedFile {
       "gle.protobuf.Timestamp\022\025\n\rsuperseded_by\030" +
       "\013 \001(\t\022\023\n\013asserted_by\030\014 \001(\t\022\022\n\nimportance" +
       "\030\r \001(\002\"?\n\014Precondition\022\014\n\004kind\030\001 \001(\t\022\021\n\t" +
-      "memory_id\030\002 \001(\t\022\016\n\006detail\030\003 \001(\t\"\274\002\n\nRevi" +
+      "memory_id\030\002 \001(\t\022\016\n\006detail\030\003 \001(\t\"\342\002\n\nRevi" +
       "ewItem\022\017\n\007item_id\030\001 \001(\t\022$\n\004kind\030\002 \001(\0162\026." +
       "memoryd.v1.ReviewKind\022#\n\004risk\030\003 \001(\0162\025.me" +
       "moryd.v1.RiskClass\022*\n\010memories\030\004 \003(\0132\030.m" +
@@ -119,56 +119,59 @@ public final class Review extends com.google.protobuf.GeneratedFile {
       "\006reason\030\006 \001(\t\022(\n\006action\030\007 \001(\0132\030.memoryd." +
       "v1.ReviewAction\022/\n\rpreconditions\030\010 \003(\0132\030" +
       ".memoryd.v1.Precondition\022\033\n\023needs_item_a" +
-      "pproval\030\t \001(\010\022\017\n\007blocked\030\n \001(\t\"7\n\014Promot" +
-      "ionAsk\022\021\n\tmemory_id\030\001 \001(\t\022\024\n\014target_scop" +
-      "e\030\002 \001(\t\"\216\002\n\024PrepareReviewRequest\022\020\n\010agen" +
-      "t_id\030\001 \001(\t\022\016\n\006scopes\030\002 \003(\t\022%\n\005kinds\030\003 \003(" +
-      "\0162\026.memoryd.v1.ReviewKind\022,\n\npromotions\030" +
-      "\004 \003(\0132\030.memoryd.v1.PromotionAsk\022\021\n\tmax_i" +
-      "tems\030\005 \001(\r\022 \n\023duplicate_min_score\030\006 \001(\002H" +
-      "\000\210\001\001\022\035\n\020stale_after_days\030\007 \001(\rH\001\210\001\001B\026\n\024_" +
-      "duplicate_min_scoreB\023\n\021_stale_after_days" +
-      "\"\234\001\n\025PrepareReviewResponse\022%\n\005items\030\001 \003(" +
-      "\0132\026.memoryd.v1.ReviewItem\022/\n\013prepared_at" +
-      "\030\002 \001(\0132\032.google.protobuf.Timestamp\022\030\n\020me" +
-      "mories_scanned\030\003 \001(\r\022\021\n\ttruncated\030\004 \001(\010\"" +
-      "&\n\nMemoryHash\022\n\n\002id\030\001 \001(\t\022\014\n\004hash\030\002 \001(\t\"" +
-      "\277\001\n\014ApprovedItem\022\017\n\007item_id\030\001 \001(\t\022$\n\004kin" +
-      "d\030\002 \001(\0162\026.memoryd.v1.ReviewKind\022(\n\006actio" +
-      "n\030\003 \001(\0132\030.memoryd.v1.ReviewAction\022&\n\006has" +
-      "hes\030\004 \003(\0132\026.memoryd.v1.MemoryHash\022&\n\010app" +
-      "roval\030\005 \001(\0162\024.memoryd.v1.Approval\"O\n\022App" +
-      "lyReviewRequest\022\020\n\010agent_id\030\001 \001(\t\022\'\n\005ite" +
-      "ms\030\002 \003(\0132\030.memoryd.v1.ApprovedItem\"n\n\nIt" +
-      "emResult\022\017\n\007item_id\030\001 \001(\t\022)\n\007outcome\030\002 \001" +
-      "(\0162\030.memoryd.v1.ApplyOutcome\022\017\n\007message\030" +
-      "\003 \001(\t\022\023\n\013changed_ids\030\004 \003(\t\"\214\001\n\023ApplyRevi" +
-      "ewResponse\022\'\n\007results\030\001 \003(\0132\026.memoryd.v1" +
-      ".ItemResult\022\017\n\007applied\030\002 \001(\r\022\027\n\017already_" +
-      "applied\030\003 \001(\r\022\021\n\tconflicts\030\004 \001(\r\022\017\n\007refu" +
-      "sed\030\005 \001(\r*\220\001\n\nReviewKind\022\033\n\027REVIEW_KIND_" +
-      "UNSPECIFIED\020\000\022\031\n\025REVIEW_KIND_DUPLICATE\020\001" +
-      "\022\030\n\024REVIEW_KIND_CONFLICT\020\002\022\025\n\021REVIEW_KIN" +
-      "D_STALE\020\003\022\031\n\025REVIEW_KIND_PROMOTION\020\004*g\n\t" +
-      "RiskClass\022\032\n\026RISK_CLASS_UNSPECIFIED\020\000\022\022\n" +
-      "\016RISK_CLASS_LOW\020\001\022\025\n\021RISK_CLASS_MEDIUM\020\002" +
-      "\022\023\n\017RISK_CLASS_HIGH\020\003*\227\001\n\020ReviewActionKi" +
-      "nd\022\"\n\036REVIEW_ACTION_KIND_UNSPECIFIED\020\000\022\035" +
-      "\n\031REVIEW_ACTION_KIND_FORGET\020\001\022 \n\034REVIEW_" +
-      "ACTION_KIND_SUPERSEDE\020\002\022\036\n\032REVIEW_ACTION" +
-      "_KIND_PROMOTE\020\003*J\n\010Approval\022\030\n\024APPROVAL_" +
-      "UNSPECIFIED\020\000\022\021\n\rAPPROVAL_ITEM\020\001\022\021\n\rAPPR" +
-      "OVAL_BULK\020\002*\242\001\n\014ApplyOutcome\022\035\n\031APPLY_OU" +
-      "TCOME_UNSPECIFIED\020\000\022\031\n\025APPLY_OUTCOME_APP" +
-      "LIED\020\001\022!\n\035APPLY_OUTCOME_ALREADY_APPLIED\020" +
-      "\002\022\032\n\026APPLY_OUTCOME_CONFLICT\020\003\022\031\n\025APPLY_O" +
-      "UTCOME_REFUSED\020\0042\251\001\n\rReviewService\022N\n\007Pr" +
-      "epare\022 .memoryd.v1.PrepareReviewRequest\032" +
-      "!.memoryd.v1.PrepareReviewResponse\022H\n\005Ap" +
-      "ply\022\036.memoryd.v1.ApplyReviewRequest\032\037.me" +
-      "moryd.v1.ApplyReviewResponseBM\n\016dev.memo" +
-      "ryd.v1P\001Z9github.com/memoryd/memoryd/cli" +
-      "ents/go/memorydv1;memorydv1b\006proto3"
+      "pproval\030\t \001(\010\022\017\n\007blocked\030\n \001(\t\022\021\n\tbundle" +
+      "_id\030\013 \001(\t\022\021\n\tsignature\030\014 \001(\t\"7\n\014Promotio" +
+      "nAsk\022\021\n\tmemory_id\030\001 \001(\t\022\024\n\014target_scope\030" +
+      "\002 \001(\t\"\216\002\n\024PrepareReviewRequest\022\020\n\010agent_" +
+      "id\030\001 \001(\t\022\016\n\006scopes\030\002 \003(\t\022%\n\005kinds\030\003 \003(\0162" +
+      "\026.memoryd.v1.ReviewKind\022,\n\npromotions\030\004 " +
+      "\003(\0132\030.memoryd.v1.PromotionAsk\022\021\n\tmax_ite" +
+      "ms\030\005 \001(\r\022 \n\023duplicate_min_score\030\006 \001(\002H\000\210" +
+      "\001\001\022\035\n\020stale_after_days\030\007 \001(\rH\001\210\001\001B\026\n\024_du" +
+      "plicate_min_scoreB\023\n\021_stale_after_days\"\257" +
+      "\001\n\025PrepareReviewResponse\022%\n\005items\030\001 \003(\0132" +
+      "\026.memoryd.v1.ReviewItem\022/\n\013prepared_at\030\002" +
+      " \001(\0132\032.google.protobuf.Timestamp\022\030\n\020memo" +
+      "ries_scanned\030\003 \001(\r\022\021\n\ttruncated\030\004 \001(\010\022\021\n" +
+      "\tbundle_id\030\005 \001(\t\"&\n\nMemoryHash\022\n\n\002id\030\001 \001" +
+      "(\t\022\014\n\004hash\030\002 \001(\t\"\345\001\n\014ApprovedItem\022\017\n\007ite" +
+      "m_id\030\001 \001(\t\022$\n\004kind\030\002 \001(\0162\026.memoryd.v1.Re" +
+      "viewKind\022(\n\006action\030\003 \001(\0132\030.memoryd.v1.Re" +
+      "viewAction\022&\n\006hashes\030\004 \003(\0132\026.memoryd.v1." +
+      "MemoryHash\022&\n\010approval\030\005 \001(\0162\024.memoryd.v" +
+      "1.Approval\022\021\n\tbundle_id\030\006 \001(\t\022\021\n\tsignatu" +
+      "re\030\007 \001(\t\"O\n\022ApplyReviewRequest\022\020\n\010agent_" +
+      "id\030\001 \001(\t\022\'\n\005items\030\002 \003(\0132\030.memoryd.v1.App" +
+      "rovedItem\"n\n\nItemResult\022\017\n\007item_id\030\001 \001(\t" +
+      "\022)\n\007outcome\030\002 \001(\0162\030.memoryd.v1.ApplyOutc" +
+      "ome\022\017\n\007message\030\003 \001(\t\022\023\n\013changed_ids\030\004 \003(" +
+      "\t\"\214\001\n\023ApplyReviewResponse\022\'\n\007results\030\001 \003" +
+      "(\0132\026.memoryd.v1.ItemResult\022\017\n\007applied\030\002 " +
+      "\001(\r\022\027\n\017already_applied\030\003 \001(\r\022\021\n\tconflict" +
+      "s\030\004 \001(\r\022\017\n\007refused\030\005 \001(\r*\220\001\n\nReviewKind\022" +
+      "\033\n\027REVIEW_KIND_UNSPECIFIED\020\000\022\031\n\025REVIEW_K" +
+      "IND_DUPLICATE\020\001\022\030\n\024REVIEW_KIND_CONFLICT\020" +
+      "\002\022\025\n\021REVIEW_KIND_STALE\020\003\022\031\n\025REVIEW_KIND_" +
+      "PROMOTION\020\004*g\n\tRiskClass\022\032\n\026RISK_CLASS_U" +
+      "NSPECIFIED\020\000\022\022\n\016RISK_CLASS_LOW\020\001\022\025\n\021RISK" +
+      "_CLASS_MEDIUM\020\002\022\023\n\017RISK_CLASS_HIGH\020\003*\227\001\n" +
+      "\020ReviewActionKind\022\"\n\036REVIEW_ACTION_KIND_" +
+      "UNSPECIFIED\020\000\022\035\n\031REVIEW_ACTION_KIND_FORG" +
+      "ET\020\001\022 \n\034REVIEW_ACTION_KIND_SUPERSEDE\020\002\022\036" +
+      "\n\032REVIEW_ACTION_KIND_PROMOTE\020\003*J\n\010Approv" +
+      "al\022\030\n\024APPROVAL_UNSPECIFIED\020\000\022\021\n\rAPPROVAL" +
+      "_ITEM\020\001\022\021\n\rAPPROVAL_BULK\020\002*\242\001\n\014ApplyOutc" +
+      "ome\022\035\n\031APPLY_OUTCOME_UNSPECIFIED\020\000\022\031\n\025AP" +
+      "PLY_OUTCOME_APPLIED\020\001\022!\n\035APPLY_OUTCOME_A" +
+      "LREADY_APPLIED\020\002\022\032\n\026APPLY_OUTCOME_CONFLI" +
+      "CT\020\003\022\031\n\025APPLY_OUTCOME_REFUSED\020\0042\251\001\n\rRevi" +
+      "ewService\022N\n\007Prepare\022 .memoryd.v1.Prepar" +
+      "eReviewRequest\032!.memoryd.v1.PrepareRevie" +
+      "wResponse\022H\n\005Apply\022\036.memoryd.v1.ApplyRev" +
+      "iewRequest\032\037.memoryd.v1.ApplyReviewRespo" +
+      "nseBM\n\016dev.memoryd.v1P\001Z9github.com/memo" +
+      "ryd/memoryd/clients/go/memorydv1;memoryd" +
+      "v1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -199,7 +202,7 @@ public final class Review extends com.google.protobuf.GeneratedFile {
     internal_static_memoryd_v1_ReviewItem_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_memoryd_v1_ReviewItem_descriptor,
-        new java.lang.String[] { "ItemId", "Kind", "Risk", "Memories", "Score", "Reason", "Action", "Preconditions", "NeedsItemApproval", "Blocked", });
+        new java.lang.String[] { "ItemId", "Kind", "Risk", "Memories", "Score", "Reason", "Action", "Preconditions", "NeedsItemApproval", "Blocked", "BundleId", "Signature", });
     internal_static_memoryd_v1_PromotionAsk_descriptor =
       getDescriptor().getMessageType(4);
     internal_static_memoryd_v1_PromotionAsk_fieldAccessorTable = new
@@ -217,7 +220,7 @@ public final class Review extends com.google.protobuf.GeneratedFile {
     internal_static_memoryd_v1_PrepareReviewResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_memoryd_v1_PrepareReviewResponse_descriptor,
-        new java.lang.String[] { "Items", "PreparedAt", "MemoriesScanned", "Truncated", });
+        new java.lang.String[] { "Items", "PreparedAt", "MemoriesScanned", "Truncated", "BundleId", });
     internal_static_memoryd_v1_MemoryHash_descriptor =
       getDescriptor().getMessageType(7);
     internal_static_memoryd_v1_MemoryHash_fieldAccessorTable = new
@@ -229,7 +232,7 @@ public final class Review extends com.google.protobuf.GeneratedFile {
     internal_static_memoryd_v1_ApprovedItem_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_memoryd_v1_ApprovedItem_descriptor,
-        new java.lang.String[] { "ItemId", "Kind", "Action", "Hashes", "Approval", });
+        new java.lang.String[] { "ItemId", "Kind", "Action", "Hashes", "Approval", "BundleId", "Signature", });
     internal_static_memoryd_v1_ApplyReviewRequest_descriptor =
       getDescriptor().getMessageType(9);
     internal_static_memoryd_v1_ApplyReviewRequest_fieldAccessorTable = new

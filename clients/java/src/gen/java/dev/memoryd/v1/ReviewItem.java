@@ -35,6 +35,8 @@ private static final long serialVersionUID = 0L;
     reason_ = "";
     preconditions_ = java.util.Collections.emptyList();
     blocked_ = "";
+    bundleId_ = "";
+    signature_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -366,6 +368,106 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int BUNDLE_ID_FIELD_NUMBER = 11;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object bundleId_ = "";
+  /**
+   * <pre>
+   * the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+   * </pre>
+   *
+   * <code>string bundle_id = 11;</code>
+   * @return The bundleId.
+   */
+  @java.lang.Override
+  public java.lang.String getBundleId() {
+    java.lang.Object ref = bundleId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      bundleId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+   * </pre>
+   *
+   * <code>string bundle_id = 11;</code>
+   * @return The bytes for bundleId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getBundleIdBytes() {
+    java.lang.Object ref = bundleId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      bundleId_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int SIGNATURE_FIELD_NUMBER = 12;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object signature_ = "";
+  /**
+   * <pre>
+   * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
+   * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+   * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+   * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+   * </pre>
+   *
+   * <code>string signature = 12;</code>
+   * @return The signature.
+   */
+  @java.lang.Override
+  public java.lang.String getSignature() {
+    java.lang.Object ref = signature_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      signature_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
+   * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+   * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+   * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+   * </pre>
+   *
+   * <code>string signature = 12;</code>
+   * @return The bytes for signature.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getSignatureBytes() {
+    java.lang.Object ref = signature_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      signature_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -409,6 +511,12 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(blocked_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 10, blocked_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(bundleId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 11, bundleId_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(signature_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 12, signature_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -456,6 +564,12 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(blocked_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(10, blocked_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(bundleId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(11, bundleId_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(signature_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(12, signature_);
+    }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
     return size;
@@ -493,6 +607,10 @@ private static final long serialVersionUID = 0L;
         != other.getNeedsItemApproval()) return false;
     if (!getBlocked()
         .equals(other.getBlocked())) return false;
+    if (!getBundleId()
+        .equals(other.getBundleId())) return false;
+    if (!getSignature()
+        .equals(other.getSignature())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -532,6 +650,10 @@ private static final long serialVersionUID = 0L;
         getNeedsItemApproval());
     hash = (37 * hash) + BLOCKED_FIELD_NUMBER;
     hash = (53 * hash) + getBlocked().hashCode();
+    hash = (37 * hash) + BUNDLE_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getBundleId().hashCode();
+    hash = (37 * hash) + SIGNATURE_FIELD_NUMBER;
+    hash = (53 * hash) + getSignature().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -697,6 +819,8 @@ private static final long serialVersionUID = 0L;
       bitField0_ = (bitField0_ & ~0x00000080);
       needsItemApproval_ = false;
       blocked_ = "";
+      bundleId_ = "";
+      signature_ = "";
       return this;
     }
 
@@ -779,6 +903,12 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00000200) != 0)) {
         result.blocked_ = blocked_;
+      }
+      if (((from_bitField0_ & 0x00000400) != 0)) {
+        result.bundleId_ = bundleId_;
+      }
+      if (((from_bitField0_ & 0x00000800) != 0)) {
+        result.signature_ = signature_;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -877,6 +1007,16 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00000200;
         onChanged();
       }
+      if (!other.getBundleId().isEmpty()) {
+        bundleId_ = other.bundleId_;
+        bitField0_ |= 0x00000400;
+        onChanged();
+      }
+      if (!other.getSignature().isEmpty()) {
+        signature_ = other.signature_;
+        bitField0_ |= 0x00000800;
+        onChanged();
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -971,6 +1111,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000200;
               break;
             } // case 82
+            case 90: {
+              bundleId_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000400;
+              break;
+            } // case 90
+            case 98: {
+              signature_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000800;
+              break;
+            } // case 98
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2051,6 +2201,205 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       blocked_ = value;
       bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object bundleId_ = "";
+    /**
+     * <pre>
+     * the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+     * </pre>
+     *
+     * <code>string bundle_id = 11;</code>
+     * @return The bundleId.
+     */
+    public java.lang.String getBundleId() {
+      java.lang.Object ref = bundleId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        bundleId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+     * </pre>
+     *
+     * <code>string bundle_id = 11;</code>
+     * @return The bytes for bundleId.
+     */
+    public com.google.protobuf.ByteString
+        getBundleIdBytes() {
+      java.lang.Object ref = bundleId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        bundleId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+     * </pre>
+     *
+     * <code>string bundle_id = 11;</code>
+     * @param value The bundleId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBundleId(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      bundleId_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+     * </pre>
+     *
+     * <code>string bundle_id = 11;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBundleId() {
+      bundleId_ = getDefaultInstance().getBundleId();
+      bitField0_ = (bitField0_ & ~0x00000400);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+     * </pre>
+     *
+     * <code>string bundle_id = 11;</code>
+     * @param value The bytes for bundleId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBundleIdBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      bundleId_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object signature_ = "";
+    /**
+     * <pre>
+     * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
+     * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+     * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+     * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+     * </pre>
+     *
+     * <code>string signature = 12;</code>
+     * @return The signature.
+     */
+    public java.lang.String getSignature() {
+      java.lang.Object ref = signature_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        signature_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
+     * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+     * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+     * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+     * </pre>
+     *
+     * <code>string signature = 12;</code>
+     * @return The bytes for signature.
+     */
+    public com.google.protobuf.ByteString
+        getSignatureBytes() {
+      java.lang.Object ref = signature_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        signature_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
+     * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+     * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+     * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+     * </pre>
+     *
+     * <code>string signature = 12;</code>
+     * @param value The signature to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSignature(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      signature_ = value;
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
+     * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+     * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+     * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+     * </pre>
+     *
+     * <code>string signature = 12;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSignature() {
+      signature_ = getDefaultInstance().getSignature();
+      bitField0_ = (bitField0_ & ~0x00000800);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
+     * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+     * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+     * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+     * </pre>
+     *
+     * <code>string signature = 12;</code>
+     * @param value The bytes for signature to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSignatureBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      signature_ = value;
+      bitField0_ |= 0x00000800;
       onChanged();
       return this;
     }

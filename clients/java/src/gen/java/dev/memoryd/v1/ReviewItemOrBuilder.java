@@ -174,4 +174,50 @@ public interface ReviewItemOrBuilder extends
    */
   com.google.protobuf.ByteString
       getBlockedBytes();
+
+  /**
+   * <pre>
+   * the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+   * </pre>
+   *
+   * <code>string bundle_id = 11;</code>
+   * @return The bundleId.
+   */
+  java.lang.String getBundleId();
+  /**
+   * <pre>
+   * the Prepare that proposed it (PrepareReviewResponse.bundle_id)
+   * </pre>
+   *
+   * <code>string bundle_id = 11;</code>
+   * @return The bytes for bundleId.
+   */
+  com.google.protobuf.ByteString
+      getBundleIdBytes();
+
+  /**
+   * <pre>
+   * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
+   * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+   * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+   * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+   * </pre>
+   *
+   * <code>string signature = 12;</code>
+   * @return The signature.
+   */
+  java.lang.String getSignature();
+  /**
+   * <pre>
+   * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
+   * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
+   * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
+   * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+   * </pre>
+   *
+   * <code>string signature = 12;</code>
+   * @return The bytes for signature.
+   */
+  com.google.protobuf.ByteString
+      getSignatureBytes();
 }

@@ -149,7 +149,8 @@ public final class ReviewServiceGrpc {
 
     /**
      * <pre>
-     * Applies approved items, each all-or-nothing after re-validating it.
+     * Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+     * the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
      * </pre>
      */
     default void apply(dev.memoryd.v1.ApplyReviewRequest request,
@@ -198,7 +199,8 @@ public final class ReviewServiceGrpc {
 
     /**
      * <pre>
-     * Applies approved items, each all-or-nothing after re-validating it.
+     * Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+     * the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
      * </pre>
      */
     public void apply(dev.memoryd.v1.ApplyReviewRequest request,
@@ -236,7 +238,8 @@ public final class ReviewServiceGrpc {
 
     /**
      * <pre>
-     * Applies approved items, each all-or-nothing after re-validating it.
+     * Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+     * the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
      * </pre>
      */
     public dev.memoryd.v1.ApplyReviewResponse apply(dev.memoryd.v1.ApplyReviewRequest request) throws io.grpc.StatusException {
@@ -273,7 +276,8 @@ public final class ReviewServiceGrpc {
 
     /**
      * <pre>
-     * Applies approved items, each all-or-nothing after re-validating it.
+     * Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+     * the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
      * </pre>
      */
     public dev.memoryd.v1.ApplyReviewResponse apply(dev.memoryd.v1.ApplyReviewRequest request) {
@@ -311,7 +315,8 @@ public final class ReviewServiceGrpc {
 
     /**
      * <pre>
-     * Applies approved items, each all-or-nothing after re-validating it.
+     * Applies approved items, each all-or-nothing after re-validating it. Each item must carry
+     * the bundle_id and signature Prepare gave it (review.max_apply_items items at most).
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<dev.memoryd.v1.ApplyReviewResponse> apply(
