@@ -134,6 +134,7 @@ def _keys_new(args: argparse.Namespace) -> int:
     print("\nappend to the keys file (auth.keys_file):\n")
     print(f'[[key]]\nname = {json.dumps(args.name)}\nsha256 = "{hash_secret(secret)}"')
     print(f"agents = [{agents}]\noperator = {'true' if args.operator else 'false'}")
+    print(f"reviewer = {'true' if args.reviewer else 'false'}")
     return 0
 
 
@@ -202,6 +203,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="agent ids or patterns the key may act for, e.g. 'tenant-a-*'",
     )
     kn.add_argument("--operator", action="store_true", help="daemon-wide Export and Stats")
+    kn.add_argument(
+        "--reviewer",
+        action="store_true",
+        help="a person's key: may approve review promotions into shared scopes",
+    )
     kn.set_defaults(func=_keys_new)
 
     _reembed_args(sub.add_parser("reembed", help="copy a store into a new one, another model"))

@@ -19,6 +19,7 @@ Keys file::
     sha256 = "9f86d081884c7d65..."     # hex SHA-256 of the secret (`memoryd keys new`)
     agents = ["tenant-a-*"]            # exact agent ids or * ? patterns
     operator = false                   # daemon-wide Export and Stats
+    reviewer = false                   # may approve review promotions into shared scopes
 
     [[key]]
     name = "ops"
@@ -64,6 +65,7 @@ class _KeyEntry(BaseModel):
     tls_identity: str | None = Field(None, min_length=1, max_length=255)
     agents: list[str] = Field(min_length=1)
     operator: bool = False
+    reviewer: bool = False
 
     @field_validator("agents")
     @classmethod
@@ -130,7 +132,7 @@ def load_keys_file(path: Path) -> Credentials:
             raise ConfigError(
                 f"keys file {path}: key {entry.name!r} needs exactly one of sha256 and tls_identity"
             )
-        principal = Principal(entry.name, tuple(entry.agents), entry.operator)
+        principal = Principal(entry.name, tuple(entry.agents), entry.operator, entry.reviewer)
         if entry.sha256 is not None:
             digest = bytes.fromhex(entry.sha256)
             if digest == hashlib.sha256(b"").digest():

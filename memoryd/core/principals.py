@@ -30,6 +30,14 @@ class Principal:
     name: str
     agents: tuple[str, ...] = ("*",)  # exact agent ids or fnmatch patterns
     operator: bool = False
+    # May approve, in a review Apply, moving an agent's memory into a shared or global scope
+    # (an operator may too). An agent's own gateway key is not a reviewer, so an agent
+    # cannot approve its own words into a scope others read.
+    reviewer: bool = False
+
+    @property
+    def may_review(self) -> bool:
+        return self.operator or self.reviewer
 
     def may_act_for(self, agent_id: str) -> bool:
         return any(

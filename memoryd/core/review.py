@@ -40,7 +40,8 @@ it was prepared with; a target scope that now holds the same text); (4) the rule
 REFUSED: the caller's agent must be allowed to write every scope the action changes; a
 promotion goes one step up the ladder, and to a shared or global scope it needs
 provenance ``user`` (below) and an approval of that item by itself (``Approval.ITEM``),
-never a bulk one.
+never a bulk one, from a caller whose credential is an operator or a reviewer
+(``Principal.may_review``): an agent's own key cannot approve its words into a shared scope.
 
 Provenance: the metadata key ``asserted_by``. Capture sets ``user`` (it keeps user
 messages only); a host storing on a person's word sets ``user``, a model's own tool call
@@ -82,6 +83,7 @@ import numpy as np
 
 from memoryd.core.errors import ConfigError, InvalidArgument, MemorydError, PermissionDenied
 from memoryd.core.policy import Access, validate_scope
+from memoryd.core.principals import CURRENT
 from memoryd.core.protocols import MemoryStore
 from memoryd.core.records import (
     PROMOTED_FROM_KEY,
@@ -413,10 +415,20 @@ def trust_problem(memory: Memory, target_scope: str) -> str:
 
 
 def approval_problem(memory: Memory, target_scope: str, approval: Approval) -> str:
-    if scope_level(target_scope) > 0 and approval != Approval.ITEM:
+    if scope_level(target_scope) == 0:
+        return ""
+    if approval != Approval.ITEM:
         return (
             f"moving memory {memory.id} to {target_scope} needs that item approved by itself, "
             "not by a bulk approval (all / low-risk)"
+        )
+    caller = CURRENT.get()
+    if not caller.may_review:
+        # The approval is a person's: the agents' own (gateway) key cannot give it.
+        return (
+            f"moving memory {memory.id} to {target_scope} needs a reviewer's approval: "
+            f"credential {caller.name!r} is neither an operator nor a reviewer "
+            "(keys file: reviewer = true)"
         )
     return ""
 

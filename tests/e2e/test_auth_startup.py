@@ -84,3 +84,8 @@ def test_keys_new_prints_a_secret_and_its_entry(memoryd_cli, tmp_path):
     assert key["sha256"] == hashlib.sha256(secret.encode()).hexdigest()
     assert key["agents"] == ["tenant-a-*", "main"] and key["operator"] is False
     assert len(secret) >= 32 and secret not in entry_text  # the file never holds it
+    assert key["reviewer"] is False
+
+    person = memoryd_cli("keys", "new", "alice", "--agents", "main", "--reviewer")
+    (entry,) = tomllib.loads(person.stdout.split("(auth.keys_file):", 1)[1])["key"]
+    assert entry["reviewer"] is True and entry["operator"] is False

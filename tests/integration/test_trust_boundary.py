@@ -23,16 +23,20 @@ from memoryd_client.vault.state import approved_item
 pytestmark = pytest.mark.integration
 
 DENIED = grpc.StatusCode.PERMISSION_DENIED
-KEYS = {name: f"{name}-secret-{uuid.uuid4().hex}" for name in ("gw-a", "main", "mallory", "ops")}
+KEYS = {
+    name: f"{name}-secret-{uuid.uuid4().hex}"
+    for name in ("gw-a", "main", "mallory", "mallory-reviewer", "ops")
+}
 BOX = "shared:box"
 
 
-def _entry(name: str, agents: list[str], operator: bool = False) -> str:
+def _entry(name: str, agents: list[str], operator: bool = False, reviewer: bool = False) -> str:
     digest = hashlib.sha256(KEYS[name].encode()).hexdigest()
     quoted = ", ".join(f'"{a}"' for a in agents)
     return (
         f'[[key]]\nname = "{name}"\nsha256 = "{digest}"\nagents = [{quoted}]\n'
         f"operator = {'true' if operator else 'false'}\n"
+        f"reviewer = {'true' if reviewer else 'false'}\n"
     )
 
 
@@ -40,6 +44,7 @@ KEYS_FILE = (
     _entry("gw-a", ["tenant-a-*"])
     + _entry("main", ["main"])
     + _entry("mallory", ["mallory"])
+    + _entry("mallory-reviewer", ["mallory"], reviewer=True)  # the person reviewing mallory
     + _entry("ops", ["*"], operator=True)
 )
 CONFIG = f"""
@@ -337,7 +342,7 @@ def test_a_review_promotion_into_a_write_only_scope_reveals_nothing_there(secure
     )
     (item,) = [i for i in prepared.items if i.kind == review_pb.REVIEW_KIND_PROMOTION]
     assert theirs.id not in str(prepared)
-    applied = mallory.review_apply(
+    applied = as_key("mallory-reviewer").review_apply(
         review_pb.ApplyReviewRequest(
             agent_id="mallory",
             items=[approved_item(item)],
@@ -421,3 +426,29 @@ def test_a_client_cannot_claim_an_item_approval_for_an_item_it_was_not_given(sec
     assert applied.results[0].outcome == review_pb.APPLY_OUTCOME_CONFLICT, applied
     assert "signature does not verify" in applied.results[0].message
     assert mallory.get("mallory", memory.id).scope == "agent:mallory"
+
+
+def test_only_a_reviewer_approves_an_agents_memory_into_a_shared_scope(secured, as_key):
+    """The agent's own key may prepare and apply, but its approval of a move into a scope
+    others read is not a person's: refused; the reviewer's key applies the same item."""
+    mallory, ops = as_key("mallory"), as_key("ops")
+    mine = ops.store(
+        "mallory", f"The user's team is {uuid.uuid4().hex[:8]}.", metadata={"asserted_by": "user"}
+    ).memory
+    prepared = mallory.review_prepare(
+        review_pb.PrepareReviewRequest(
+            agent_id="mallory",
+            kinds=[review_pb.REVIEW_KIND_PROMOTION],
+            promotions=[review_pb.PromotionAsk(memory_id=mine.id, target_scope=BOX)],
+        )
+    )
+    (item,) = [i for i in prepared.items if i.kind == review_pb.REVIEW_KIND_PROMOTION]
+    request = review_pb.ApplyReviewRequest(agent_id="mallory", items=[approved_item(item)])
+
+    refused = mallory.review_apply(request)
+    assert refused.results[0].outcome == review_pb.APPLY_OUTCOME_REFUSED, refused
+    assert "needs a reviewer's approval" in refused.results[0].message
+    assert mallory.get("mallory", mine.id).scope == "agent:mallory"  # nothing moved
+
+    applied = as_key("mallory-reviewer").review_apply(request)
+    assert applied.results[0].outcome == review_pb.APPLY_OUTCOME_APPLIED, applied
