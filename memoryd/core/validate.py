@@ -43,7 +43,6 @@ _NO_METADATA: Mapping[str, str] = MappingProxyType({})
 class ValidStore:
     """A Store to run: normalised text, every default filled in."""
 
-    agent_id: str
     text: str  # normalised (core.text.normalize_text)
     content_hash: str
     category: Category  # detected from the text when the caller left it unspecified
@@ -145,14 +144,10 @@ def store_request(new: NewMemory, limits: ServiceLimits, now: datetime) -> Valid
         if expires is not None:
             raise InvalidArgument("set ttl or expires_at, not both")
         expires = expiry_for(new.ttl, now, limits.ttl)
-    category = new.category
-    if category == Category.UNSPECIFIED:
-        category = detect_category(text)
     return ValidStore(
-        agent_id=new.agent_id,
         text=text,
         content_hash=content_hash(text),
-        category=category,
+        category=_category(new.category, text),
         importance=importance,
         scope=scope,
         metadata=metadata,
@@ -258,16 +253,13 @@ def import_request(memory: Memory, agent_id: str, limits: ServiceLimits) -> Vali
     text = check_text(memory.text, "text", limits)
     check_importance(memory.importance)
     metadata = check_metadata(memory.metadata, limits)
-    category = memory.category
-    if category == Category.UNSPECIFIED:
-        category = detect_category(text)
     return ValidImport(
         id=memory.id,
         scope=scope,
         text=text,
         content_hash=content_hash(text),
         summary=memory.summary,
-        category=category,
+        category=_category(memory.category, text),
         importance=memory.importance,
         created_at=aware(memory.created_at, "created_at"),
         updated_at=aware(memory.updated_at, "updated_at"),
@@ -329,6 +321,11 @@ def _check_entries(meta: Mapping[str, str], limits: ServiceLimits) -> Mapping[st
                 f"{limits.max_metadata_value_chars} (store.max_metadata_value_chars)"
             )
     return MappingProxyType(dict(meta)) if meta else _NO_METADATA
+
+
+def _category(given: Category, text: str) -> Category:
+    """The category asked for, or the one detected from the text when none was."""
+    return detect_category(text) if given == Category.UNSPECIFIED else given
 
 
 def check_memory_id(memory_id: str) -> str:
