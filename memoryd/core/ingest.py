@@ -127,11 +127,10 @@ class Ingest:
         recorded = self._recorded_use(access, v.idempotency_key)
         if recorded is not None:
             return recorded
-        store = self.parts.store
         result = await self._store_new(access, v)
         if result.outcome != StoreOutcome.CREATED:
             # Nothing new holds the key: record the answer so a retry replays it.
-            await store.record_key(
+            await self.parts.store.record_key(
                 KeyRecord(
                     access.agent_id,
                     v.idempotency_key,

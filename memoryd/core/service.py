@@ -1,10 +1,11 @@
 """The memory service: the domain's operations, independent of the wire.
 
 ``api`` converts requests into these calls; ``storage`` and ``inference`` provide the
-store and embedder through ``core.protocols``. Each operation is the same three steps,
-as qdrant's handlers are: resolve who calls and what that agent may read and write
-(``core.policy``), validate the input completely (``core.validate``: a bad request
-changes nothing), then do the work, here or in its own module:
+store and embedder through ``core.protocols``. Each operation takes the same steps, as
+qdrant's handlers do: who calls, and what that agent may read and write (``access``);
+the input checked completely (``core.validate``: a bad request changes nothing and
+never reaches the model); the scopes it touches checked against those rights; then the
+work, delegated:
 
     core.validate      every request checked once, into a frozen validated request
     core.ingest        Store, Import, Update: dedupe, merge, summaries, conflict log
@@ -86,6 +87,8 @@ class MemoryService:
         self.retriever = retriever or Retriever(store, RetrievalConfig())
         self.conflicts = conflicts
         self.text_model = text_model
+        # Ingest reads the collaborators above from this service at each use, so one
+        # replaced here is replaced there too.
         self._ingest = Ingest(self)
         self._update_locks: dict[str, _IdLock] = {}
 
@@ -322,8 +325,8 @@ class MemoryService:
             oldest_first=oldest_first,
         )
         visible_scopes = access.readable(request.scopes)
-        rows = self.store.visible(visible_scopes, now=self.clock(), categories=categories)
-        if oldest_first:
+        rows = self.store.visible(visible_scopes, now=self.clock(), categories=request.categories)
+        if request.oldest_first:
             rows.reverse()
         start = 0
         if request.after is not None:
@@ -331,7 +334,7 @@ class MemoryService:
             start = len(rows)
             for i, m in enumerate(rows):
                 key = (m.created_at, m.id)
-                if (key > after) if oldest_first else (key < after):
+                if (key > after) if request.oldest_first else (key < after):
                     start = i
                     break
         size = request.page_size
