@@ -1,0 +1,444 @@
+"""Writing memories: Store, Import and Update, on validated requests (``core.validate``).
+
+A Store goes through, in order:
+- its idempotency key: a key already used replays its first answer (while that Store is
+  still running, by waiting for it);
+- exact and near duplicates: in the scope, then among the Stores still being written,
+  so concurrent twins become one memory (``core.singleflight``);
+- the merge policy (``core.lifecycle``): link, supersede, or fold the text into the
+  closest memory with the LLM, if one is configured;
+- the summary (extractive, or the LLM's), the write, and for a decision the hand-off to
+  the conflict log (which never blocks or fails a Store).
+
+Dedupe and merge compare with what a scope holds, so they only run where the caller may
+read: in a write-only scope (a drop box) an answer of DUPLICATE, or a link, would reveal
+memories the caller cannot see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+
+from memoryd.core.errors import InvalidArgument, NotFound
+from memoryd.core.injection import detect_injection
+from memoryd.core.lifecycle import (
+    MERGE_SYSTEM,
+    SUMMARY_SYSTEM,
+    MergePlan,
+    in_band,
+    merge_prompt,
+    plan_merge,
+)
+from memoryd.core.policy import Access
+from memoryd.core.protocols import ConflictLog, Embedder, MemoryStore, TextModel
+from memoryd.core.records import (
+    PROVENANCE_KEY,
+    TRUSTED_ASSERTERS,
+    Category,
+    Conflict,
+    KeyRecord,
+    Memory,
+    StoreOutcome,
+    StoreResult,
+)
+from memoryd.core.requests import ServiceLimits
+from memoryd.core.retrieval import Retriever
+from memoryd.core.singleflight import Abandoned, SingleFlight
+from memoryd.core.summarize import count_words, extractive_summary
+from memoryd.core.text import content_hash
+from memoryd.core.validate import ValidImport, ValidPatch, ValidStore, check_metadata, check_text
+
+log = logging.getLogger(__name__)
+
+
+class Parts(Protocol):
+    """What ingest works with: the service's collaborators, read at each use (so one
+    replaced on the service, as tests do, is the one used)."""
+
+    store: MemoryStore
+    embedder: Embedder
+    retriever: Retriever
+    limits: ServiceLimits
+    clock: Callable[[], datetime]
+    conflicts: ConflictLog | None
+    text_model: TextModel | None
+
+
+@dataclass(frozen=True, slots=True)
+class _KeyUse:
+    """The first answer given for an idempotency key, and what it was given for."""
+
+    content_hash: str
+    scope: str
+    result: StoreResult
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Creating:
+    """A new memory being written: what later Stores compare with (key by identity)."""
+
+    scope: str
+    content_hash: str
+    vector: np.ndarray
+
+
+def visible(store: MemoryStore, access: Access, memory_id: str, now: datetime) -> Memory:
+    """The memory, if the caller may read it; absent, unreadable and expired all look the
+    same (NotFound): no existence leaks."""
+    memory = store.get(memory_id)
+    if memory is None or memory.scope not in access.read or memory.is_expired(now):
+        raise NotFound(f"memory {memory_id} not found")
+    return memory
+
+
+class Ingest:
+    def __init__(self, parts: Parts):
+        self.parts = parts
+        # Keyed Stores in flight, by (agent, key): a retry waits for the first's answer.
+        self._keys: SingleFlight[tuple[str, str], _KeyUse] = SingleFlight()
+        # Memories between their duplicate check and their write.
+        self._creating: SingleFlight[_Creating, StoreResult] = SingleFlight()
+
+    # -- Store -------------------------------------------------------------------------
+
+    async def store(self, access: Access, v: ValidStore) -> StoreResult:
+        key = v.idempotency_key
+        if not key:
+            return await self._store_new(access, v)
+        used = await self._keys.run((access.agent_id, key), lambda: self._first_use(access, v))
+        if used.content_hash != v.content_hash or used.scope != v.scope:
+            raise InvalidArgument(
+                f"idempotency_key {key!r} was already used for a different memory "
+                f"({used.result.memory.id}); use a new key for new content"
+            )
+        return used.result
+
+    async def _first_use(self, access: Access, v: ValidStore) -> _KeyUse:
+        """The answer of a key no Store in flight holds: the one it gave before, or a new
+        Store's (whose answer, when it created nothing, is recorded for the retries)."""
+        recorded = self._recorded_use(access, v.idempotency_key)
+        if recorded is not None:
+            return recorded
+        result = await self._store_new(access, v)
+        if result.outcome != StoreOutcome.CREATED:
+            # Nothing new holds the key: record the answer so a retry replays it.
+            await self.parts.store.record_key(
+                KeyRecord(
+                    access.agent_id,
+                    v.idempotency_key,
+                    result.memory.id,
+                    result.outcome,
+                    v.content_hash,
+                    v.scope,
+                    result.duplicate_score,
+                    self.parts.clock(),
+                )
+            )
+        return _KeyUse(v.content_hash, v.scope, result)
+
+    def _recorded_use(self, access: Access, key: str) -> _KeyUse | None:
+        """The answer an earlier Store gave for ``key``: the memory it created, or the one
+        it named (DUPLICATE, MERGED) as long as that exists and the agent may read it."""
+        store = self.parts.store
+        agent_id = access.agent_id
+        if (
+            (record := store.key_record(agent_id, key)) is not None
+            and (named := store.get(record.memory_id)) is not None
+            and named.scope in access.read
+        ):
+            result = StoreResult(named, record.outcome, named.id, record.score)
+            return _KeyUse(record.content_hash, record.scope, result)
+        if (found := store.find_by_idempotency_key(agent_id, key)) is not None:
+            result = StoreResult(found, StoreOutcome.CREATED)
+            return _KeyUse(found.content_hash, found.scope, result)
+        return None
+
+    async def _store_new(self, access: Access, v: ValidStore) -> StoreResult:
+        p = self.parts
+        scope, digest = v.scope, v.content_hash
+        readable = scope in access.read
+        exact = self._exact_duplicate(scope, digest) if readable else None
+        if exact is not None:
+            return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
+        vector, tokens = await self.embed_document(v.text)
+        now = p.clock()
+        # Re-check after the await: the world may have changed while the model ran.
+        exact = self._exact_duplicate(scope, digest) if readable else None
+        if exact is not None:
+            return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
+        near = p.store.search(vector, [scope], 5, now=now) if readable else []
+        language = p.retriever.language_of(v.text)
+        vector_reads = p.retriever.reads(language)
+        if not vector_reads:  # its cosine cannot tell this language's texts apart: exact only
+            near = []
+        threshold = p.limits.duplicate_threshold
+        if near and near[0][1] >= threshold:
+            twin, score = near[0]
+            return StoreResult(twin, StoreOutcome.DUPLICATE, twin.id, float(score))
+        for flight in self._creating.running() if readable else []:
+            other = flight.key
+            if other.scope != scope:
+                continue
+            if other.content_hash == digest:
+                score = 1.0
+            else:
+                score = float(np.dot(other.vector, vector)) if vector_reads else 0.0
+            if score >= threshold:
+                try:
+                    first = await flight.outcome()
+                except Abandoned:  # its caller gave up before writing it: go on
+                    continue
+                return StoreResult(first.memory, StoreOutcome.DUPLICATE, first.memory.id, score)
+
+        plan = plan_merge(p.limits.merge, v.category, threshold, near)
+        if plan.merge_into:
+            merged = await self._llm_merge(plan.merge_into, v.text, v.importance)
+            if merged is not None:
+                score = next((s for m, s in near if m.id == plan.merge_into), 0.0)
+                return StoreResult(merged, StoreOutcome.MERGED, merged.id, float(score))
+            plan = MergePlan(related=(plan.merge_into,), decision="linked")
+        memory = Memory(
+            id=str(uuid.uuid4()),
+            agent_id=access.agent_id,
+            scope=scope,
+            text=v.text,
+            summary=await self.summary(v.text),
+            category=v.category,
+            importance=v.importance,
+            created_at=v.created_at,
+            updated_at=now,
+            expires_at=v.expires_at,
+            metadata=dict(v.metadata),
+            content_hash=digest,
+            idempotency_key=v.idempotency_key,
+            related_ids=list(plan.related),
+            supersedes=plan.supersedes,
+            language=language,
+        )
+
+        async def write() -> StoreResult:
+            await p.store.add(memory, vector, tokens)
+            return StoreResult(memory, StoreOutcome.CREATED)
+
+        result = await self._creating.run(_Creating(scope, digest, vector), write)
+        if v.category == Category.DECISION and p.conflicts is not None:
+            await self._log_conflicts(access, memory, vector, plan)
+        return result
+
+    def _exact_duplicate(self, scope: str, digest: str) -> Memory | None:
+        found = self.parts.store.find_by_hash(scope, digest)
+        # Storing again what was superseded makes it current again: not a duplicate.
+        return None if found is None or found.superseded_by else found
+
+    # -- merge, summary, conflicts -------------------------------------------------------
+
+    async def summary(self, text: str) -> str:
+        """Extractive by default; with ``store.summarizer = "llm"`` and an endpoint, an LLM
+        summary of long texts (at most ``summary_max_words``), extractive on any failure."""
+        p = self.parts
+        words = p.limits.summary_max_words
+        extractive = extractive_summary(text, words)
+        if p.limits.summarizer != "llm" or p.text_model is None or extractive == text:
+            return extractive
+        try:
+            summary = await p.text_model.complete(
+                SUMMARY_SYSTEM.format(words=words), text, max_tokens=words * 3
+            )
+        except Exception as e:
+            log.warning("LLM summary failed (%s); using the extractive one", e)
+            return extractive
+        return summary if count_words(summary) <= words else extractive_summary(summary, words)
+
+    async def _llm_merge(self, target_id: str, text: str, importance: float) -> Memory | None:
+        """Fold ``text`` into memory ``target_id`` with the LLM; None if that is not possible
+        (no endpoint, endpoint failure, or a merged text that fails the store's checks)."""
+        p = self.parts
+        existing = p.store.get(target_id)
+        if p.text_model is None or existing is None:
+            return None
+        try:
+            merged = await p.text_model.complete(MERGE_SYSTEM, merge_prompt(existing.text, text))
+            merged = check_text(merged, "merged text", p.limits)
+            if p.limits.reject_injection and detect_injection(merged):
+                raise InvalidArgument("the merged text looks like a prompt injection")
+            vector, tokens = await self.embed_document(merged)
+        except Exception as e:
+            log.warning("LLM merge failed (%s); linking the memories instead", e)
+            return None
+        current = p.store.get(target_id)
+        if current is None:  # deleted while the model ran
+            return None
+        updated = replace(
+            current,
+            text=merged,
+            content_hash=content_hash(merged),
+            summary=await self.summary(merged),
+            importance=max(current.importance, importance),
+            updated_at=p.clock(),
+        )
+        await p.store.replace(updated, vector, tokens)
+        return updated
+
+    async def _log_conflicts(
+        self, access: Access, memory: Memory, vector: np.ndarray, plan: MergePlan
+    ) -> None:
+        p = self.parts
+        assert p.conflicts is not None
+        lim = p.limits
+        hits = p.store.search(
+            vector, access.read, 5, now=p.clock(), categories=frozenset({Category.DECISION})
+        )
+        for other, score in hits:
+            if other.agent_id == memory.agent_id or not in_band(
+                score, lim.merge.band_low, lim.duplicate_threshold
+            ):
+                continue
+            decision = (
+                "superseded"
+                if plan.supersedes == other.id
+                else ("linked" if other.id in plan.related else "kept")
+            )
+            conflict = Conflict(
+                at=memory.updated_at, new_id=memory.id, existing_id=other.id,
+                new_agent_id=memory.agent_id, existing_agent_id=other.agent_id,
+                new_text=memory.text, existing_text=other.text, score=float(score),
+                category=Category.DECISION, merge_decision=decision, scope=memory.scope,
+                existing_scope=other.scope,
+            )  # fmt: skip
+            try:
+                await asyncio.to_thread(p.conflicts.append, conflict)
+            except Exception:  # the log must never block or fail a store
+                log.exception("could not append to the conflict log")
+
+    # -- Update --------------------------------------------------------------------------
+
+    async def update(self, access: Access, v: ValidPatch) -> Memory:
+        """Apply a patch (the caller holds the memory's lock: ``MemoryService.locked``)."""
+        p = self.parts
+        memory = visible(p.store, access, v.id, p.clock())
+        access.check_write(memory.scope)
+        changes: dict[str, object] = {}
+        if v.text is not None and v.text != memory.text:
+            changes.update(
+                text=v.text, content_hash=content_hash(v.text), summary=await self.summary(v.text)
+            )
+        if v.importance is not None:
+            changes["importance"] = v.importance
+        if v.category != Category.UNSPECIFIED:
+            changes["category"] = v.category
+        if v.metadata or v.replace_metadata or v.remove_metadata_keys:
+            meta = {} if v.replace_metadata else dict(memory.metadata)
+            meta.update(v.metadata)
+            for k in v.remove_metadata_keys:
+                meta.pop(k, None)
+            changes["metadata"] = dict(check_metadata(meta, p.limits))
+        now = p.clock()
+        if v.expires_at is not None:
+            changes["expires_at"] = v.expires_at
+        if v.clear_expires_at:
+            changes["expires_at"] = None
+        if not changes:
+            raise InvalidArgument(
+                "the update changes nothing: set text, importance, category, metadata or expiry"
+            )
+        meta_now = changes.get("metadata", memory.metadata)
+        assert isinstance(meta_now, dict)
+        if (
+            "text" in changes
+            and PROVENANCE_KEY not in v.metadata
+            and meta_now.get(PROVENANCE_KEY) in TRUSTED_ASSERTERS
+        ):
+            # New words nobody vouched for: what a person said is no longer what it holds
+            # (else a model's update of a user's memory could be promoted as the user's).
+            changes["metadata"] = {**meta_now, PROVENANCE_KEY: "assistant"}
+        vector = tokens = None
+        if "text" in changes:
+            vector, tokens = await self.embed_document(str(changes["text"]))
+            # The memory may have been deleted while the model ran.
+            memory = visible(p.store, access, v.id, p.clock())
+        updated = replace(memory, updated_at=now, **changes)  # type: ignore[arg-type]
+        await p.store.replace(updated, vector, tokens)
+        if p.store.get(updated.id) is None:
+            raise NotFound(f"memory {updated.id} was deleted while it was being updated")
+        return updated
+
+    # -- Import --------------------------------------------------------------------------
+
+    async def import_memory(self, access: Access, v: ValidImport) -> bool:
+        """Store an exported memory, keeping its id, times and fields, re-embedded with
+        this daemon's model. Returns False when it (or its text in its scope) exists.
+
+        What a file says is not trusted: the importing agent owns every row; links and
+        supersession are kept only towards memories of the same scope that the agent may
+        read and write (others are dropped alike, whether they exist or not); an id taken
+        by a memory the agent cannot read gets a fresh id. So an import reveals nothing of
+        memories the agent cannot read, and changes none of them.
+        """
+        p = self.parts
+        scope = v.scope
+        wanted_id = v.id or str(uuid.uuid4())  # a row with only a text: made as Store makes one
+        if self._seen_by(access, wanted_id) or (
+            scope in access.read and self._exact_duplicate(scope, v.content_hash) is not None
+        ):
+            return False
+        vector, tokens = await self.embed_document(v.text)
+        if self._seen_by(access, wanted_id):
+            return False
+        memory_id = wanted_id if p.store.get(wanted_id) is None else str(uuid.uuid4())
+        now = p.clock()
+        linkable = {i for i in (*v.related_ids, v.supersedes) if self._linkable(access, scope, i)}
+        imported = Memory(
+            id=memory_id,
+            agent_id=access.agent_id,
+            scope=scope,
+            text=v.text,
+            summary=v.summary or await self.summary(v.text),
+            category=v.category,
+            importance=v.importance,
+            created_at=v.created_at or now,
+            updated_at=v.updated_at or now,
+            expires_at=v.expires_at,
+            metadata=dict(v.metadata),
+            content_hash=v.content_hash,
+            access_count=v.access_count,
+            last_accessed_at=v.last_accessed_at,
+            related_ids=sorted(i for i in v.related_ids if i in linkable),
+            supersedes=v.supersedes if v.supersedes in linkable else "",
+        )
+        await p.store.add(imported, vector, tokens)
+        # The memory that replaced this one may have been imported first (exports list
+        # newest first): its ``supersedes`` was dropped then, so restore the chain now.
+        newer = v.superseded_by
+        if newer and self._linkable(access, scope, newer):
+            current = p.store.get(newer)
+            if current is not None and not current.supersedes:
+                await p.store.replace(replace(current, supersedes=imported.id), None)
+        return True
+
+    def _seen_by(self, access: Access, memory_id: str) -> bool:
+        found = self.parts.store.get(memory_id)
+        return found is not None and found.scope in access.read
+
+    def _linkable(self, access: Access, scope: str, memory_id: str) -> bool:
+        """Whether an imported memory of ``scope`` may link to ``memory_id``: a memory of
+        the same scope, which the caller may read and write."""
+        if not memory_id or scope not in access.read or scope not in access.write:
+            return False
+        target = self.parts.store.get(memory_id)
+        return target is not None and target.scope == scope
+
+    # -- embedding -----------------------------------------------------------------------
+
+    async def embed_document(self, text: str) -> tuple[np.ndarray, np.ndarray | None]:
+        p = self.parts
+        if p.limits.token_vectors:
+            return await p.embedder.embed_document_with_tokens(text)
+        return await p.embedder.embed_document(text), None
