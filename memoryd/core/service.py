@@ -386,13 +386,13 @@ class MemoryService:
             content_hash=digest,
             idempotency_key=key,
             language=language,
+            related_ids=list(plan.related),
+            supersedes=plan.supersedes,
         )
-        memory.related_ids = list(plan.related)
-        memory.supersedes = plan.supersedes
         pending = _Pending(scope, digest, vector, asyncio.get_running_loop().create_future())
         self._pending.append(pending)
         try:
-            await self.store.add(memory, vector, tokens)
+            memory = await self.store.add(memory, vector, tokens)
         except BaseException as e:
             pending.done.set_exception(e)
             pending.done.exception()
@@ -447,8 +447,7 @@ class MemoryService:
             importance=max(current.importance, importance),
             updated_at=self.clock(),
         )
-        await self.store.replace(updated, vector, tokens)
-        return updated
+        return await self.store.replace(updated, vector, tokens)
 
     def _exact_duplicate(self, scope: str, digest: str) -> Memory | None:
         found = self.store.find_by_hash(scope, digest)
@@ -777,7 +776,7 @@ class MemoryService:
             # The memory may have been deleted while the model ran.
             memory = self._visible(access, patch.id)
         updated = replace(memory, updated_at=now, **changes)  # type: ignore[arg-type]
-        await self.store.replace(updated, vector, tokens)
+        updated = await self.store.replace(updated, vector, tokens)
         if self.store.get(updated.id) is None:
             raise NotFound(f"memory {updated.id} was deleted while it was being updated")
         return updated
@@ -806,22 +805,17 @@ class MemoryService:
                 f"page_size {size} is over the maximum {lim.list_max_page_size} "
                 "(listing.max_page_size)"
             )
-        rows = self.store.visible(visible_scopes, now=self.clock(), categories=categories)
-        if oldest_first:
-            rows.reverse()
-        start = 0
-        if page_token:
-            after = _decode_token(page_token)
-            start = len(rows)
-            for i, m in enumerate(rows):
-                key = (m.created_at, m.id)
-                if (key > after) if oldest_first else (key < after):
-                    start = i
-                    break
-        page = rows[start : start + size]
-        more = start + size < len(rows)
-        token = _encode_token(page[-1]) if more and page else ""
-        return Page(page, token, len(rows))
+        listing = self.store.page(
+            visible_scopes,
+            now=self.clock(),
+            limit=size,
+            after=_decode_token(page_token) if page_token else None,
+            oldest_first=oldest_first,
+            categories=categories,
+        )
+        page = listing.memories
+        token = _encode_token(page[-1]) if listing.more and page else ""
+        return Page(page, token, listing.total)
 
     def stats(self, agent_id: str, *, daemon_wide: bool = False) -> AgentStats:
         """The agent's counts. ``index_bytes`` and ``store_rows`` cover the scopes it may

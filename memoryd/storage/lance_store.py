@@ -53,7 +53,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -506,16 +506,18 @@ class LanceStore:
         access count of each from the access log."""
         access = self.read_access()
         for batch in self._read_all(self._table, self._table_name).to_batches(max_chunksize=8192):
-            for row in from_arrow(batch):
-                entry = access.get(row[0].id)
+            for memory, vector, tokens in from_arrow(batch):
+                entry = access.get(memory.id)
                 if entry is not None:
-                    memory = row[0]
-                    memory.access_count = max(memory.access_count, entry[0])
-                    if entry[1] is not None and (
-                        memory.last_accessed_at is None or entry[1] > memory.last_accessed_at
-                    ):
-                        memory.last_accessed_at = entry[1]
-                yield row
+                    last = memory.last_accessed_at
+                    if entry[1] is not None and (last is None or entry[1] > last):
+                        last = entry[1]
+                    memory = replace(
+                        memory,
+                        access_count=max(memory.access_count, entry[0]),
+                        last_accessed_at=last,
+                    )
+                yield memory, vector, tokens
 
     def read_access(self) -> dict[str, tuple[int, datetime | None]]:
         """The access log folded: per id, the highest count and the latest access."""

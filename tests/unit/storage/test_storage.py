@@ -256,10 +256,11 @@ def test_bulk_loading_derives_the_same_links_as_one_put_at_a_time() -> None:
     """Links and supersede chains come out the same whether the rows arrive one by one
     or in a bulk load (links derived at the end), in either order."""
     rows = [mem(i) for i in range(6)]
-    rows[1].related_ids = [rows[0].id, rows[2].id]
-    rows[3].related_ids = [rows[0].id]
-    rows[4].supersedes = rows[2].id
-    rows[5].related_ids = [rows[4].id, "00000000-0000-4000-8000-000000000999"]  # absent
+    rows[1] = dataclasses.replace(rows[1], related_ids=[rows[0].id, rows[2].id])
+    rows[3] = dataclasses.replace(rows[3], related_ids=[rows[0].id])
+    rows[4] = dataclasses.replace(rows[4], supersedes=rows[2].id)
+    absent = "00000000-0000-4000-8000-000000000999"
+    rows[5] = dataclasses.replace(rows[5], related_ids=[rows[4].id, absent])
 
     def derived(index: HotIndex) -> dict[str, tuple[list[str], str]]:
         got = index.visible(["agent:a"], now=NOW)
