@@ -645,17 +645,7 @@ class HotIndex:
             if allowed is not None:
                 keep &= allowed[part.category[:n].view(np.uint8)]
             total += int(keep.sum())
-            row_of = part.row_of
-            runs.append(
-                itertools.islice(
-                    (
-                        k
-                        for k in part.order.after(start, descending=not oldest_first)
-                        if keep[row_of[k[1]]]
-                    ),
-                    limit + 1,
-                )
-            )
+            runs.append(_listed(part, keep, start, not oldest_first, limit + 1))
         merged = list(itertools.islice(heapq.merge(*runs, reverse=not oldest_first), limit + 1))
         memories = [self._memories[memory_id] for _, memory_id in merged[:limit]]
         return Listing(memories, len(merged) > limit, total)
@@ -786,6 +776,15 @@ class HotIndex:
             return parts + self._token_bytes + self._text_bytes + 400 * len(self)
         chosen = [p for s in set(scopes) if (p := self._parts.get(s)) is not None]
         return sum(p.nbytes() + p.record_bytes + 400 * len(p) for p in chosen)
+
+
+def _listed(
+    part: _Partition, keep: np.ndarray, start: OrderKey | None, descending: bool, limit: int
+) -> Iterator[OrderKey]:
+    """The first ``limit`` keys past ``start`` whose rows ``keep`` allows, lazily."""
+    row_of = part.row_of
+    keys = (k for k in part.order.after(start, descending) if keep[row_of[k[1]]])
+    return itertools.islice(keys, limit)
 
 
 def _category_table(categories: frozenset[Category]) -> np.ndarray | None:

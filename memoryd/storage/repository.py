@@ -141,12 +141,14 @@ class Repository(HotIndex):
             tokens = self.tokens_of(memory.id)
         else:  # a new text: its language again (a copied record may carry the old one)
             memory = dataclasses.replace(memory, language=self.analyzer.detect(memory.text))
+        if (current := self.get(memory.id)) is not None:
+            memory = _keep_access(memory, current)
         tokens = quantize_tokens(tokens, self.max_tokens)
         await self._durable.update([(memory, vector, tokens)])
         # A delete that committed while this update waited wins: never resurrect.
-        if self.get(memory.id) is None:
+        if (current := self.get(memory.id)) is None:
             return memory
-        return self.put(memory, vector, tokens)
+        return self.put(_keep_access(memory, current), vector, tokens)
 
     async def delete(self, ids: Sequence[str]) -> None:
         if not ids:
@@ -178,6 +180,19 @@ class Repository(HotIndex):
                 self._touched |= ids  # kept for the next flush (say, once space is freed)
                 raise
         return len(entries)
+
+
+def _keep_access(memory: Memory, current: Memory) -> Memory:
+    """``memory`` with at least ``current``'s access count and last access: the counts are
+    the store's (``touch``), so an overwrite made from an older read (an update that
+    waited for the embedder while recalls counted) never loses them."""
+    last = current.last_accessed_at
+    if last is None or (memory.last_accessed_at is not None and memory.last_accessed_at > last):
+        last = memory.last_accessed_at
+    count = max(memory.access_count, current.access_count)
+    if count == memory.access_count and last == memory.last_accessed_at:
+        return memory
+    return dataclasses.replace(memory, access_count=count, last_accessed_at=last)
 
 
 def quantize_tokens(tokens: np.ndarray | None, max_tokens: int) -> np.ndarray | None:
