@@ -5,8 +5,16 @@ everything queued (up to ``max_batch`` rows), turns each run of the same kind in
 LanceDB operation (one ``add`` for many new rows, one ``delete`` for many ids) and only
 then resolves the callers' futures. So an acknowledged write is on disk (it survives a
 kill -9), and concurrent writers share commits instead of growing one fragment each.
-Every ``compact_every`` commits the table is compacted and old versions dropped, because
-single-row commits otherwise grow the table to thousands of files (MEASURED.md). That runs
+
+Every commit writes a new version: a manifest listing every fragment, so a burst of small
+commits left thousands of manifests behind (2,016 Stores: 2,003 version files, 279 MB).
+So the table is compacted and versions older than ``keep_versions_seconds`` (30 s) are
+dropped (LanceDB's ``optimize(cleanup_older_than=...)``) every ``compact_every`` commits,
+and also by time: once writes have paused for that long after a commit the last cleanup
+could not drop yet, and at least every ``cleanup_every_seconds`` (5 min) while any such
+commits exist. So the versions on disk are those of the last half minute or so, or of the
+last ``compact_every`` x ``COMPACT_FORCE_FACTOR`` commits under writes that never pause,
+and the data directory stays proportional to the memories it holds. That runs
 on a thread of its own, so appends (Stores) keep committing meanwhile: Lance lets an append
 commit beside a compaction, while a delete or an update committed during one makes the
 compaction fail (and its work is lost). So the writer holds deletes and updates back until
@@ -71,6 +79,8 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = "1"
 IDLE_COMPACT_SECONDS = 1.0
 COMPACT_FORCE_FACTOR = 5
+KEEP_VERSIONS_SECONDS = 30.0  # older versions are dropped by the next cleanup
+CLEANUP_EVERY_SECONDS = 300.0  # a cleanup at least this often while old versions exist
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
@@ -307,6 +317,8 @@ class LanceStore:
         access_fold_rows: int = ACCESS_FOLD_ROWS,
         open_last_good: bool = False,
         read_only: bool = False,
+        keep_versions_seconds: float = KEEP_VERSIONS_SECONDS,
+        cleanup_every_seconds: float = CLEANUP_EVERY_SECONDS,
     ):
         self.uri = uri
         self.open_last_good = open_last_good
@@ -318,6 +330,10 @@ class LanceStore:
         self.dim = dim
         self.max_batch = max_batch
         self.compact_every = compact_every
+        # LanceDB warns that 0 removes versions a concurrent reader may hold: none here, but
+        # a millisecond keeps its meaning without the warning.
+        self.keep_versions = timedelta(seconds=max(keep_versions_seconds, 0.001))
+        self.cleanup_every = cleanup_every_seconds
         self.schema = make_schema(model_name, dim)
         # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
         # manifests of every version group commit writes: measured, RSS grew ~250 MB per
@@ -350,6 +366,13 @@ class LanceStore:
         self._compactor: threading.Thread | None = None
         self._stopping = False
         self.compactions = 0
+        # Wall-clock times (LanceDB dates versions by the wall clock): the last commit of
+        # the memories' table (start-up counts as one: a previous run may have left old
+        # versions), the start of the last compaction, and the time before which every
+        # version but the newest is gone.
+        self._last_write = time.time()
+        self._last_cleanup = 0.0
+        self._cleaned_upto = 0.0
         self.commits = 0
         self.rows_written = 0
         self.fault: str | None = None  # why writes fail now (a full disk), else None
@@ -679,6 +702,7 @@ class LanceStore:
                 self._commit_rows(kind, group)
         self.commits += 1
         self._commits_since_compact += 1
+        self._last_write = time.time()
 
     def _commit_rows(self, kind: str, group: list[_Op]) -> None:
         if kind == "delete":
@@ -748,7 +772,7 @@ class LanceStore:
         self._keys_commits += 1
         if self._keys_commits % KEYS_COMPACT_COMMITS == 0:  # one fragment per append
             try:
-                self._keys.optimize(cleanup_older_than=timedelta(minutes=1))
+                self._keys.optimize(cleanup_older_than=self.keep_versions)
             except Exception:  # an optimisation: the records are all there either way
                 log.exception("compacting the idempotency key table failed")
 
@@ -759,7 +783,7 @@ class LanceStore:
         try:
             folded = _fold(self._access.to_arrow())
             self._access = self._db.create_table(self._access_name, folded, mode="overwrite")
-            self._access.optimize(cleanup_older_than=timedelta(minutes=1))
+            self._access.optimize(cleanup_older_than=self.keep_versions)
         except Exception:  # the log is still whole; fold again after the next appends
             log.exception("folding the access log failed")
             self._access_commits = 0
@@ -770,19 +794,34 @@ class LanceStore:
         self.access_folds += 1
 
     def _maybe_compact(self, *, idle: bool = False) -> None:
-        """Ask for a compaction after ``compact_every`` commits once the writer is idle,
-        or after ``COMPACT_FORCE_FACTOR`` times that many under sustained writes (then a
-        delete or update may wait for it, which beats thousands of fragments slowing every
-        later commit)."""
+        """Ask for a compaction (which drops old versions too) after ``compact_every``
+        commits once the writer is idle, or after ``COMPACT_FORCE_FACTOR`` times that many
+        under sustained writes (then a delete or update may wait for it, which beats
+        thousands of fragments slowing every later commit); and, when idle, once old
+        versions are due to go (``_versions_due``)."""
         due = self._commits_since_compact >= self.compact_every
         overdue = self._commits_since_compact >= self.compact_every * COMPACT_FORCE_FACTOR
         if self.fault is not None or self._compacting:
             return  # compaction needs room for a rewritten copy of the table
-        if not (due and idle) and not (overdue and self._queue.empty()):
+        if (
+            not (due and idle)
+            and not (overdue and self._queue.empty())
+            and not (idle and self._versions_due())
+        ):
             return
         self._commits_since_compact = 0
         self._compacting = True
         self._compact_due.set()
+
+    def _versions_due(self) -> bool:
+        """Whether versions the last cleanup had to keep (younger than ``keep_versions``
+        then) are old enough now: writes have paused that long since, or a cleanup
+        interval has passed."""
+        if self._last_write <= self._cleaned_upto:
+            return False  # only the newest version is left (LanceDB always keeps it)
+        now = time.time()
+        keep = self.keep_versions.total_seconds()
+        return now - self._last_write >= keep or now - self._last_cleanup >= self.cleanup_every
 
     def _compact_forever(self) -> None:
         while True:
@@ -791,9 +830,18 @@ class LanceStore:
             if self._stopping:
                 return
             started = time.perf_counter()
+            wall = time.time()
             try:
                 with self._rewrite_lock:
-                    self._table.optimize(cleanup_older_than=timedelta(minutes=1))
+                    version = self._table.version
+                    self._table.optimize(cleanup_older_than=self.keep_versions)
+                    rewrote = self._table.version != version
+                self._last_cleanup = wall
+                self._cleaned_upto = wall - self.keep_versions.total_seconds()
+                if rewrote:
+                    # LanceDB dates a version's age from when a newer one replaced it: the
+                    # versions this compaction just replaced go at the next cleanup.
+                    self._last_write = max(self._last_write, time.time())
                 self.compactions += 1
                 log.debug("compacted in %.2fs", time.perf_counter() - started)
             except Exception as e:  # compaction is an optimisation; never fail writes over it

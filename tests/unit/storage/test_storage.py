@@ -317,3 +317,44 @@ def test_links_and_supersession_never_cross_scopes() -> None:
     assert index.get("forged").related_ids == []  # type: ignore[union-attr]
     assert index.get("ok-old").superseded_by == "ok-new"  # type: ignore[union-attr]
     assert index.get("ok-old").related_ids == ["ok-new"]  # type: ignore[union-attr]
+
+
+async def test_old_versions_are_dropped_so_the_table_stays_proportional(tmp_path: Path) -> None:
+    """2,000 memories in 700 small commits: each commit writes a version (a manifest that
+    lists every fragment), and the issue saw 2,003 version files (279 MB) left after 2,016
+    Stores. Cleanups every ``compact_every`` commits keep them bounded while the writes go
+    on, and once writes pause, every version but the newest goes."""
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        compact_every=40,  # forced after 200 commits while the writes never pause
+        keep_versions_seconds=0.2,
+        cleanup_every_seconds=1.0,
+    )
+    versions = tmp_path / "m.lance" / "_versions"
+    data = tmp_path / "m.lance" / "data"
+    seen = []
+    store.start()
+    try:
+        i = 0
+        while i < 2000:
+            batch = [(mem(j), unit(j), None) for j in range(i, min(i + 3, 2000))]
+            await store.add(batch)
+            i += len(batch)
+            if i % 30 == 0:
+                seen.append(len(list(versions.glob("*.manifest"))))
+        assert store.commits == 667 and store.compactions >= 2
+        assert max(seen) < 400, seen  # not one version per commit
+        # A pause: the versions still kept then go too, and the fragments are one again.
+        for _ in range(400):
+            if len(list(versions.glob("*.manifest"))) == 1 and len(list(data.iterdir())) == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert len(list(versions.glob("*.manifest"))) == 1
+        assert len(list(data.iterdir())) == 1  # one fragment: the compacted table
+    finally:
+        store.close()
+    rows = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+    assert sorted(m.id for m, _, _ in rows) == sorted(mem(j).id for j in range(2000))
