@@ -4,9 +4,9 @@ Starts a daemon with the default settings on a temporary data dir, stores ``--me
 texts of the synthetic corpus for one agent through the Stream RPC (``--clients 1
 --pipeline 1`` by default: one Store at a time, one LanceDB commit each, the case that
 used to leave a version file per Store behind), then reads the data dir: right after the
-last Store, and again once the daemon has been idle long enough to drop old versions
-(``storage.lance_store``: 30 s after the last commit, plus one more cleanup after the
-compaction that run makes), and after a restart. Disk use is what ``du`` counts
+last Store, again once the daemon has been idle long enough to drop old versions
+(``storage.lance_store``: a compaction a second after the burst, then a cleanup once the
+versions it kept are 10 s old), and after a restart. Disk use is what ``du`` counts
 (allocated blocks); the memories' table, the access log and the rest are shown apart.
 
     python bench/store_size.py                       # 2,000 memories
@@ -25,7 +25,7 @@ from pathlib import Path
 import corpus
 import harness
 
-TABLE = "memories"  # storage.table's default
+TABLE = "memories"  # storage.table's default, under <data_dir>/lancedb (storage.uri "")
 
 
 def disk_bytes(path: Path) -> int:
@@ -37,7 +37,7 @@ def disk_bytes(path: Path) -> int:
 
 
 def reading(data_dir: Path, stored: int, when: str) -> list[object]:
-    table = data_dir / f"{TABLE}.lance"
+    table = data_dir / "lancedb" / f"{TABLE}.lance"
     versions = len(list((table / "_versions").glob("*.manifest")))
     fragments = len(list((table / "data").glob("*.lance")))
     total = disk_bytes(data_dir)
@@ -83,7 +83,7 @@ def main() -> None:
         harness.log(f"stored: {loaded.summary()}")
         stored = loaded.created
         rows.append(reading(data_dir, stored, "right after the last Store"))
-        table = data_dir / f"{TABLE}.lance"
+        table = data_dir / "lancedb" / f"{TABLE}.lance"
         deadline = time.monotonic() + args.wait
         while time.monotonic() < deadline:
             if len(list((table / "_versions").glob("*.manifest"))) <= 1:

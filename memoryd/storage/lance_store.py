@@ -8,14 +8,17 @@ kill -9), and concurrent writers share commits instead of growing one fragment e
 
 Every commit writes a new version: a manifest listing every fragment, so a burst of small
 commits left thousands of manifests behind (2,016 Stores: 2,003 version files, 279 MB).
-So the table is compacted and versions older than ``keep_versions_seconds`` (30 s) are
-dropped (LanceDB's ``optimize(cleanup_older_than=...)``) every ``compact_every`` commits,
-and also by time: once writes have paused for that long after a commit the last cleanup
-could not drop yet, and at least every ``cleanup_every_seconds`` (5 min) while any such
-commits exist. So the versions on disk are those of the last half minute or so, or of the
-last ``compact_every`` x ``COMPACT_FORCE_FACTOR`` commits under writes that never pause,
-and the data directory stays proportional to the memories it holds. That runs
-on a thread of its own, so appends (Stores) keep committing meanwhile: Lance lets an append
+LanceDB drops old versions only as part of ``optimize`` (compaction, then the cleanup of
+versions replaced more than ``cleanup_older_than`` ago, here ``keep_versions_seconds``,
+10 s), and a compaction rewrites every fragment of a table under a million rows. So it runs
+every ``compact_every`` commits (as before), and by time: once the writer has been idle
+``keep_versions_seconds`` after a compaction that had to keep versions (too young then),
+a cleanup with nothing to compact, which costs next to nothing; and every
+``cleanup_every_seconds`` (an hour) while commits are waiting for one, so a slow trickle of
+Stores rewrites the table once an hour, not after each Store. So the versions on disk are
+at most those of the last ``compact_every`` commits (x ``COMPACT_FORCE_FACTOR`` under
+writes that never pause) and of the last seconds, and the data directory stays
+proportional to the memories it holds. That runs on a thread of its own, so appends (Stores) keep committing meanwhile: Lance lets an append
 commit beside a compaction, while a delete or an update committed during one makes the
 compaction fail (and its work is lost). So the writer holds deletes and updates back until
 a compaction in progress ends; appends never wait for one.
@@ -79,8 +82,8 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = "1"
 IDLE_COMPACT_SECONDS = 1.0
 COMPACT_FORCE_FACTOR = 5
-KEEP_VERSIONS_SECONDS = 30.0  # older versions are dropped by the next cleanup
-CLEANUP_EVERY_SECONDS = 300.0  # a cleanup at least this often while old versions exist
+KEEP_VERSIONS_SECONDS = 10.0  # versions replaced longer ago go at the next cleanup
+CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits wait
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
@@ -366,12 +369,12 @@ class LanceStore:
         self._compactor: threading.Thread | None = None
         self._stopping = False
         self.compactions = 0
-        # Wall-clock times (LanceDB dates versions by the wall clock): the last commit of
-        # the memories' table (start-up counts as one: a previous run may have left old
-        # versions), the start of the last compaction, and the time before which every
+        # Wall-clock times (LanceDB dates versions by the wall clock): the last new version
+        # of the memories' table (start-up counts as one: a previous run may have left old
+        # versions), the start of the last optimize, and the time before which every
         # version but the newest is gone.
         self._last_write = time.time()
-        self._last_cleanup = 0.0
+        self._last_cleanup = time.time()
         self._cleaned_upto = 0.0
         self.commits = 0
         self.rows_written = 0
@@ -814,14 +817,15 @@ class LanceStore:
         self._compact_due.set()
 
     def _versions_due(self) -> bool:
-        """Whether versions the last cleanup had to keep (younger than ``keep_versions``
-        then) are old enough now: writes have paused that long since, or a cleanup
-        interval has passed."""
+        """Whether old versions are due to go: with nothing new to compact, once they are
+        ``keep_versions`` old (a cleanup alone, cheap); with commits to compact (a rewrite
+        of the table), once ``cleanup_every`` has passed since the last optimize."""
         if self._last_write <= self._cleaned_upto:
             return False  # only the newest version is left (LanceDB always keeps it)
         now = time.time()
-        keep = self.keep_versions.total_seconds()
-        return now - self._last_write >= keep or now - self._last_cleanup >= self.cleanup_every
+        if self._commits_since_compact == 0:
+            return now - self._last_write >= self.keep_versions.total_seconds()
+        return now - self._last_cleanup >= self.cleanup_every
 
     def _compact_forever(self) -> None:
         while True:

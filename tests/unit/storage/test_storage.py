@@ -323,7 +323,8 @@ async def test_old_versions_are_dropped_so_the_table_stays_proportional(tmp_path
     """2,000 memories in 700 small commits: each commit writes a version (a manifest that
     lists every fragment), and the issue saw 2,003 version files (279 MB) left after 2,016
     Stores. Cleanups every ``compact_every`` commits keep them bounded while the writes go
-    on, and once writes pause, every version but the newest goes."""
+    on, and once writes pause, every version but the newest goes: a compaction first (40
+    commits), then a cleanup once the versions it had to keep are old enough."""
     store = LanceStore(
         str(tmp_path),
         table="m",
@@ -331,7 +332,6 @@ async def test_old_versions_are_dropped_so_the_table_stays_proportional(tmp_path
         dim=8,
         compact_every=40,  # forced after 200 commits while the writes never pause
         keep_versions_seconds=0.2,
-        cleanup_every_seconds=1.0,
     )
     versions = tmp_path / "m.lance" / "_versions"
     data = tmp_path / "m.lance" / "data"
@@ -358,3 +358,34 @@ async def test_old_versions_are_dropped_so_the_table_stays_proportional(tmp_path
         store.close()
     rows = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
     assert sorted(m.id for m, _, _ in rows) == sorted(mem(j).id for j in range(2000))
+
+
+async def test_a_trickle_of_stores_is_compacted_by_the_clock_not_after_each_one(
+    tmp_path: Path,
+) -> None:
+    """A compaction rewrites the whole table, so a few commits and a pause do not start
+    one (a Store a minute would otherwise rewrite the table each minute); the hourly
+    clock does (here a second), and the cleanup after it leaves one version."""
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        keep_versions_seconds=0.2,
+        cleanup_every_seconds=3.0,
+    )
+    versions = tmp_path / "m.lance" / "_versions"
+    store.start()
+    try:
+        for i in range(5):
+            await store.add([(mem(i), unit(i), None)])
+        await asyncio.sleep(2.0)  # idle twice the writer's tick, ten times keep_versions
+        assert store.compactions == 0
+        assert len(list(versions.glob("*.manifest"))) >= 5
+        for _ in range(200):
+            if len(list(versions.glob("*.manifest"))) == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert store.compactions >= 1 and len(list(versions.glob("*.manifest"))) == 1
+    finally:
+        store.close()
