@@ -18,9 +18,10 @@ a cleanup with nothing to compact, which costs next to nothing; and every
 Stores rewrites the table once an hour, not after each Store. So the versions on disk are
 at most those of the last ``compact_every`` commits (x ``COMPACT_FORCE_FACTOR`` under
 writes that never pause) and of the last seconds, and the data directory stays
-proportional to the memories it holds. That runs on a thread of its own, so appends (Stores) keep committing meanwhile: Lance lets an append
-commit beside a compaction, while a delete or an update committed during one makes the
-compaction fail (and its work is lost). So the writer holds deletes and updates back until
+proportional to the memories it holds. That runs on a thread of its own, so appends
+(Stores) keep committing meanwhile: Lance lets an append commit beside a compaction,
+while a delete or an update committed during one makes the compaction fail (and its work
+is lost). So the writer holds deletes and updates back until
 a compaction in progress ends; appends never wait for one.
 
 Access counts (bumped by every Recall that returns a memory) go to a log table of their
