@@ -34,6 +34,14 @@ ANN_MAINTAIN_SECONDS = 60.0
 
 
 class Repository(HotIndex):
+    """The hot index (every read, inherited as it is) plus the one writer.
+
+    ``put``, ``remove`` and ``bulk_load`` are the index's own mutators, called here after
+    the disk commit and nowhere else: core sees this class only as a ``MemoryStore`` (or a
+    ``MemoryReader``), which has none of them. Like qdrant's segment, one object serves
+    both sides while the protocols keep them apart.
+    """
+
     def __init__(
         self,
         durable: LanceStore,
