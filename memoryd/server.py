@@ -5,6 +5,13 @@ clients get a clear UNAVAILABLE instead of a refused connection), then load the
 embedding model, open the store and rebuild the hot index, compile the native kernels,
 and only then flip health to SERVING. Shutdown (SIGTERM/SIGINT) stops accepting RPCs,
 lets in-flight ones finish within a grace period, then flushes queued writes.
+
+It never reaches inside a component: each owns its background jobs (the repository its
+access-count flush and approximate-index maintenance, the store its writer and compactor
+threads) and says through a method what Stats, health and metrics need. The daemon's own
+periodic jobs (sweeping expired memories, backups, the storage health entry, re-freezing
+the heap) run as ``core.jobs.Jobs``, each on its own task, so one that fails never skips
+the others.
 """
 
 from __future__ import annotations
@@ -44,8 +51,9 @@ from memoryd.api.limits import LimitsInterceptor, RateLimiter
 from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
 from memoryd.api.servicer import HookServicer, MemoryServicer, ReviewServicer
 from memoryd.config import Settings
-from memoryd.core.errors import ConfigError, StorageFull
+from memoryd.core.errors import ConfigError
 from memoryd.core.hooks import HookService
+from memoryd.core.jobs import Job, Jobs
 from memoryd.core.language import warm_up as warm_up_language_detector
 from memoryd.core.lifecycle import MergeSettings, TtlSettings
 from memoryd.core.protocols import Reranker
@@ -244,10 +252,9 @@ class Daemon:
         self.repository: Repository | None = None
         self.service: MemoryService | None = None
         self._lock_file: IO[str] | None = None
-        self._sweeper: asyncio.Task[None] | None = None
-        self._backups: asyncio.Task[None] | None = None
+        self._jobs = Jobs()
         self._keys_watch: asyncio.Task[None] | None = None
-        self._storage_watch: asyncio.Task[None] | None = None
+        self._storage_serving = True
         self.startup_seconds = 0.0
         self.metrics = Metrics()
         self.metrics_port = 0
@@ -315,7 +322,7 @@ class Daemon:
             rerankers,
             dense_languages=embedder_languages(s),
             timezone=ZoneInfo(s.recall.timezone),
-            detect_language=self.repository.index.analyzer.detect,
+            detect_language=self.repository.analyzer.detect,
         )
         self.service = MemoryService(
             self.repository,
@@ -326,7 +333,7 @@ class Daemon:
             conflicts=JsonlConflictLog(s.data_dir / "conflicts.jsonl"),
             text_model=build_text_model(s),
         )
-        self.servicer.set_service(self.service, storage_status=self.repository.durable.status)
+        self.servicer.set_service(self.service, storage_status=self.repository.status)
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))
         self.review_servicer.set_service(
             ReviewService(
@@ -335,10 +342,9 @@ class Daemon:
                 secret=load_or_create_key(Path(s.data_dir) / REVIEW_KEY_FILE),
             )
         )
-        self._sweeper = asyncio.create_task(self._sweep_forever())
-        self._storage_watch = asyncio.create_task(self._watch_storage())
-        if s.backup.enabled:
-            self._backups = asyncio.create_task(self._backup_forever())
+        self.repository.start_jobs()
+        self._jobs = Jobs(self._daemon_jobs())
+        self._jobs.start()
         retriever.observe = self.metrics.observe_stage
         self.metrics.add_collector(StateCollector(self._metric_state))
         if s.metrics.listen:
@@ -449,7 +455,6 @@ class Daemon:
             ann_build_threads=s.recall.ann_build_threads,
         )
         repository.open()
-        repository.index.maintain_ann()  # big scopes start their HNSW build now
         t2 = time.perf_counter()
         if s.recall.cross_encoder_dir is not None:
             self.cross_encoder = CrossEncoderReranker(
@@ -473,16 +478,14 @@ class Daemon:
         if self.embedder is None or self.repository is None:
             return {}
         hits, misses = self.embedder.cache_stats()
-        durable = self.repository.durable
         return {
             "batches": self.embedder.batches,
             "texts": self.embedder.batched_texts,
             "hits": hits,
             "misses": misses,
-            "commits": durable.commits,
-            "rows_written": durable.rows_written,
+            **self.repository.write_counters(),
             "index_bytes": self.repository.index_bytes(),
-            "scopes": self.repository.index.scope_sizes(),
+            "scopes": self.repository.scope_sizes(),
         }
 
     async def backup_now(self) -> Path:
@@ -490,49 +493,39 @@ class Daemon:
         assert self.repository is not None
         b = self.settings.backup
         directory = b.dir or (self.settings.data_dir / "backups")
-        index = self.repository.index
-        snapshot = index.visible(index.scope_sizes(), now=datetime(1970, 1, 1, tzinfo=UTC))
+        repository = self.repository
+        snapshot = repository.visible(repository.scopes(), now=datetime(1970, 1, 1, tzinfo=UTC))
         return await asyncio.to_thread(write_backup, snapshot, directory, b.keep, datetime.now(UTC))
 
-    async def _backup_forever(self) -> None:
-        while True:
-            try:
-                await self.backup_now()
-            except Exception:
-                log.exception("backup failed; will retry next interval")
-            await asyncio.sleep(self.settings.backup.interval_hours * 3600)
+    def _daemon_jobs(self) -> list[Job]:
+        """The daemon's own periodic jobs (the components run theirs)."""
+        jobs = [
+            Job("sweep expired memories", SWEEP_INTERVAL_SECONDS, self._sweep_expired),
+            Job("storage health", STORAGE_WATCH_SECONDS, self._watch_storage),
+            Job("heap freeze", SWEEP_INTERVAL_SECONDS, self._refreeze),
+        ]
+        if self.settings.backup.enabled:
+            hours = self.settings.backup.interval_hours
+            jobs.append(Job("backup", hours * 3600, self.backup_now, first_after=0.0))
+        return jobs
+
+    async def _sweep_expired(self) -> None:
+        assert self.service is not None
+        removed = await self.service.sweep_expired()
+        if removed:
+            log.info("swept %d expired memories", removed)
+
+    async def _refreeze(self) -> None:
+        freeze_heap(unless_below=FREEZE_MIN_OBJECTS)
 
     async def _watch_storage(self) -> None:
         """Mirror the store's write status in the ``memoryd.storage`` health entry."""
         assert self.repository is not None
-        durable = self.repository.durable
-        serving = True
-        while True:
-            await asyncio.sleep(STORAGE_WATCH_SECONDS)
-            ok = durable.fault is None
-            if ok != serving:
-                serving = ok
-                status = health_pb2.HealthCheckResponse
-                await self.health.set(
-                    STORAGE_HEALTH_NAME, status.SERVING if ok else status.NOT_SERVING
-                )
-
-    async def _sweep_forever(self) -> None:
-        """Remove expired memories and persist access counts, once a minute."""
-        while True:
-            await asyncio.sleep(SWEEP_INTERVAL_SECONDS)
-            assert self.service is not None and self.repository is not None
-            try:
-                removed = await self.service.sweep_expired()
-                if removed:
-                    log.info("swept %d expired memories", removed)
-                await self.repository.flush_access_counts()
-                self.repository.index.maintain_ann()  # install finished builds, start due ones
-                freeze_heap(unless_below=FREEZE_MIN_OBJECTS)
-            except StorageFull as e:
-                log.warning("background sweep postponed: %s", e)
-            except Exception:
-                log.exception("background sweep failed; will retry")
+        ok = self.repository.writable()
+        if ok != self._storage_serving:
+            self._storage_serving = ok
+            status = health_pb2.HealthCheckResponse
+            await self.health.set(STORAGE_HEALTH_NAME, status.SERVING if ok else status.NOT_SERVING)
 
     async def stop(self) -> None:
         grace = self.settings.server.shutdown_grace_seconds
@@ -544,20 +537,13 @@ class Daemon:
             if calls:
                 log.info("stopping: %d calls in flight, waiting up to %.0fs for them", calls, grace)
             await self.server.stop(grace)
-        for task in (self._sweeper, self._backups, self._keys_watch, self._storage_watch):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await self._jobs.stop()
+        if self._keys_watch is not None:
+            self._keys_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keys_watch
         if self.repository is not None:
-            try:
-                await self.repository.flush_access_counts()
-            except Exception:
-                log.exception("could not persist access counts at shutdown")
-            pending = self.repository.durable.pending()
-            if pending:
-                log.info("stopping: waiting for the store (%s)", pending)
-            await asyncio.to_thread(self.repository.close)
+            await self.repository.shutdown()
         if self.embedder is not None:
             await asyncio.to_thread(self.embedder.close)
         if self.cross_encoder is not None:

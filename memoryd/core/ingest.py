@@ -225,12 +225,11 @@ class Ingest:
         )
 
         async def write() -> StoreResult:
-            await p.store.add(memory, vector, tokens)
-            return StoreResult(memory, StoreOutcome.CREATED)
+            return StoreResult(await p.store.add(memory, vector, tokens), StoreOutcome.CREATED)
 
         result = await self._creating.run(_Creating(scope, digest, vector), write)
         if v.category == Category.DECISION and p.conflicts is not None:
-            await self._log_conflicts(access, memory, vector, plan)
+            await self._log_conflicts(access, result.memory, vector, plan)
         return result
 
     def _exact_duplicate(self, scope: str, digest: str) -> Memory | None:
@@ -284,8 +283,7 @@ class Ingest:
             importance=max(current.importance, importance),
             updated_at=p.clock(),
         )
-        await p.store.replace(updated, vector, tokens)
-        return updated
+        return await p.store.replace(updated, vector, tokens)
 
     async def _log_conflicts(
         self, access: Access, memory: Memory, vector: np.ndarray, plan: MergePlan
@@ -365,7 +363,7 @@ class Ingest:
             # The memory may have been deleted while the model ran.
             memory = visible(p.store, access, v.id, p.clock())
         updated = replace(memory, updated_at=now, **changes)  # type: ignore[arg-type]
-        await p.store.replace(updated, vector, tokens)
+        updated = await p.store.replace(updated, vector, tokens)
         if p.store.get(updated.id) is None:
             raise NotFound(f"memory {updated.id} was deleted while it was being updated")
         return updated

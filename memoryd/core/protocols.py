@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from memoryd.core.records import Candidates, Category, Conflict, KeyRecord, Memory
+from memoryd.core.records import Candidates, Category, Conflict, KeyRecord, Listing, Memory
 
 
 class Embedder(Protocol):
@@ -44,37 +44,20 @@ class Reranker(Protocol):
         ...
 
 
-class MemoryStore(Protocol):
-    """Durable memories plus the in-memory index over them.
+class MemoryReader(Protocol):
+    """Reads of the stored memories, answered from memory (the hot index), never from disk.
 
-    Reads are answered from memory and see exactly the acknowledged writes. Every read
-    takes the set of scopes the caller may see and never returns a row outside it.
+    They see exactly the acknowledged writes. Every read that takes scopes never returns a
+    row outside them. A record handed out never changes afterwards (``records.Memory``).
     """
-
-    async def add(
-        self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None
-    ) -> None:
-        """Durably write a new memory; returns once it survives a crash."""
-        ...
-
-    async def replace(
-        self, memory: Memory, vector: np.ndarray | None, tokens: np.ndarray | None = None
-    ) -> None:
-        """Durably overwrite a memory (same id); ``vector`` None keeps the old vector and
-        token vectors."""
-        ...
-
-    def tokens_of(self, memory_id: str) -> np.ndarray | None:
-        """The memory's stored token vectors (int8 = unit vector x 127, [t, dim]), if any."""
-        ...
-
-    async def delete(self, ids: Sequence[str]) -> None:
-        """Durably delete memories."""
-        ...
 
     def get(self, memory_id: str) -> Memory | None: ...
 
     def vector_of(self, memory_id: str) -> np.ndarray | None: ...
+
+    def tokens_of(self, memory_id: str) -> np.ndarray | None:
+        """The memory's stored token vectors (int8 = unit vector x 127, [t, dim]), if any."""
+        ...
 
     def find_by_hash(self, scope: str, content_hash: str) -> Memory | None: ...
 
@@ -82,10 +65,6 @@ class MemoryStore(Protocol):
 
     def key_record(self, agent_id: str, key: str) -> KeyRecord | None:
         """The recorded answer of a keyed Store that created nothing, if any."""
-        ...
-
-    async def record_key(self, record: KeyRecord) -> None:
-        """Durably record such an answer; returns once it survives a crash."""
         ...
 
     def search(
@@ -119,14 +98,26 @@ class MemoryStore(Protocol):
         ``Candidates.query_language`` is the language the query was analysed in."""
         ...
 
-    def touch(self, ids: Sequence[str], now: datetime) -> None:
-        """Count an access (a recall returned them); persisted in the background."""
+    def page(
+        self,
+        scopes: Iterable[str],
+        *,
+        now: datetime,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        oldest_first: bool = False,
+        categories: frozenset[Category] = frozenset(),
+    ) -> Listing:
+        """Up to ``limit`` unexpired memories of the scopes in creation order, (created_at,
+        id) descending (ascending with ``oldest_first``), starting after the key ``after``:
+        a later page never repeats or skips a row that exists throughout."""
         ...
 
     def visible(
         self, scopes: Iterable[str], *, now: datetime, categories: frozenset[Category] = frozenset()
     ) -> list[Memory]:
-        """All unexpired memories in the scopes, newest first (ties by id)."""
+        """All unexpired memories in the scopes, newest first (ties by id): for exports and
+        reviews that want every one; a listing pages with ``page``."""
         ...
 
     def count_visible(
@@ -153,6 +144,42 @@ class MemoryStore(Protocol):
     def row_count(self, scopes: Iterable[str] | None = None) -> int:
         """Rows stored in ``scopes`` (default: every scope), expired ones included."""
         ...
+
+
+class MemoryWriter(Protocol):
+    """Writes, each durable before it returns: the writer owns the order "disk, then the
+    index", so a read never sees a write that a crash could undo. Each returns the record
+    as readers now see it (its language detected, its links derived)."""
+
+    async def add(
+        self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None
+    ) -> Memory:
+        """Durably write a new memory; returns once it survives a crash."""
+        ...
+
+    async def replace(
+        self, memory: Memory, vector: np.ndarray | None, tokens: np.ndarray | None = None
+    ) -> Memory:
+        """Durably overwrite a memory (same id); ``vector`` None keeps the old vector and
+        token vectors. A memory deleted meanwhile stays deleted."""
+        ...
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        """Durably delete memories."""
+        ...
+
+    async def record_key(self, record: KeyRecord) -> None:
+        """Durably record the answer of a keyed Store that created nothing."""
+        ...
+
+    def touch(self, ids: Sequence[str], now: datetime) -> None:
+        """Count an access (a recall returned them); persisted in the background."""
+        ...
+
+
+class MemoryStore(MemoryReader, MemoryWriter, Protocol):
+    """Both sides, for the service that reads and writes; readers (retrieval, reranking)
+    take a ``MemoryReader`` only."""
 
 
 class TextModel(Protocol):

@@ -59,8 +59,13 @@ class StoreOutcome(enum.IntEnum):
     MERGED = 3
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Memory:
+    """One memory as storage hands it out: never changed afterwards (a change is a new
+    record, ``dataclasses.replace``), so a caller, a reader thread or a page in flight can
+    hold it safely. The list and dict fields are never mutated either: a new record gets
+    new ones."""
+
     id: str
     agent_id: str
     scope: str
@@ -172,6 +177,16 @@ class Candidates:
 
     def __len__(self) -> int:
         return len(self.memories)
+
+
+@dataclass(slots=True, frozen=True)
+class Listing:
+    """One page of a listing in creation order: its memories, whether more follow, and how
+    many memories the whole listing holds."""
+
+    memories: list[Memory]
+    more: bool
+    total: int
 
 
 @dataclass(slots=True, frozen=True)

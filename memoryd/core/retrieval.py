@@ -31,7 +31,7 @@ import numpy as np
 
 from memoryd.core.errors import FailedPrecondition, InvalidArgument
 from memoryd.core.language import detect
-from memoryd.core.protocols import Embedder, MemoryStore, Reranker
+from memoryd.core.protocols import Embedder, MemoryReader, Reranker
 from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
 from memoryd.core.timewindow import resolve as resolve_time
 from memoryd.core.timewindow import zone
@@ -170,7 +170,7 @@ class RetrievalConfig:
 class Retriever:
     def __init__(
         self,
-        store: MemoryStore,
+        store: MemoryReader,
         config: RetrievalConfig,
         rerankers: Mapping[Rerank, Reranker] | None = None,
         dense_languages: frozenset[str] = frozenset(),
@@ -445,7 +445,7 @@ class LateInteractionReranker:
     was off when it was written) cannot be scored: the whole rerank then falls back.
     """
 
-    def __init__(self, store: MemoryStore, embedder: Embedder):
+    def __init__(self, store: MemoryReader, embedder: Embedder):
         self.store = store
         self.embedder = embedder
 

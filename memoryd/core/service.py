@@ -324,21 +324,14 @@ class MemoryService:
             categories=categories,
             oldest_first=oldest_first,
         )
-        visible_scopes = access.readable(request.scopes)
-        rows = self.store.visible(visible_scopes, now=self.clock(), categories=request.categories)
-        if request.oldest_first:
-            rows.reverse()
-        start = 0
-        if request.after is not None:
-            after = request.after
-            start = len(rows)
-            for i, m in enumerate(rows):
-                key = (m.created_at, m.id)
-                if (key > after) if request.oldest_first else (key < after):
-                    start = i
-                    break
-        size = request.page_size
-        page = rows[start : start + size]
-        more = start + size < len(rows)
-        token = encode_page_token(page[-1]) if more and page else ""
-        return Page(page, token, len(rows))
+        listing = self.store.page(
+            access.readable(request.scopes),
+            now=self.clock(),
+            limit=request.page_size,
+            after=request.after,
+            oldest_first=request.oldest_first,
+            categories=request.categories,
+        )
+        page = listing.memories
+        token = encode_page_token(page[-1]) if listing.more and page else ""
+        return Page(page, token, listing.total)

@@ -13,23 +13,36 @@ the mask allows and re-score that exactly, and fall back to the scan when it com
 short (or when the filters leave too few rows for a graph walk to pay). Results only ever
 contain rows the mask allows.
 
+Listing pages by keyset: each partition keeps its rows in creation order ((created_at,
+id), ``_Order``), so a page is a bisection to the previous page's last key and a walk of
+the next rows, merged across the caller's scopes, rather than a sort of every visible
+memory per page.
+
+Records are never changed in place (``records.Memory`` is frozen): a write, a derived
+link or an access count swaps in a new record, so whoever holds an old one keeps it as it
+was when read.
+
 Not thread-safe: the daemon touches it from the event loop thread only (an approximate
 index's builder thread reads a partition's matrix; ``ann`` explains why that is safe).
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import heapq
+import itertools
 import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from datetime import datetime
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from memoryd.core.records import Candidates, Category, Memory
+from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory
 from memoryd.native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
 from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, idf
@@ -38,6 +51,59 @@ _NO_EXPIRY = math.inf
 # Below this either exact scan is cheap; above it the int8-first one is several times
 # faster (bench/kernels.py; figures in bench/RESULTS.md, "Kernels").
 Q8_MIN_ROWS = 4096
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+# A row's place in creation order: created_at in microseconds since the epoch (exact, as
+# datetimes are), then the id.
+OrderKey = tuple[int, str]
+
+
+def order_key(created_at: datetime, memory_id: str) -> OrderKey:
+    return (created_at - _EPOCH) // _MICROSECOND, memory_id
+
+
+class _Order:
+    """A partition's rows sorted by ``OrderKey``, for keyset paging. New memories mostly
+    come last (an append); a delete only marks its key dead, and dead keys are dropped in
+    one pass once they are a quarter of the list, so deleting many rows costs no quadratic
+    shifting. While bulk loading, keys are appended and sorted once at the end."""
+
+    __slots__ = ("dead", "keys", "stale")
+
+    def __init__(self) -> None:
+        self.keys: list[OrderKey] = []
+        self.dead: set[OrderKey] = set()
+        self.stale = False  # appended unsorted (bulk load): sort() before reading
+
+    def add(self, key: OrderKey) -> None:
+        if key in self.dead:  # deleted and back (an import keeps ids): still in place
+            self.dead.discard(key)
+        elif self.stale or not self.keys or key > self.keys[-1]:
+            self.keys.append(key)
+        else:
+            bisect.insort(self.keys, key)
+
+    def remove(self, key: OrderKey) -> None:
+        self.dead.add(key)
+        if len(self.dead) > 64 and 4 * len(self.dead) > len(self.keys):
+            self.keys = [k for k in self.keys if k not in self.dead]
+            self.dead.clear()
+
+    def sort(self) -> None:
+        self.keys.sort()
+        self.stale = False
+
+    def after(self, key: OrderKey | None, descending: bool) -> Iterator[OrderKey]:
+        """The live keys past ``key`` (not including it), in the listing's direction."""
+        keys, dead = self.keys, self.dead
+        if descending:
+            start = len(keys) if key is None else bisect.bisect_left(keys, key)
+            it: Iterable[OrderKey] = (keys[i] for i in range(start - 1, -1, -1))
+        else:
+            start = 0 if key is None else bisect.bisect_right(keys, key)
+            it = itertools.islice(keys, start, None)
+        return (k for k in it if k not in dead)
 
 
 class _Partition:
@@ -59,6 +125,7 @@ class _Partition:
         self.ann: PartitionAnn | None = None  # told of every vector write and move
         self.codes_stale = False  # set while bulk loading: codes are made in one pass after
         self.record_bytes = 0  # texts, summaries and token vectors of its memories
+        self.order = _Order()  # its rows in creation order (listing)
         # The last filter mask without a category filter, reused while nothing changed and
         # no row's expiry falls between the time it was made and the query's time.
         self._mask: np.ndarray | None = None
@@ -85,8 +152,15 @@ class _Partition:
             new[: old.shape[0]] = old
             setattr(self, name, new)
 
-    def put(self, memory: Memory, vector: np.ndarray, terms: list[str] | None) -> None:
-        """Insert or overwrite; ``terms`` None keeps the row's indexed terms (text unchanged)."""
+    def put(
+        self,
+        memory: Memory,
+        vector: np.ndarray,
+        terms: list[str] | None,
+        old_created: datetime | None = None,
+    ) -> None:
+        """Insert or overwrite; ``terms`` None keeps the row's indexed terms (text unchanged);
+        ``old_created``: the overwritten record's created_at."""
         self._mask = None
         row = self.row_of.get(memory.id)
         if row is None:
@@ -96,9 +170,15 @@ class _Partition:
             self.ids.append(memory.id)
             self.row_of[memory.id] = row
             self._write_vector(row, vector)
-        elif not np.array_equal(self.vectors[row], vector):
-            # Metadata-only updates keep the vector, and so the row's approximate-index label.
-            self._write_vector(row, vector)
+            self.order.add(order_key(memory.created_at, memory.id))
+        else:
+            if old_created is not None and old_created != memory.created_at:
+                self.order.remove(order_key(old_created, memory.id))
+                self.order.add(order_key(memory.created_at, memory.id))
+            if not np.array_equal(self.vectors[row], vector):
+                # Metadata-only updates keep the vector, and so the row's approximate-index
+                # label.
+                self._write_vector(row, vector)
         self.expires[row] = memory.expires_at.timestamp() if memory.expires_at else _NO_EXPIRY
         self.category[row] = int(memory.category)
         self.created[row] = memory.created_at.timestamp()
@@ -118,6 +198,7 @@ class _Partition:
     def remove(self, memory: Memory) -> None:
         row = self.row_of.pop(memory.id)
         self._mask = None
+        self.order.remove(order_key(memory.created_at, memory.id))
         self.lexical.move_last_into(row)
         last = len(self.ids) - 1
         if self.ann is not None:
@@ -157,9 +238,8 @@ class _Partition:
         expires = self.expires[:n]
         alive = expires > now_ts
         keep = alive & (self.hidden[:n] == 0)
-        if categories:
-            allowed = np.zeros(256, dtype=np.bool_)  # a lookup: np.isin sorts, ~10x slower
-            allowed[[int(c) for c in categories]] = True
+        allowed = _category_table(categories)
+        if allowed is not None:
             keep &= allowed[self.category[:n].view(np.uint8)]
             return keep.astype(np.uint8)
         out = keep.astype(np.uint8)
@@ -206,6 +286,7 @@ class HotIndex:
         self._parts: dict[str, _Partition] = {}
         self._memories: dict[str, Memory] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
+        self._keys: dict[tuple[str, str], KeyRecord] = {}  # keyed Stores that created nothing
         self._tokens: dict[str, np.ndarray] = {}  # int8 token vectors (late interaction)
         self._text_bytes = 0
         self._token_bytes = 0  # sum of _tokens' nbytes, kept in step
@@ -228,6 +309,7 @@ class HotIndex:
         self._bulk = True
         for part in self._parts.values():
             part.codes_stale = True
+            part.order.stale = True
         try:
             yield
         finally:
@@ -236,14 +318,17 @@ class HotIndex:
             for memory_id in pending:
                 self._refresh(memory_id)
             for part in self._parts.values():
+                if part.order.stale:
+                    part.order.sort()
                 if part.codes_stale:
                     n = len(part)
                     codes, scales, l1 = quantize_rows(part.vectors[:n])
                     part.codes[:n], part.scales[:n], part.l1[:n] = codes, scales, l1
                     part.codes_stale = False
 
-    def put(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None) -> None:
-        """Insert or overwrite (same id; the scope never changes)."""
+    def put(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None) -> Memory:
+        """Insert or overwrite (same id; the scope never changes); returns the record as
+        readers now see it (language filled in, links derived)."""
         dropped = self._drop_tokens(memory.id)
         if tokens is not None:
             self._tokens[memory.id] = tokens
@@ -251,9 +336,10 @@ class HotIndex:
         old = self._memories.get(memory.id)
         same_text = old is not None and old.text == memory.text
         if not memory.language:  # stored before languages were: detected on load
-            memory.language = (
+            language = (
                 old.language if same_text and old is not None else self.analyzer.detect(memory.text)
             )
+            memory = replace(memory, language=language)
         terms = None if same_text else self.analyzer.terms(memory.text, memory.language)
         if old is not None:
             self._text_bytes -= len(old.text) + len(old.summary)
@@ -264,8 +350,8 @@ class HotIndex:
         part = self._parts.get(memory.scope)
         if part is None:
             part = self._parts[memory.scope] = _Partition(self.dim)
-            part.codes_stale = self._bulk
-        part.put(memory, vector, terms)
+            part.codes_stale = part.order.stale = self._bulk
+        part.put(memory, vector, terms, old.created_at if old is not None else None)
         self._memories[memory.id] = memory
         self._text_bytes += len(memory.text) + len(memory.summary)
         part.record_bytes += len(memory.text) + len(memory.summary)
@@ -278,9 +364,10 @@ class HotIndex:
             affected |= self._backlinks.get(memory.id, set())
         if self._bulk:  # once per memory at the end, not once per memory linking to it
             self._pending_refresh |= affected
-            return
+            return memory
         for memory_id in affected:
             self._refresh(memory_id)
+        return self._memories[memory.id]
 
     def _drop_tokens(self, memory_id: str) -> int:
         previous = self._tokens.pop(memory_id, None)
@@ -325,11 +412,15 @@ class HotIndex:
         # Links and supersession hold within a scope only: a link across scopes (which no
         # write makes any more, but an older import could have stored) would show one
         # agent an id of another's memory, or hide it from its owner.
-        memory.related_ids = sorted(i for i in links if self._same_scope(i, memory.scope))
+        related = sorted(i for i in links if self._same_scope(i, memory.scope))
         newer = self._superseded_by.get(memory_id, "")
-        memory.superseded_by = newer if self._same_scope(newer, memory.scope) else ""
+        superseded_by = newer if self._same_scope(newer, memory.scope) else ""
+        if related != memory.related_ids or superseded_by != memory.superseded_by:
+            # A new record: whoever holds the old one keeps what they read.
+            memory = replace(memory, related_ids=related, superseded_by=superseded_by)
+            self._memories[memory_id] = memory
         part = self._parts[memory.scope]
-        part.set_hidden(part.row_of[memory_id], bool(memory.superseded_by))
+        part.set_hidden(part.row_of[memory_id], bool(superseded_by))
 
     def _same_scope(self, memory_id: str, scope: str) -> bool:
         other = self._memories.get(memory_id)
@@ -357,6 +448,24 @@ class HotIndex:
 
     def get(self, memory_id: str) -> Memory | None:
         return self._memories.get(memory_id)
+
+    def count_access(self, ids: Sequence[str], now: datetime) -> list[str]:
+        """Count a recall of each memory (a new record each); returns the ids found."""
+        found = []
+        for memory_id in ids:
+            memory = self._memories.get(memory_id)
+            if memory is not None:
+                self._memories[memory_id] = replace(
+                    memory, access_count=memory.access_count + 1, last_accessed_at=now
+                )
+                found.append(memory_id)
+        return found
+
+    def key_record(self, agent_id: str, key: str) -> KeyRecord | None:
+        return self._keys.get((agent_id, key))
+
+    def put_key(self, record: KeyRecord) -> None:
+        self._keys[(record.agent_id, record.key)] = record
 
     def vector_of(self, memory_id: str) -> np.ndarray | None:
         memory = self._memories.get(memory_id)
@@ -512,6 +621,35 @@ class HotIndex:
         out.sort(key=lambda m: (m.created_at, m.id), reverse=True)
         return out
 
+    def page(
+        self,
+        scopes: Iterable[str],
+        *,
+        now: datetime,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        oldest_first: bool = False,
+        categories: frozenset[Category] = frozenset(),
+    ) -> Listing:
+        now_ts = now.timestamp()
+        start = None if after is None else order_key(*after)
+        allowed = _category_table(categories)
+        total = 0
+        runs: list[Iterator[OrderKey]] = []
+        for scope in sorted(set(scopes)):
+            part = self._parts.get(scope)
+            if part is None or not part:
+                continue
+            n = len(part)
+            keep = part.expires[:n] > now_ts
+            if allowed is not None:
+                keep &= allowed[part.category[:n].view(np.uint8)]
+            total += int(keep.sum())
+            runs.append(_listed(part, keep, start, not oldest_first, limit + 1))
+        merged = list(itertools.islice(heapq.merge(*runs, reverse=not oldest_first), limit + 1))
+        memories = [self._memories[memory_id] for _, memory_id in merged[:limit]]
+        return Listing(memories, len(merged) > limit, total)
+
     def count_visible(
         self, scopes: Iterable[str], *, now: datetime
     ) -> tuple[dict[str, int], dict[Category, int]]:
@@ -621,11 +759,16 @@ class HotIndex:
     def scope_sizes(self) -> dict[str, int]:
         return {scope: len(part) for scope, part in self._parts.items()}
 
-    def rows_in(self, scopes: Iterable[str]) -> int:
-        """Rows held for these scopes (expired and superseded ones included)."""
+    def scopes(self) -> list[str]:
+        return sorted(self._parts)
+
+    def row_count(self, scopes: Iterable[str] | None = None) -> int:
+        """Rows held for ``scopes`` (default all; expired and superseded ones included)."""
+        if scopes is None:
+            return len(self._memories)
         return sum(len(p) for s in set(scopes) if (p := self._parts.get(s)) is not None)
 
-    def nbytes(self, scopes: Iterable[str] | None = None) -> int:
+    def index_bytes(self, scopes: Iterable[str] | None = None) -> int:
         """Memory held for ``scopes`` (default all): vectors and columns exactly; records
         approximately (text, summary and token vectors plus a fixed overhead)."""
         if scopes is None:
@@ -633,6 +776,24 @@ class HotIndex:
             return parts + self._token_bytes + self._text_bytes + 400 * len(self)
         chosen = [p for s in set(scopes) if (p := self._parts.get(s)) is not None]
         return sum(p.nbytes() + p.record_bytes + 400 * len(p) for p in chosen)
+
+
+def _listed(
+    part: _Partition, keep: np.ndarray, start: OrderKey | None, descending: bool, limit: int
+) -> Iterator[OrderKey]:
+    """The first ``limit`` keys past ``start`` whose rows ``keep`` allows, lazily."""
+    row_of = part.row_of
+    keys = (k for k in part.order.after(start, descending) if keep[row_of[k[1]]])
+    return itertools.islice(keys, limit)
+
+
+def _category_table(categories: frozenset[Category]) -> np.ndarray | None:
+    """A lookup by category number (np.isin sorts, ~10x slower); None: every category."""
+    if not categories:
+        return None
+    allowed = np.zeros(256, dtype=np.bool_)
+    allowed[[int(c) for c in categories]] = True
+    return allowed
 
 
 def _best(per_part: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -5,11 +5,23 @@ everything queued (up to ``max_batch`` rows), turns each run of the same kind in
 LanceDB operation (one ``add`` for many new rows, one ``delete`` for many ids) and only
 then resolves the callers' futures. So an acknowledged write is on disk (it survives a
 kill -9), and concurrent writers share commits instead of growing one fragment each.
-Every ``compact_every`` commits the table is compacted and old versions dropped, because
-single-row commits otherwise grow the table to thousands of files. That runs
-on a thread of its own, so appends (Stores) keep committing meanwhile: Lance lets an append
-commit beside a compaction, while a delete or an update committed during one makes the
-compaction fail (and its work is lost). So the writer holds deletes and updates back until
+
+Every commit writes a new version: a manifest listing every fragment, so a burst of small
+commits left thousands of manifests behind (bench/RESULTS.md, "How big a store grows").
+LanceDB drops old versions only as part of ``optimize`` (compaction, then the cleanup of
+versions replaced more than ``cleanup_older_than`` ago, here ``keep_versions_seconds``,
+10 s), and a compaction rewrites every fragment of a table under a million rows. So it runs
+every ``compact_every`` commits (as before), and by time: once the writer has been idle
+``keep_versions_seconds`` after a compaction that had to keep versions (too young then),
+a cleanup with nothing to compact, which costs next to nothing; and every
+``cleanup_every_seconds`` (an hour) while commits are waiting for one, so a slow trickle of
+Stores rewrites the table once an hour, not after each Store. So the versions on disk are
+at most those of the last ``compact_every`` commits (x ``COMPACT_FORCE_FACTOR`` under
+writes that never pause) and of the last seconds, and the data directory stays
+proportional to the memories it holds. That runs on a thread of its own, so appends
+(Stores) keep committing meanwhile: Lance lets an append commit beside a compaction,
+while a delete or an update committed during one makes the compaction fail (and its work
+is lost). So the writer holds deletes and updates back until
 a compaction in progress ends; appends never wait for one.
 
 Access counts (bumped by every Recall that returns a memory) go to a log table of their
@@ -53,7 +65,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -71,6 +83,8 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = "1"
 IDLE_COMPACT_SECONDS = 1.0
 COMPACT_FORCE_FACTOR = 5
+KEEP_VERSIONS_SECONDS = 10.0  # versions replaced longer ago go at the next cleanup
+CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits wait
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
@@ -307,6 +321,8 @@ class LanceStore:
         access_fold_rows: int = ACCESS_FOLD_ROWS,
         open_last_good: bool = False,
         read_only: bool = False,
+        keep_versions_seconds: float = KEEP_VERSIONS_SECONDS,
+        cleanup_every_seconds: float = CLEANUP_EVERY_SECONDS,
     ):
         self.uri = uri
         self.open_last_good = open_last_good
@@ -318,6 +334,10 @@ class LanceStore:
         self.dim = dim
         self.max_batch = max_batch
         self.compact_every = compact_every
+        # LanceDB warns that 0 removes versions a concurrent reader may hold: none here, but
+        # a millisecond keeps its meaning without the warning.
+        self.keep_versions = timedelta(seconds=max(keep_versions_seconds, 0.001))
+        self.cleanup_every = cleanup_every_seconds
         self.schema = make_schema(model_name, dim)
         # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
         # manifests of every version group commit writes, so the daemon's memory grew
@@ -350,6 +370,13 @@ class LanceStore:
         self._compactor: threading.Thread | None = None
         self._stopping = False
         self.compactions = 0
+        # Wall-clock times (LanceDB dates versions by the wall clock): the last new version
+        # of the memories' table (start-up counts as one: a previous run may have left old
+        # versions), the start of the last optimize, and the time before which every
+        # version but the newest is gone.
+        self._last_write = time.time()
+        self._last_cleanup = time.time()
+        self._cleaned_upto = 0.0
         self.commits = 0
         self.rows_written = 0
         self.fault: str | None = None  # why writes fail now (a full disk), else None
@@ -506,16 +533,18 @@ class LanceStore:
         access count of each from the access log."""
         access = self.read_access()
         for batch in self._read_all(self._table, self._table_name).to_batches(max_chunksize=8192):
-            for row in from_arrow(batch):
-                entry = access.get(row[0].id)
+            for memory, vector, tokens in from_arrow(batch):
+                entry = access.get(memory.id)
                 if entry is not None:
-                    memory = row[0]
-                    memory.access_count = max(memory.access_count, entry[0])
-                    if entry[1] is not None and (
-                        memory.last_accessed_at is None or entry[1] > memory.last_accessed_at
-                    ):
-                        memory.last_accessed_at = entry[1]
-                yield row
+                    last = memory.last_accessed_at
+                    if entry[1] is not None and (last is None or entry[1] > last):
+                        last = entry[1]
+                    memory = replace(
+                        memory,
+                        access_count=max(memory.access_count, entry[0]),
+                        last_accessed_at=last,
+                    )
+                yield memory, vector, tokens
 
     def read_access(self) -> dict[str, tuple[int, datetime | None]]:
         """The access log folded: per id, the highest count and the latest access."""
@@ -677,6 +706,7 @@ class LanceStore:
                 self._commit_rows(kind, group)
         self.commits += 1
         self._commits_since_compact += 1
+        self._last_write = time.time()
 
     def _commit_rows(self, kind: str, group: list[_Op]) -> None:
         if kind == "delete":
@@ -746,7 +776,7 @@ class LanceStore:
         self._keys_commits += 1
         if self._keys_commits % KEYS_COMPACT_COMMITS == 0:  # one fragment per append
             try:
-                self._keys.optimize(cleanup_older_than=timedelta(minutes=1))
+                self._keys.optimize(cleanup_older_than=self.keep_versions)
             except Exception:  # an optimisation: the records are all there either way
                 log.exception("compacting the idempotency key table failed")
 
@@ -757,7 +787,7 @@ class LanceStore:
         try:
             folded = _fold(self._access.to_arrow())
             self._access = self._db.create_table(self._access_name, folded, mode="overwrite")
-            self._access.optimize(cleanup_older_than=timedelta(minutes=1))
+            self._access.optimize(cleanup_older_than=self.keep_versions)
         except Exception:  # the log is still whole; fold again after the next appends
             log.exception("folding the access log failed")
             self._access_commits = 0
@@ -768,19 +798,35 @@ class LanceStore:
         self.access_folds += 1
 
     def _maybe_compact(self, *, idle: bool = False) -> None:
-        """Ask for a compaction after ``compact_every`` commits once the writer is idle,
-        or after ``COMPACT_FORCE_FACTOR`` times that many under sustained writes (then a
-        delete or update may wait for it, which beats thousands of fragments slowing every
-        later commit)."""
+        """Ask for a compaction (which drops old versions too) after ``compact_every``
+        commits once the writer is idle, or after ``COMPACT_FORCE_FACTOR`` times that many
+        under sustained writes (then a delete or update may wait for it, which beats
+        thousands of fragments slowing every later commit); and, when idle, once old
+        versions are due to go (``_versions_due``)."""
         due = self._commits_since_compact >= self.compact_every
         overdue = self._commits_since_compact >= self.compact_every * COMPACT_FORCE_FACTOR
         if self.fault is not None or self._compacting:
             return  # compaction needs room for a rewritten copy of the table
-        if not (due and idle) and not (overdue and self._queue.empty()):
+        if (
+            not (due and idle)
+            and not (overdue and self._queue.empty())
+            and not (idle and self._versions_due())
+        ):
             return
         self._commits_since_compact = 0
         self._compacting = True
         self._compact_due.set()
+
+    def _versions_due(self) -> bool:
+        """Whether old versions are due to go: with nothing new to compact, once they are
+        ``keep_versions`` old (a cleanup alone, cheap); with commits to compact (a rewrite
+        of the table), once ``cleanup_every`` has passed since the last optimize."""
+        if self._last_write <= self._cleaned_upto:
+            return False  # only the newest version is left (LanceDB always keeps it)
+        now = time.time()
+        if self._commits_since_compact == 0:
+            return now - self._last_write >= self.keep_versions.total_seconds()
+        return now - self._last_cleanup >= self.cleanup_every
 
     def _compact_forever(self) -> None:
         while True:
@@ -789,9 +835,18 @@ class LanceStore:
             if self._stopping:
                 return
             started = time.perf_counter()
+            wall = time.time()
             try:
                 with self._rewrite_lock:
-                    self._table.optimize(cleanup_older_than=timedelta(minutes=1))
+                    version = self._table.version
+                    self._table.optimize(cleanup_older_than=self.keep_versions)
+                    rewrote = self._table.version != version
+                self._last_cleanup = wall
+                self._cleaned_upto = wall - self.keep_versions.total_seconds()
+                if rewrote:
+                    # LanceDB dates a version's age from when a newer one replaced it: the
+                    # versions this compaction just replaced go at the next cleanup.
+                    self._last_write = max(self._last_write, time.time())
                 self.compactions += 1
                 log.debug("compacted in %.2fs", time.perf_counter() - started)
             except Exception as e:  # compaction is an optimisation; never fail writes over it

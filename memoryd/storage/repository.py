@@ -1,27 +1,47 @@
 """``core.protocols.MemoryStore`` over LanceDB (durable) and the hot index (reads).
 
-Writes go to LanceDB first; only once the commit is on disk does the hot index change,
-so every read sees exactly the acknowledged writes. Reads never touch LanceDB.
+The repository is the hot index (``HotIndex``, whose methods answer every read, the
+``MemoryReader`` side) plus the one writer (the ``MemoryWriter`` side): each write goes to
+LanceDB first, and only once the commit is on disk does the index change, so every read
+sees exactly the acknowledged writes. Reads never touch LanceDB.
+
+Its background jobs (persisting access counts, maintaining the approximate indexes) are
+its own: ``start_jobs`` and ``shutdown``; what Stats and health need of the store it says
+through ``status``, ``write_counters`` and ``pending``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
 
-from memoryd.core.records import Candidates, Category, KeyRecord, Memory
+from memoryd.core.jobs import Job, Jobs
+from memoryd.core.records import KeyRecord, Memory
 from memoryd.storage.hot_index import HotIndex
-from memoryd.storage.lance_store import LanceStore
+from memoryd.storage.lance_store import STATUS_OK, LanceStore
 from memoryd.storage.lexical import Analyzer
 
 log = logging.getLogger(__name__)
 
+ACCESS_FLUSH_SECONDS = 60.0
+ANN_MAINTAIN_SECONDS = 60.0
 
-class Repository:
+
+class Repository(HotIndex):
+    """The hot index (every read, inherited as it is) plus the one writer.
+
+    ``put``, ``remove`` and ``bulk_load`` are the index's own mutators, called here after
+    the disk commit and nowhere else: core sees this class only as a ``MemoryStore`` (or a
+    ``MemoryReader``), which has none of them. Like qdrant's segment, one object serves
+    both sides while the protocols keep them apart.
+    """
+
     def __init__(
         self,
         durable: LanceStore,
@@ -31,128 +51,126 @@ class Repository:
         ann_threshold: int = 200_000,
         ann_ef_search: int = 128,
         ann_build_threads: int = 1,
+        access_flush_seconds: float = ACCESS_FLUSH_SECONDS,
+        ann_maintain_seconds: float = ANN_MAINTAIN_SECONDS,
     ):
-        self.durable = durable
-        self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
-        self.index = HotIndex(
+        super().__init__(
             durable.dim,
             analyzer,
             ann_threshold=ann_threshold,
             ann_ef_search=ann_ef_search,
             ann_build_threads=ann_build_threads,
         )
+        self._durable = durable
+        self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
         self._touched: set[str] = set()
-        self._keys: dict[tuple[str, str], KeyRecord] = {}
+        self._jobs = Jobs(
+            [
+                Job("persist access counts", access_flush_seconds, self.flush_access_counts),
+                Job("approximate-index maintenance", ann_maintain_seconds, self._maintain_ann),
+            ]
+        )
+
+    # -- lifecycle -------------------------------------------------------------------
 
     def open(self) -> float:
-        """Load every stored memory into the hot index, start the writer; returns seconds."""
+        """Load every stored memory into the hot index, start the writer and the due
+        approximate-index builds; returns seconds. Blocks: run it off the event loop."""
         start = time.perf_counter()
-        with self.index.bulk_load():
-            for memory, vector, tokens in self.durable.scan():
-                self.index.put(memory, vector, tokens)
-        for record in self.durable.read_keys():
-            self._keys[(record.agent_id, record.key)] = record
-        self.durable.start()
+        with self.bulk_load():
+            for memory, vector, tokens in self._durable.scan():
+                self.put(memory, vector, tokens)
+        for record in self._durable.read_keys():
+            self.put_key(record)
+        self._durable.start()
+        self.maintain_ann()  # big scopes start their HNSW build now
         took = time.perf_counter() - start
-        log.info("loaded %d memories into the hot index in %.2fs", len(self.index), took)
+        log.info("loaded %d memories into the hot index in %.2fs", len(self), took)
         return took
 
+    def start_jobs(self) -> None:
+        """Start the background jobs (on the event loop)."""
+        self._jobs.start()
+
+    async def shutdown(self) -> None:
+        """Stop the jobs, persist the last access counts, finish the queued writes."""
+        await self._jobs.stop()
+        try:
+            await self.flush_access_counts()
+        except Exception:
+            log.exception("could not persist access counts at shutdown")
+        pending = self._durable.pending()
+        if pending:
+            log.info("stopping: waiting for the store (%s)", pending)
+        await asyncio.to_thread(self.close)
+
     def close(self) -> None:
-        self.index.close()
-        self.durable.close()
+        super().close()
+        self._durable.close()
+
+    async def _maintain_ann(self) -> None:
+        self.maintain_ann()  # installs finished builds, starts due ones (never blocks)
+
+    # -- what Stats, health and metrics need ------------------------------------------
+
+    def status(self) -> str:
+        """ "ok", or why writes are refused now (e.g. no space left on device)."""
+        return self._durable.status()
+
+    def writable(self) -> bool:
+        return self.status() == STATUS_OK
+
+    def pending(self) -> str:
+        """What closing would wait for, in words ("" = nothing)."""
+        return self._durable.pending()
+
+    def write_counters(self) -> dict[str, int]:
+        d = self._durable
+        return {"commits": d.commits, "rows_written": d.rows_written}
+
+    # -- writes: disk, then the index ------------------------------------------------
 
     async def add(
         self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None
-    ) -> None:
+    ) -> Memory:
         tokens = quantize_tokens(tokens, self.max_tokens)
         if not memory.language:
-            memory.language = self.index.analyzer.detect(memory.text)
-        await self.durable.add([(memory, vector, tokens)])
-        self.index.put(memory, vector, tokens)
+            memory = dataclasses.replace(memory, language=self.analyzer.detect(memory.text))
+        await self._durable.add([(memory, vector, tokens)])
+        return self.put(memory, vector, tokens)
 
     async def replace(
         self, memory: Memory, vector: np.ndarray | None, tokens: np.ndarray | None = None
-    ) -> None:
+    ) -> Memory:
         if vector is None:  # text unchanged: keep the vector and token vectors
-            vector = self.index.vector_of(memory.id)
+            vector = self.vector_of(memory.id)
             if vector is None:
                 raise KeyError(memory.id)
-            tokens = self.index.tokens_of(memory.id)
+            tokens = self.tokens_of(memory.id)
         else:  # a new text: its language again (a copied record may carry the old one)
-            memory.language = self.index.analyzer.detect(memory.text)
+            memory = dataclasses.replace(memory, language=self.analyzer.detect(memory.text))
+        if (current := self.get(memory.id)) is not None:
+            memory = _keep_access(memory, current)
         tokens = quantize_tokens(tokens, self.max_tokens)
-        await self.durable.update([(memory, vector, tokens)])
+        await self._durable.update([(memory, vector, tokens)])
         # A delete that committed while this update waited wins: never resurrect.
-        if self.index.get(memory.id) is not None:
-            self.index.put(memory, vector, tokens)
+        if (current := self.get(memory.id)) is None:
+            return memory
+        return self.put(_keep_access(memory, current), vector, tokens)
 
     async def delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return
-        await self.durable.delete(ids)
+        await self._durable.delete(ids)
         for memory_id in ids:
-            self.index.remove(memory_id)
-
-    def get(self, memory_id: str) -> Memory | None:
-        return self.index.get(memory_id)
-
-    def vector_of(self, memory_id: str) -> np.ndarray | None:
-        return self.index.vector_of(memory_id)
-
-    def tokens_of(self, memory_id: str) -> np.ndarray | None:
-        return self.index.tokens_of(memory_id)
-
-    def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
-        return self.index.find_by_hash(scope, content_hash)
-
-    def key_record(self, agent_id: str, key: str) -> KeyRecord | None:
-        return self._keys.get((agent_id, key))
+            self.remove(memory_id)
 
     async def record_key(self, record: KeyRecord) -> None:
-        await self.durable.record_keys([record])
-        self._keys[(record.agent_id, record.key)] = record
-
-    def find_by_idempotency_key(self, agent_id: str, key: str) -> Memory | None:
-        return self.index.find_by_idempotency_key(agent_id, key)
-
-    def search(
-        self,
-        query: np.ndarray,
-        scopes: Iterable[str],
-        k: int,
-        *,
-        now: datetime,
-        categories: frozenset[Category] = frozenset(),
-    ) -> list[tuple[Memory, float]]:
-        return self.index.search(query, scopes, k, now=now, categories=categories)
-
-    def candidates(
-        self,
-        query: np.ndarray,
-        query_text: str,
-        scopes: Iterable[str],
-        pool: int,
-        *,
-        now: datetime,
-        categories: frozenset[Category] = frozenset(),
-        lexical: bool = True,
-        vector: bool = True,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-    ) -> Candidates:
-        return self.index.candidates(
-            query, query_text, scopes, pool, now=now, categories=categories,
-            lexical=lexical, vector=vector, created_after=created_after,
-            created_before=created_before,
-        )  # fmt: skip
+        await self._durable.record_keys([record])
+        self.put_key(record)
 
     def touch(self, ids: Sequence[str], now: datetime) -> None:
-        for memory_id in ids:
-            memory = self.index.get(memory_id)
-            if memory is not None:
-                memory.access_count += 1
-                memory.last_accessed_at = now
-                self._touched.add(memory_id)
+        self._touched.update(self.count_access(ids, now))
 
     async def flush_access_counts(self) -> int:
         """Persist the access counts changed since the last flush (one append to the
@@ -160,45 +178,29 @@ class Repository:
         ids, self._touched = self._touched, set()
         entries = []
         for memory_id in ids:
-            memory = self.index.get(memory_id)
+            memory = self.get(memory_id)
             if memory is not None:
                 entries.append((memory_id, memory.access_count, memory.last_accessed_at))
         if entries:
             try:
-                await self.durable.record_access(entries)
+                await self._durable.record_access(entries)
             except BaseException:
                 self._touched |= ids  # kept for the next flush (say, once space is freed)
                 raise
         return len(entries)
 
-    def visible(
-        self,
-        scopes: Iterable[str],
-        *,
-        now: datetime,
-        categories: frozenset[Category] = frozenset(),
-    ) -> list[Memory]:
-        return self.index.visible(scopes, now=now, categories=categories)
 
-    def count_visible(
-        self, scopes: Iterable[str], *, now: datetime
-    ) -> tuple[dict[str, int], dict[Category, int]]:
-        return self.index.count_visible(scopes, now=now)
-
-    def count_expired(self, scopes: Iterable[str], *, now: datetime) -> int:
-        return self.index.count_expired(scopes, now=now)
-
-    def scopes(self) -> list[str]:
-        return sorted(self.index.scope_sizes())
-
-    def expired_ids(self, *, now: datetime) -> list[str]:
-        return self.index.expired_ids(now=now)
-
-    def index_bytes(self, scopes: Iterable[str] | None = None) -> int:
-        return self.index.nbytes(scopes)
-
-    def row_count(self, scopes: Iterable[str] | None = None) -> int:
-        return len(self.index) if scopes is None else self.index.rows_in(scopes)
+def _keep_access(memory: Memory, current: Memory) -> Memory:
+    """``memory`` with at least ``current``'s access count and last access: the counts are
+    the store's (``touch``), so an overwrite made from an older read (an update that
+    waited for the embedder while recalls counted) never loses them."""
+    last = current.last_accessed_at
+    if last is None or (memory.last_accessed_at is not None and memory.last_accessed_at > last):
+        last = memory.last_accessed_at
+    count = max(memory.access_count, current.access_count)
+    if count == memory.access_count and last == memory.last_accessed_at:
+        return memory
+    return dataclasses.replace(memory, access_count=count, last_accessed_at=last)
 
 
 def quantize_tokens(tokens: np.ndarray | None, max_tokens: int) -> np.ndarray | None:

@@ -240,7 +240,9 @@ def test_a_stale_graph_is_rebuilt_and_its_memory_counted() -> None:
     x = clustered(rng, ROWS)
     twin = Twin(x)
     twin.build()
-    assert twin.ann.nbytes() > twin.exact.nbytes() + 200 * ROWS  # graph: ~270 B/row at 128-d
+    assert (
+        twin.ann.index_bytes() > twin.exact.index_bytes() + 200 * ROWS
+    )  # graph: ~270 B/row at 128-d
     for j in range(400):  # 16% of the rows change: past the 10% rebuild mark
         twin.put(mem(j), clustered(rng, 1)[0])
     twin.search(x[500])  # notices the staleness and starts a rebuild

@@ -3,6 +3,7 @@ mask (cached between queries) against expiry, supersede and delete as time moves
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -135,7 +136,7 @@ def test_counts_and_memory_use_follow_every_write() -> None:
         scope = ["agent:a", "shared:x", "agent:b"][i % 3]
         expires = NOW + timedelta(seconds=int(rng.integers(-5, 5))) if i % 4 == 0 else None
         m = mem(i, scope, f"text {i}", expires_at=expires)
-        m.category = cats[int(rng.integers(0, len(cats)))]
+        m = dataclasses.replace(m, category=cats[int(rng.integers(0, len(cats)))])
         tokens = rng.integers(-127, 128, (int(rng.integers(1, 9)), DIM)).astype(np.int8)
         index.put(m, unit(rng), tokens if i % 5 else None)
     for i in range(0, 60, 7):
@@ -155,4 +156,4 @@ def test_counts_and_memory_use_follow_every_write() -> None:
     parts = sum(p.nbytes() for p in index._parts.values())
     every = index.visible(["agent:a", "shared:x", "agent:b"], now=NOW - timedelta(days=1))
     text = sum(len(m.text) + len(m.summary) for m in every)
-    assert index.nbytes() == parts + tokens + text + 400 * len(index)
+    assert index.index_bytes() == parts + tokens + text + 400 * len(index)

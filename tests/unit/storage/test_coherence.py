@@ -34,10 +34,9 @@ WORDS = [
 
 
 def state(repo: Repository) -> dict[str, tuple[object, ...]]:
-    idx = repo.index
     out = {}
-    for m in idx.visible(idx.scope_sizes(), now=_far_past()):
-        v = idx.vector_of(m.id)
+    for m in repo.visible(repo.scopes(), now=_far_past()):
+        v = repo.vector_of(m.id)
         assert v is not None
         out[m.id] = (m.text, m.scope, m.importance, m.metadata, m.expires_at, tuple(np.round(v, 5)))
     return out

@@ -256,10 +256,11 @@ def test_bulk_loading_derives_the_same_links_as_one_put_at_a_time() -> None:
     """Links and supersede chains come out the same whether the rows arrive one by one
     or in a bulk load (links derived at the end), in either order."""
     rows = [mem(i) for i in range(6)]
-    rows[1].related_ids = [rows[0].id, rows[2].id]
-    rows[3].related_ids = [rows[0].id]
-    rows[4].supersedes = rows[2].id
-    rows[5].related_ids = [rows[4].id, "00000000-0000-4000-8000-000000000999"]  # absent
+    rows[1] = dataclasses.replace(rows[1], related_ids=[rows[0].id, rows[2].id])
+    rows[3] = dataclasses.replace(rows[3], related_ids=[rows[0].id])
+    rows[4] = dataclasses.replace(rows[4], supersedes=rows[2].id)
+    absent = "00000000-0000-4000-8000-000000000999"
+    rows[5] = dataclasses.replace(rows[5], related_ids=[rows[4].id, absent])
 
     def derived(index: HotIndex) -> dict[str, tuple[list[str], str]]:
         got = index.visible(["agent:a"], now=NOW)
@@ -316,3 +317,75 @@ def test_links_and_supersession_never_cross_scopes() -> None:
     assert index.get("forged").related_ids == []  # type: ignore[union-attr]
     assert index.get("ok-old").superseded_by == "ok-new"  # type: ignore[union-attr]
     assert index.get("ok-old").related_ids == ["ok-new"]  # type: ignore[union-attr]
+
+
+async def test_old_versions_are_dropped_so_the_table_stays_proportional(tmp_path: Path) -> None:
+    """2,000 memories in 700 small commits: each commit writes a version (a manifest that
+    lists every fragment), and the issue saw 2,003 version files (279 MB) left after 2,016
+    Stores. Cleanups every ``compact_every`` commits keep them bounded while the writes go
+    on, and once writes pause, every version but the newest goes: a compaction first (40
+    commits), then a cleanup once the versions it had to keep are old enough."""
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        compact_every=40,  # forced after 200 commits while the writes never pause
+        keep_versions_seconds=0.2,
+    )
+    versions = tmp_path / "m.lance" / "_versions"
+    data = tmp_path / "m.lance" / "data"
+    seen = []
+    store.start()
+    try:
+        i = 0
+        while i < 2000:
+            batch = [(mem(j), unit(j), None) for j in range(i, min(i + 3, 2000))]
+            await store.add(batch)
+            i += len(batch)
+            if i % 30 == 0:
+                seen.append(len(list(versions.glob("*.manifest"))))
+        assert store.commits == 667 and store.compactions >= 2
+        assert max(seen) < 400, seen  # not one version per commit
+        # A pause: the versions still kept then go too, and the fragments are one again.
+        for _ in range(400):
+            if len(list(versions.glob("*.manifest"))) == 1 and len(list(data.iterdir())) == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert len(list(versions.glob("*.manifest"))) == 1
+        assert len(list(data.iterdir())) == 1  # one fragment: the compacted table
+    finally:
+        store.close()
+    rows = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+    assert sorted(m.id for m, _, _ in rows) == sorted(mem(j).id for j in range(2000))
+
+
+async def test_a_trickle_of_stores_is_compacted_by_the_clock_not_after_each_one(
+    tmp_path: Path,
+) -> None:
+    """A compaction rewrites the whole table, so a few commits and a pause do not start
+    one (a Store a minute would otherwise rewrite the table each minute); the hourly
+    clock does (here a second), and the cleanup after it leaves one version."""
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        keep_versions_seconds=0.2,
+        cleanup_every_seconds=3.0,
+    )
+    versions = tmp_path / "m.lance" / "_versions"
+    store.start()
+    try:
+        for i in range(5):
+            await store.add([(mem(i), unit(i), None)])
+        await asyncio.sleep(2.0)  # idle twice the writer's tick, ten times keep_versions
+        assert store.compactions == 0
+        assert len(list(versions.glob("*.manifest"))) >= 5
+        for _ in range(200):
+            if len(list(versions.glob("*.manifest"))) == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert store.compactions >= 1 and len(list(versions.glob("*.manifest"))) == 1
+    finally:
+        store.close()
