@@ -97,9 +97,9 @@ async def test_concurrent_near_twins_name_the_first_and_its_score(
         def __getattr__(self, name: str) -> Any:
             return getattr(self._inner, name)
 
-        async def add(self, *args: Any, **kw: Any) -> None:
+        async def add(self, *args: Any, **kw: Any) -> Memory:
             await release.wait()
-            await self._inner.add(*args, **kw)
+            return await self._inner.add(*args, **kw)  # type: ignore[no-any-return]
 
     service.store = SlowAdd(service.store)  # type: ignore[assignment]
     a = "we decided the release train leaves every second Tuesday at noon"
