@@ -155,7 +155,7 @@ def _unit_rows(x: np.ndarray) -> np.ndarray:
 
 
 class UseModel:
-    """The loaded weights and tokenizer (~70 MB), shared by every worker: the forward pass
+    """The loaded weights and tokenizer (~120 MiB), shared by every worker: the forward pass
     keeps no state, so one copy serves all threads."""
 
     def __init__(self, weights: Path, sp_model: Path):
