@@ -295,7 +295,10 @@ class HooksSettings(_Section):
     max_results: int = Field(3, ge=1, le=50)
     overfetch: int = Field(10, ge=1, le=100)
     min_score: float = Field(
-        0.28, ge=0.0, le=1.0, description="weakest final score put in the block"
+        0.28,
+        ge=0.0,
+        le=1.0,
+        description="weakest final score put in the block (0.25 with use-multilingual-v3)",
     )
     max_chars_per_memory: int = Field(500, ge=20)
     min_prompt_chars: int = Field(10, ge=0)
@@ -362,7 +365,7 @@ class ForgetSettings(_Section):
 
     strong_score: float = Field(0.5, gt=0.0, le=1.0)
     candidate_score: float = Field(0.3, gt=0.0, le=1.0)
-    margin: float = Field(0.15, ge=0.0, le=1.0)
+    margin: float = Field(0.15, ge=0.0, le=1.0, description="0.20 with use-multilingual-v3")
     max_candidates: int = Field(10, ge=1, le=100)
 
     @model_validator(mode="after")
@@ -535,6 +538,18 @@ class Settings(BaseSettings):
         if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise ValueError(f"listen must be HOST:PORT, got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _floors_of_the_model(self) -> Settings:
+        """The score floors were chosen with MiniLM; USE scores lower, and with it a floor
+        left unset takes its own value (measured: bench/RESULTS.md, issue 13)."""
+        if self.embedder.model != "use-multilingual-v3":
+            return self
+        for section, field, value in (("forget", "margin", 0.20), ("hooks", "min_score", 0.25)):
+            current = getattr(self, section)
+            if field not in current.model_fields_set:
+                object.__setattr__(self, section, current.model_copy(update={field: value}))
+        return self
 
     @property
     def storage_uri(self) -> str:

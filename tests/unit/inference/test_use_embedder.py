@@ -216,3 +216,20 @@ def test_reembed_switches_a_minilm_store_to_this_model(tmp_path: Path) -> None:
     assert copied.text == memory.text and tokens is not None
     english = UseEmbedder().embed(["My sister's wedding is in Lisbon"])[0]
     assert float(vector @ english) > 0.6  # the German text now sits beside its translation
+
+
+def test_with_this_model_unset_floors_take_its_values_and_set_ones_stay(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    minilm = load_settings(None, {})
+    assert (minilm.forget.margin, minilm.hooks.min_score) == (0.15, 0.28)
+    monkeypatch.setenv("MEMORYD_EMBEDDER__MODEL", "use-multilingual-v3")
+    use = load_settings(None, {})
+    assert (use.forget.margin, use.hooks.min_score) == (0.20, 0.25)
+    assert use.forget.strong_score == minilm.forget.strong_score
+    assert use.hooks.to_settings().context.min_score == 0.25
+    config = tmp_path / "memoryd.toml"
+    config.write_text("[hooks]\nmin_score = 0.3\n")
+    monkeypatch.setenv("MEMORYD_FORGET__MARGIN", "0.15")
+    chosen = load_settings(config, {})
+    assert (chosen.forget.margin, chosen.hooks.min_score) == (0.15, 0.3)
