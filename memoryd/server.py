@@ -25,6 +25,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -62,7 +63,8 @@ from memoryd.core.retrieval import LateInteractionReranker, Rerank, Retriever
 from memoryd.core.review import KEY_FILE as REVIEW_KEY_FILE
 from memoryd.core.review import ReviewService, load_or_create_key
 from memoryd.core.service import MemoryService, ServiceLimits
-from memoryd.inference.batcher import BatchingEmbedder
+from memoryd.inference import use_embedder
+from memoryd.inference.batcher import BatchingEmbedder, BatchModel
 from memoryd.inference.cross_encoder import CrossEncoderReranker
 from memoryd.inference.llm import OpenAICompatibleModel
 from memoryd.inference.onnx_embedder import (
@@ -154,7 +156,11 @@ def embedder_languages(settings: Settings) -> frozenset[str]:
     e = settings.embedder
     if e.languages is not None:
         return frozenset(e.languages)
-    return frozenset() if e.model_dir is not None else frozenset({"en"})
+    if e.model_dir is not None:
+        return frozenset()
+    if e.model == use_embedder.MODEL_NAME:
+        return frozenset(use_embedder.LANGUAGES)
+    return frozenset({"en"})
 
 
 def embedder_files(settings: Settings) -> ModelFiles:
@@ -176,10 +182,20 @@ def embedder_files(settings: Settings) -> ModelFiles:
 
 def build_embedder(settings: Settings) -> BatchingEmbedder:
     e = settings.embedder
-    files = embedder_files(settings)
+    factory: Callable[[], BatchModel]
+    if e.model == use_embedder.MODEL_NAME:
+        name = e.model_name or use_embedder.MODEL_NAME
 
-    def factory() -> OnnxEmbedder:
-        return OnnxEmbedder(files, max_tokens=e.max_tokens, intra_op_threads=e.intra_op_threads)
+        def factory() -> BatchModel:
+            return use_embedder.UseEmbedder(
+                max_tokens=e.max_tokens, threads=e.intra_op_threads, name=name
+            )
+
+    else:
+        files = embedder_files(settings)
+
+        def factory() -> BatchModel:
+            return OnnxEmbedder(files, max_tokens=e.max_tokens, intra_op_threads=e.intra_op_threads)
 
     return BatchingEmbedder(
         factory,

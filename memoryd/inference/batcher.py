@@ -31,12 +31,12 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from memoryd.core import principals
 from memoryd.core.errors import DeadlineExceeded, NotReady, Overloaded
-from memoryd.inference.onnx_embedder import OnnxEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,20 @@ Embedding = tuple[np.ndarray, np.ndarray | None]  # pooled vector, token vectors
 
 
 QUERY, DOCUMENT = 0, 1
+
+
+class BatchModel(Protocol):
+    """What a worker thread runs: ``onnx_embedder.OnnxEmbedder`` or
+    ``use_embedder.UseEmbedder`` (synchronous, one instance per worker)."""
+
+    @property
+    def name(self) -> str: ...
+
+    dim: int
+
+    def embed_full(
+        self, texts: list[str], *, tokens: bool = True
+    ) -> tuple[np.ndarray, list[np.ndarray]]: ...
 
 
 @dataclass(slots=True)
@@ -122,11 +136,11 @@ class _LRU:
 
 
 class BatchingEmbedder:
-    """Implements ``core.protocols.Embedder`` over one or more OnnxEmbedder workers."""
+    """Implements ``core.protocols.Embedder`` over one or more workers (``BatchModel``)."""
 
     def __init__(
         self,
-        factory: Callable[[], OnnxEmbedder],
+        factory: Callable[[], BatchModel],
         *,
         workers: int = 1,
         max_batch: int = 4,
@@ -263,7 +277,7 @@ class BatchingEmbedder:
             )
         return jobs
 
-    def _run(self, model: OnnxEmbedder) -> None:
+    def _run(self, model: BatchModel) -> None:
         while True:
             jobs = self._next_run()
             if jobs is None:

@@ -394,8 +394,9 @@ class LanceStore:
             raise ConfigError(
                 f"the store at {self.uri} was made with embedding model {model!r} ({dim}-d); "
                 f"this daemon embeds with {self.model_name!r} ({self.dim}-d). Point "
-                "--data-dir (or lancedb.uri) at another location, or configure the model "
-                "the store was made with."
+                "--data-dir (or lancedb.uri) at another location, configure the model "
+                "the store was made with, or copy the store into one of this model with "
+                "`memoryd reembed --from OLD_DIR --to NEW_DIR` (daemon stopped)."
             )
         missing = [f for f in self.schema if f.name not in table.schema.names]
         if missing:  # a store from an older memoryd: the new columns, null in old rows
