@@ -184,7 +184,7 @@ class RecallSettings(_Section):
 
 class RetrievalSettings(_Section):
     """Defaults of the recall pipeline; a request may override any (RecallOptions).
-    Formulas: memoryd/native/kernels.py (fuse_and_boost), chosen by bench/locomo.py."""
+    Formulas: native/memoryd_native/kernels.py (fuse_and_boost), chosen by bench/locomo.py."""
 
     fusion: Literal["rrf", "weighted", "vector", "bm25"] = "weighted"
     vector_weight: float = Field(0.5, ge=0.0)

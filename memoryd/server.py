@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from memoryd_native import warm_up
 
 from memoryd.api.auth import AuthInterceptor, KeyRing
 from memoryd.api.backup import write_backup
@@ -61,7 +62,6 @@ from memoryd.inference.onnx_embedder import (
     model_files_from_dir,
 )
 from memoryd.inference.quantize import QUANTIZED_SUFFIX, default_cache_dir, quantized_model
-from memoryd.native import warm_up
 from memoryd.storage.conflict_log import JsonlConflictLog
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.lexical import Analyzer

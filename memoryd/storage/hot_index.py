@@ -28,15 +28,15 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 import numpy as np
+from memoryd_native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 
 from memoryd.core.records import Candidates, Category, Memory
-from memoryd.native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
 from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, idf
 
 _NO_EXPIRY = math.inf
-# Below this either exact scan takes well under 0.1 ms (bench/kernels.py: 50 vs 73 us at
-# 1k rows); from 10k rows the int8-first one is ~4x faster.
+# Below this either exact scan takes well under 0.1 ms (native/bench/kernels.py: 50 vs 73
+# us at 1k rows); from 10k rows the int8-first one is ~4x faster.
 Q8_MIN_ROWS = 4096
 
 

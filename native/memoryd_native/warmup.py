@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from memoryd.native.kernels import (
+from memoryd_native.kernels import (
     N_STAGES,
     bm25_sparse,
     fuse_and_boost,
