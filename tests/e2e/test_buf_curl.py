@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from memoryd_client import MemoryClient
+from memoryd_testing.launcher import child_env
 
 pytestmark = pytest.mark.e2e
 
@@ -46,8 +47,7 @@ def readme_commands() -> list[str]:
 @pytest.fixture(scope="module")
 def buf_env() -> dict[str, str]:
     venv_bin = str(Path(sys.executable).parent)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '')}"
+    env = child_env({"PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"})
     setup = subprocess.run(
         [str(ROOT / "scripts" / "ts_setup.sh")],
         capture_output=True,
