@@ -9,7 +9,6 @@ pinned in tests/e2e/mcp_inspector) over both transports.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -29,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from memoryd_client.mcp_server import AGENT_HEADER, SPECS, TOOL_NAMES
 from memoryd_client.untrusted import CONTEXT_HEADER
 from memoryd_testing.launcher import child_env, first_line
+from memoryd_testing.node import node_env, run_setup
 
 pytestmark = pytest.mark.e2e
 
@@ -464,18 +464,8 @@ async def test_hung_daemon_gives_a_tool_error_at_the_deadline(new_agent: Callabl
 def inspector(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[..., subprocess.CompletedProcess[str]]:
-    env = child_env(
-        {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    )
-    setup = subprocess.run(
-        [str(ROOT / "scripts" / "mcp_inspector_setup.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert setup.returncode == 0, setup.stderr
-    cli = setup.stdout.strip().splitlines()[-1]
+    env = node_env()
+    cli = run_setup("mcp_inspector_setup.sh", env).strip().splitlines()[-1]
     env["HOME"] = str(tmp_path_factory.mktemp("inspector-home"))  # it keeps a catalog in ~
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -568,17 +558,8 @@ def test_inspector_cli_over_http(
 
 def test_tools_match_the_openclaw_plugin() -> None:
     """Names, titles, descriptions and JSON schemas equal the plugin's (clients/openclaw)."""
-    env = child_env(
-        {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    )
-    setup = subprocess.run(
-        [str(ROOT / "scripts" / "openclaw_setup.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert setup.returncode == 0, setup.stderr
+    env = node_env()
+    run_setup("openclaw_setup.sh", env, timeout=900)
     dumped = subprocess.run(
         ["node", str(ROOT / "tests" / "e2e" / "openclaw_tool_specs.ts")],
         capture_output=True,
