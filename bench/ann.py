@@ -32,9 +32,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
+from memoryd_native import warm_up  # noqa: E402
 
 from memoryd.core.records import Category, Memory  # noqa: E402
-from memoryd.native import warm_up  # noqa: E402
 from memoryd.storage.hot_index import HotIndex  # noqa: E402
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -2,7 +2,8 @@
 Stream RPC, process readings (/proc), percentiles and markdown output.
 
 A script either starts its own daemon (``python -m memoryd serve`` on a free loopback
-port and a temporary data directory, removed afterwards) or, with ``--address``, talks to
+port and a temporary data directory, removed afterwards, through the launcher tests use
+too: tests/support/memoryd_testing) or, with ``--address``, talks to
 one that is already running (then ``--pid`` lets it read that daemon's memory and CPU).
 The daemon inherits this process's environment, so ``MEMORYD_*`` settings apply to it;
 the report names any that are set.
@@ -17,10 +18,8 @@ import datetime as dt
 import math
 import os
 import re
-import selectors
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,10 @@ import numpy as np
 from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
 from memoryd_client.errors import error_from_rpc
+
+# The daemon launcher shared with the tests (not part of any installed package).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+from memoryd_testing import launcher
 
 START_TIMEOUT = 300.0  # a cold numba cache alone can take ~30 s on a busy machine
 STOP_TIMEOUT = 60.0
@@ -54,63 +57,22 @@ def log(message: str) -> None:
 
 
 @dataclass
-class Daemon:
-    """A ``memoryd serve`` subprocess on a free loopback port."""
+class Daemon(launcher.Daemon):
+    """The shared launcher (tests/support/memoryd_testing) with a benchmark's defaults:
+    ``MEMORYD_*`` of this shell reach the daemon, a longer start (a cold numba cache), a
+    daemon that ignores SIGTERM is killed and reported rather than raised, and the start-up
+    figures of its log."""
 
-    data_dir: Path
-    log_path: Path
-    env: dict[str, str] = field(default_factory=dict)
-    address: str = ""
-    process: subprocess.Popen[bytes] | None = None
-    _log_offset: int = 0  # where the current run's lines start in the log file
+    inherit_memoryd_env: bool = True
+    start_timeout: float = START_TIMEOUT
+    stop_timeout: float = STOP_TIMEOUT
 
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def start(self) -> Daemon:
-        env = {**os.environ, **self.env}
-        cmd = [sys.executable, "-m", "memoryd", "serve", "--listen", "127.0.0.1:0"]
-        cmd += ["--data-dir", str(self.data_dir)]
-        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        with self.log_path.open("ab") as err:
-            self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env)
-        line = self._first_line()
-        prefix = "memoryd serving on "
-        if not line.startswith(prefix):
-            self.stop()
-            raise RuntimeError(f"unexpected first line {line!r}\n{self.log_tail()}")
-        self.address = line[len(prefix) :]
-        return self
-
-    def _first_line(self) -> str:
-        assert self.process is not None and self.process.stdout is not None
-        deadline = time.monotonic() + START_TIMEOUT
-        line = b""
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.process.stdout, selectors.EVENT_READ)
-            while not line.endswith(b"\n"):
-                if time.monotonic() > deadline:
-                    self.stop(kill=True)
-                    raise RuntimeError(f"memoryd did not serve in {START_TIMEOUT}s")
-                if not sel.select(timeout=1.0):
-                    continue
-                chunk = os.read(self.process.stdout.fileno(), 4096)
-                if not chunk:
-                    code = self.stop()
-                    raise RuntimeError(f"memoryd exited {code} at start\n{self.log_tail()}")
-                line += chunk
-        return line.decode().strip()
-
-    def log_text(self) -> str:
-        """The log of the current run only (a restart appends to the same file)."""
-        with self.log_path.open("rb") as f:
-            f.seek(self._log_offset)
-            return f.read().decode("utf-8", errors="replace")
-
-    def log_tail(self, lines: int = 30) -> str:
-        return "\n".join(self.log_text().splitlines()[-lines:])
+    def stop(self, *, kill: bool = False) -> int | None:
+        try:
+            return super().stop(kill=kill)
+        except launcher.LaunchError as e:
+            log(f"memoryd ignored SIGTERM for {self.stop_timeout}s; killed")
+            return e.code
 
     def startup(self) -> dict[str, float]:
         """Figures of the last start, read from the log: serving, embedder, store, kernels."""
@@ -124,24 +86,6 @@ class Daemon:
             out["store_s"] = float(m.group(3))
             out["kernels_s"] = float(m.group(4))
         return out
-
-    def stop(self, *, kill: bool = False) -> int | None:
-        """SIGTERM (or SIGKILL) and wait; returns the exit code."""
-        p = self.process
-        if p is None:
-            return None
-        if p.poll() is None:
-            p.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            code = p.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            code = p.wait()
-            log(f"memoryd ignored SIGTERM for {STOP_TIMEOUT}s; killed")
-        if p.stdout is not None:
-            p.stdout.close()
-        self.process = None
-        return code
 
 
 @dataclass

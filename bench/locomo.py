@@ -24,10 +24,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import harness
 from google.protobuf.timestamp_pb2 import Timestamp
 from memoryd_client import AsyncMemoryClient, pb
 
@@ -223,32 +222,6 @@ async def sequential_latency(
     return out
 
 
-def start_daemon(data_dir: str, extra_env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, **extra_env}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memoryd",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            data_dir,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if "serving on" not in line:
-        proc.kill()
-        raise SystemExit(f"daemon did not start: {line!r}")
-    return proc, line.rsplit(" ", 1)[1].strip()
-
-
 async def run(args: argparse.Namespace) -> None:
     convs = load(args.data, args.conversations)
     n_questions = sum(len(c.questions) for c in convs)
@@ -305,17 +278,17 @@ def main() -> None:
     args = p.parse_args()
     if not args.data.is_file():
         raise SystemExit(f"LoCoMo not found at {args.data}; pass --data PATH")
-    proc = None
+    daemon = None
     with tempfile.TemporaryDirectory() as tmp:
         if not args.address:
             env = dict(kv.split("=", 1) for kv in args.env)
-            proc, args.address = start_daemon(tmp, env)
+            daemon = harness.Daemon(Path(tmp) / "data", Path(tmp) / "stderr.log", env)
+            args.address = daemon.start().address
         try:
             asyncio.run(run(args))
         finally:
-            if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=60)
+            if daemon is not None:
+                daemon.stop()
 
 
 if __name__ == "__main__":

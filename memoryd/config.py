@@ -205,7 +205,7 @@ class StoreSection(_Section):
 class RecallSection(_Section):
     """Recall: how many results, the time zone of time expressions, and the defaults of
     the ranking pipeline (a request may override any, RecallOptions). Formulas:
-    memoryd/native/kernels.py (fuse_and_boost), chosen by bench/locomo.py. The pipeline
+    native/memoryd_native/kernels.py (fuse_and_boost), chosen by bench/locomo.py. The pipeline
     half used to be a section of its own, [retrieval]; that name is still read."""
 
     default_limit: int = Field(5, ge=1, le=100)

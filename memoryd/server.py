@@ -35,22 +35,21 @@ from zoneinfo import ZoneInfo
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from memoryd_native import warm_up
 
-from memoryd._gen.memoryd.v1 import (
-    hooks_pb2,
-    hooks_pb2_grpc,
-    memory_pb2,
-    memory_pb2_grpc,
-    review_pb2,
-    review_pb2_grpc,
-)
 from memoryd.api.auth import AuthInterceptor, KeyRing
 from memoryd.api.backup import write_backup
 from memoryd.api.decoding import RequestDecodingInterceptor
 from memoryd.api.interceptors import ErrorMappingInterceptor
 from memoryd.api.limits import LimitsInterceptor, RateLimiter
 from memoryd.api.metrics import Metrics, MetricsInterceptor, StateCollector
-from memoryd.api.servicer import HookServicer, MemoryServicer, ReviewServicer
+from memoryd.api.servicer import (
+    SERVICE_NAMES,
+    HookServicer,
+    MemoryServicer,
+    ReviewServicer,
+    add_servicers_to_server,
+)
 from memoryd.config import Settings
 from memoryd.core.errors import ConfigError
 from memoryd.core.hooks import HookService
@@ -74,7 +73,6 @@ from memoryd.inference.onnx_embedder import (
     model_files_from_dir,
 )
 from memoryd.inference.quantize import QUANTIZED_SUFFIX, default_cache_dir, quantized_model
-from memoryd.native import warm_up
 from memoryd.storage.conflict_log import JsonlConflictLog
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.lexical import Analyzer
@@ -82,13 +80,10 @@ from memoryd.storage.repository import Repository
 
 log = logging.getLogger("memoryd")
 
-SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
-HOOK_SERVICE_NAME = hooks_pb2.DESCRIPTOR.services_by_name["HookService"].full_name
 # A health entry of its own for writes: NOT_SERVING while the store refuses them (a full
 # disk). "" and the services stay SERVING meanwhile, since reads are still answered.
 STORAGE_HEALTH_NAME = "memoryd.storage"
 STORAGE_WATCH_SECONDS = 1.0
-REVIEW_SERVICE_NAME = review_pb2.DESCRIPTOR.services_by_name["ReviewService"].full_name
 SWEEP_INTERVAL_SECONDS = 60.0
 FREEZE_MIN_OBJECTS = 200_000  # re-freeze the heap only past this many unfrozen objects
 
@@ -302,15 +297,11 @@ class Daemon:
                 ("grpc.max_connection_idle_ms", int(s.server.connection_idle_seconds * 1000)),
             ],
         )
-        memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, server)
-        hooks_pb2_grpc.add_HookServiceServicer_to_server(self.hook_servicer, server)
-        review_pb2_grpc.add_ReviewServiceServicer_to_server(self.review_servicer, server)
+        add_servicers_to_server(server, self.servicer, self.hook_servicer, self.review_servicer)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (
-                SERVICE_NAME,
-                HOOK_SERVICE_NAME,
-                REVIEW_SERVICE_NAME,
+                *SERVICE_NAMES,
                 health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
                 reflection.SERVICE_NAME,
             ),
@@ -318,7 +309,7 @@ class Daemon:
         )
         self.port = self._bind(server)
         await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        for name in (SERVICE_NAME, HOOK_SERVICE_NAME, REVIEW_SERVICE_NAME, STORAGE_HEALTH_NAME):
+        for name in (*SERVICE_NAMES, STORAGE_HEALTH_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         await server.start()
         self.server = server
@@ -368,7 +359,7 @@ class Daemon:
             host = s.metrics.listen.rpartition(":")[0]
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        for name in (SERVICE_NAME, HOOK_SERVICE_NAME, REVIEW_SERVICE_NAME, STORAGE_HEALTH_NAME):
+        for name in (*SERVICE_NAMES, STORAGE_HEALTH_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self.startup_seconds = time.perf_counter() - started
         log.info("SERVING after %.2fs", self.startup_seconds)

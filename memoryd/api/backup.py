@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from google.protobuf.json_format import MessageToDict, ParseDict
+from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
 
-from memoryd._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd.api import convert
 from memoryd.core.records import Memory
 

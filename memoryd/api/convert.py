@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
+from memoryd_client._gen.memoryd.v1 import hooks_pb2 as hooks_pb
+from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
+from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
 
-from memoryd._gen.memoryd.v1 import hooks_pb2 as hooks_pb
-from memoryd._gen.memoryd.v1 import memory_pb2 as pb
-from memoryd._gen.memoryd.v1 import review_pb2 as review_pb
 from memoryd.core import review
 from memoryd.core.errors import InvalidArgument
 from memoryd.core.hooks import CaptureResult, ContextResult

@@ -14,13 +14,14 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from memoryd_client._gen.memoryd.v1 import hooks_pb2 as hooks_pb
+from memoryd_client._gen.memoryd.v1 import hooks_pb2_grpc as hooks_grpc
+from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
+from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
+from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
+from memoryd_client._gen.memoryd.v1 import review_pb2_grpc as review_grpc
+
 from memoryd import __version__
-from memoryd._gen.memoryd.v1 import hooks_pb2 as hooks_pb
-from memoryd._gen.memoryd.v1 import hooks_pb2_grpc as hooks_grpc
-from memoryd._gen.memoryd.v1 import memory_pb2 as pb
-from memoryd._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
-from memoryd._gen.memoryd.v1 import review_pb2 as review_pb
-from memoryd._gen.memoryd.v1 import review_pb2_grpc as review_grpc
 from memoryd.api import convert
 from memoryd.api.decoding import Undecodable
 from memoryd.api.errors import status_of
@@ -315,3 +316,21 @@ class ReviewServicer(review_grpc.ReviewServiceServicer):
         items = convert.apply_review_request(request)
         results = await self.review.apply(request.agent_id, items)
         return convert.apply_review_response(results)
+
+
+# The full names of the three services, for health and reflection.
+SERVICE_NAMES = (
+    pb.DESCRIPTOR.services_by_name["MemoryService"].full_name,
+    hooks_pb.DESCRIPTOR.services_by_name["HookService"].full_name,
+    review_pb.DESCRIPTOR.services_by_name["ReviewService"].full_name,
+)
+
+
+def add_servicers_to_server(
+    server: Any, memory: MemoryServicer, hooks: HookServicer, review: ReviewServicer
+) -> None:
+    """Register the three servicers on a ``grpc.aio`` server (the composition root calls
+    this, so that only ``api`` knows the generated modules)."""
+    pb_grpc.add_MemoryServiceServicer_to_server(memory, server)
+    hooks_grpc.add_HookServiceServicer_to_server(hooks, server)
+    review_grpc.add_ReviewServiceServicer_to_server(review, server)

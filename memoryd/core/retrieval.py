@@ -7,7 +7,7 @@
     rerank       optional: cross-encoder or late-interaction score blended into the fused
                  score; a reranker that fails or times out leaves fused order, never errors
     boosts       recency bonus, importance, length normalisation, time decay whose
-                 half-life grows with access count (formulas in memoryd.native.kernels)
+                 half-life grows with access count (formulas in memoryd_native.kernels)
     minimum      the caller's ``min_score`` on the final score, the score it sees
     diversity    MMR with lambda over the survivors, so near-duplicates do not fill the list
 
@@ -35,7 +35,7 @@ from memoryd.core.protocols import Embedder, MemoryReader, Reranker
 from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
 from memoryd.core.timewindow import resolve as resolve_time
 from memoryd.core.timewindow import zone
-from memoryd.native import (
+from memoryd_native import (
     FUSION_PRESCORED,
     FUSION_RRF,
     FUSION_WEIGHTED,
@@ -50,6 +50,13 @@ from memoryd.native import (
     maxsim,
     mmr_select,
 )
+
+from memoryd.core.errors import FailedPrecondition, InvalidArgument
+from memoryd.core.language import detect
+from memoryd.core.protocols import Embedder, MemoryStore, Reranker
+from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
+from memoryd.core.timewindow import resolve as resolve_time
+from memoryd.core.timewindow import zone
 
 log = logging.getLogger(__name__)
 

@@ -43,8 +43,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
-from memoryd.native import topk_dot
+from memoryd_native import topk_dot
 
 log = logging.getLogger(__name__)
 

@@ -41,15 +41,16 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from memoryd_native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 
 from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory
-from memoryd.native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
+from memoryd_native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
 from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, idf
 
 _NO_EXPIRY = math.inf
 # Below this either exact scan is cheap; above it the int8-first one is several times
-# faster (bench/kernels.py; figures in bench/RESULTS.md, "Kernels").
+# faster (native/bench/kernels.py; figures in bench/RESULTS.md, "Kernels").
 Q8_MIN_ROWS = 4096
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)

@@ -31,9 +31,9 @@ from functools import lru_cache
 
 import numpy as np
 import Stemmer
+from memoryd_native import bm25_sparse
 
 from memoryd.core import language as lang
-from memoryd.native import bm25_sparse
 
 K1 = 1.2
 B = 0.75

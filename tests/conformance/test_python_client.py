@@ -3,11 +3,7 @@ daemon with auth on. Every other client runs the same file (see README.md here).
 
 from __future__ import annotations
 
-import os
-import selectors
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +13,7 @@ import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from memoryd_client import MemoryClient, MemorydError, hooks_pb, pb, review_pb
+from memoryd_testing.launcher import Daemon
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import engine
@@ -40,36 +37,14 @@ def test_every_rpc_of_the_proto_has_a_scenario() -> None:
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("conformance")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    env["MEMORYD_AUTH_TOKEN"] = DOC["auth_token"]
-    log = (data / "stderr.log").open("wb")
-    serve = [sys.executable, "-m", "memoryd", "serve", "--listen", "127.0.0.1:0"]
-    proc = subprocess.Popen(
-        [*serve, "--data-dir", str(data / "data")],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        env=env,
-    )
-    assert proc.stdout is not None
-    line = b""
-    deadline = time.monotonic() + 180
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        while not line.endswith(b"\n"):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail(f"memoryd did not serve: {(data / 'stderr.log').read_text()[-2000:]}")
-            if sel.select(timeout=1.0):
-                line += os.read(proc.stdout.fileno(), 4096)
-    address = line.decode().strip().removeprefix("memoryd serving on ")
+    base = tmp_path_factory.mktemp("conformance")
+    daemon = Daemon(
+        base / "data", base / "stderr.log", {"MEMORYD_AUTH_TOKEN": DOC["auth_token"]}
+    ).start()
     try:
-        yield address
+        yield daemon.address
     finally:
-        proc.terminate()
-        assert proc.wait(timeout=30) == 0
-        proc.stdout.close()
-        log.close()
+        assert daemon.stop() == 0, daemon.log_tail()
 
 
 def _parse(cls: type[Message], value: dict[str, Any]) -> Any:

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from memoryd_client import MemoryClient
 
@@ -40,26 +34,15 @@ def test_a_non_loopback_address_without_credentials_needs_insecure(memoryd_cli, 
     assert "Traceback" not in result.stderr
 
 
-def test_insecure_serves_a_non_loopback_address_open(tmp_path):
-    executable = str(Path(sys.executable).with_name("memoryd"))
-    args = [executable, "serve", "--listen", "0.0.0.0:0", "--insecure"]
-    with subprocess.Popen(
-        [*args, "--data-dir", str(tmp_path / "data")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")},
-        text=True,
-    ) as process:
-        try:
-            assert process.stdout is not None
-            line = process.stdout.readline()  # "memoryd serving on HOST:PORT" once ready
-            assert line.startswith("memoryd serving on 0.0.0.0:"), line
-            port = int(line.rsplit(":", 1)[1])
-            with MemoryClient(f"127.0.0.1:{port}", timeout=30.0) as c:
-                assert c.store("open-agent", "Served open on purpose.").outcome == 1
-        finally:
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=30) == 0
+def test_insecure_serves_a_non_loopback_address_open(make_daemon):
+    daemon = make_daemon(listen="0.0.0.0:0", args=["--insecure"]).start()
+    try:
+        assert daemon.address.startswith("0.0.0.0:"), daemon.address
+        port = int(daemon.address.rsplit(":", 1)[1])
+        with MemoryClient(f"127.0.0.1:{port}", timeout=30.0) as c:
+            assert c.store("open-agent", "Served open on purpose.").outcome == 1
+    finally:
+        assert daemon.stop() == 0
 
 
 def test_a_broken_keys_file_refuses_to_start_naming_the_entry(memoryd_cli, tmp_path):

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from memoryd_client import MemoryClient
+from memoryd_testing.node import node_env, run_setup
 
 pytestmark = pytest.mark.e2e
 
@@ -45,17 +45,8 @@ def readme_commands() -> list[str]:
 
 @pytest.fixture(scope="module")
 def buf_env() -> dict[str, str]:
-    venv_bin = str(Path(sys.executable).parent)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '')}"
-    setup = subprocess.run(
-        [str(ROOT / "scripts" / "ts_setup.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert setup.returncode == 0, setup.stderr
+    env = node_env()
+    run_setup("ts_setup.sh", env)
     buf_bin = ROOT / "clients" / "typescript" / "node_modules" / ".bin"
     assert (buf_bin / "buf").exists()
     env["PATH"] = f"{buf_bin}{os.pathsep}{env['PATH']}"

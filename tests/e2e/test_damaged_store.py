@@ -11,14 +11,11 @@ from pathlib import Path
 
 import pytest
 from memoryd_client import MemoryClient
+from memoryd_testing.memories import FACTS
 
 pytestmark = pytest.mark.e2e
 
-TEXTS = (
-    "The user prefers dark mode in the code editor.",
-    "Our production database runs PostgreSQL 16.",
-    "The team meets every Monday at 10am for planning.",
-)
+TEXTS = FACTS[:3]
 
 
 @pytest.fixture

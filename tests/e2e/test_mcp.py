@@ -9,8 +9,6 @@ pinned in tests/e2e/mcp_inspector) over both transports.
 from __future__ import annotations
 
 import json
-import os
-import selectors
 import signal
 import socket
 import subprocess
@@ -29,6 +27,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from memoryd_client.mcp_server import AGENT_HEADER, SPECS, TOOL_NAMES
 from memoryd_client.untrusted import CONTEXT_HEADER
+from memoryd_testing.launcher import child_env, first_line
+from memoryd_testing.node import node_env, run_setup
 
 pytestmark = pytest.mark.e2e
 
@@ -36,12 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 MEMORYD = str(Path(sys.executable).with_name("memoryd"))
 BOUND = 60  # seconds: a hang fails the test instead of stalling the suite
 TOKEN = "mcp-test-token-5b1d"
-
-
-def _env(extra: Mapping[str, str] = {}) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    env.update(extra)
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -106,26 +100,21 @@ class McpHttp:
             [MEMORYD, "mcp", "--address", address, "--http", "127.0.0.1:0", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=_env(env),
+            env=child_env(env),
         )
         self.url = self._first_line().removeprefix("memoryd mcp serving on ")
         assert self.url.startswith("http://127.0.0.1:") and self.url.endswith("/mcp"), self.url
 
     def _first_line(self) -> str:
-        assert self.process.stdout is not None
-        line = b""
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.process.stdout, selectors.EVENT_READ)
-            while not line.endswith(b"\n"):
-                if not sel.select(timeout=BOUND):
-                    self.process.kill()
-                    pytest.fail("memoryd mcp --http did not start")
-                chunk = os.read(self.process.stdout.fileno(), 4096)
-                if not chunk:
-                    _, err = self.process.communicate(timeout=BOUND)
-                    pytest.fail(f"memoryd mcp --http exited: {err.decode(errors='replace')}")
-                line += chunk
-        return line.decode().strip()
+        try:
+            line = first_line(self.process, BOUND)
+        except TimeoutError:
+            self.process.kill()
+            pytest.fail("memoryd mcp --http did not start")
+        if line is None:
+            _, err = self.process.communicate(timeout=BOUND)
+            pytest.fail(f"memoryd mcp --http exited: {err.decode(errors='replace')}")
+        return line
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
@@ -379,7 +368,7 @@ def test_bad_command_lines_stop_at_once(daemon: str, args: list[str], code: int,
         capture_output=True,
         text=True,
         timeout=BOUND,
-        env=_env(),
+        env=child_env(),
     )
     assert done.returncode == code and says in done.stderr, done.stderr
 
@@ -394,7 +383,7 @@ def test_an_http_port_in_use_is_an_error(daemon: str) -> None:
             capture_output=True,
             text=True,
             timeout=BOUND,
-            env=_env(),
+            env=child_env(),
         )
     assert done.returncode == 1 and f"cannot listen on {http}" in done.stderr, done.stderr
 
@@ -475,16 +464,8 @@ async def test_hung_daemon_gives_a_tool_error_at_the_deadline(new_agent: Callabl
 def inspector(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[..., subprocess.CompletedProcess[str]]:
-    env = _env({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"})
-    setup = subprocess.run(
-        [str(ROOT / "scripts" / "mcp_inspector_setup.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert setup.returncode == 0, setup.stderr
-    cli = setup.stdout.strip().splitlines()[-1]
+    env = node_env()
+    cli = run_setup("mcp_inspector_setup.sh", env).strip().splitlines()[-1]
     env["HOME"] = str(tmp_path_factory.mktemp("inspector-home"))  # it keeps a catalog in ~
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -577,15 +558,8 @@ def test_inspector_cli_over_http(
 
 def test_tools_match_the_openclaw_plugin() -> None:
     """Names, titles, descriptions and JSON schemas equal the plugin's (clients/openclaw)."""
-    env = _env({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"})
-    setup = subprocess.run(
-        [str(ROOT / "scripts" / "openclaw_setup.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert setup.returncode == 0, setup.stderr
+    env = node_env()
+    run_setup("openclaw_setup.sh", env, timeout=900)
     dumped = subprocess.run(
         ["node", str(ROOT / "tests" / "e2e" / "openclaw_tool_specs.ts")],
         capture_output=True,

@@ -10,7 +10,6 @@ must still exit 0.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from memoryd_testing.launcher import child_env
 
 pytestmark = pytest.mark.e2e
 
@@ -44,9 +44,7 @@ def blocks(text: str, lang: str) -> list[str]:
 
 
 def env_for(address: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    env["MEMORYD_ADDRESS"] = address
-    return env
+    return child_env({"MEMORYD_ADDRESS": address})
 
 
 @pytest.fixture(scope="module")

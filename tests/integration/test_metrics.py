@@ -12,9 +12,7 @@ pytestmark = pytest.mark.integration
 
 
 def scrape(daemon) -> str:  # type: ignore[no-untyped-def]
-    found = re.search(r"metrics on (http://\S+/metrics)", daemon.log_path.read_text())
-    assert found, "the daemon did not log its metrics address"
-    with urllib.request.urlopen(found.group(1), timeout=10) as r:
+    with urllib.request.urlopen(daemon.metrics_url(), timeout=10) as r:
         return r.read().decode()
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import logging
 
 import pytest
+from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
 
-from memoryd._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd.api.decoding import RateLimitedWarning, Undecodable, lenient
 
 

@@ -10,8 +10,8 @@ threaded, and prints the median and 90th percentile in microseconds:
     mmr        MMR picking 5 of 20 candidates
     fuse       fusion + boosts over 40 candidates (default params, RRF)
 
-    python bench/kernels.py
-    python bench/kernels.py --repeat 500 --budget 5 --sizes 1000,100000
+    ./dev bench native/bench/kernels.py      (or python native/bench/kernels.py)
+    ./dev bench native/bench/kernels.py --repeat 500 --budget 5 --sizes 1000,100000
 
 numpy's BLAS gets one thread (the kernels are serial too, and the daemon shares two
 cores with the embedder); set OPENBLAS_NUM_THREADS to compare against more. The machine
@@ -34,8 +34,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
-
-from memoryd.native import kernels, reference, warm_up  # noqa: E402
+from memoryd_native import kernels, reference, warm_up  # noqa: E402
 
 
 def measure(fn: Callable[[], Any], repeat: int, budget_s: float) -> tuple[float, float]:

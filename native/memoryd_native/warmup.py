@@ -13,18 +13,7 @@ import time
 
 import numpy as np
 
-from memoryd.native.kernels import (
-    N_STAGES,
-    bm25_sparse,
-    fuse_and_boost,
-    make_params,
-    maxsim,
-    mmr_select,
-    quantize_rows,
-    topk_dot,
-    topk_dot_q8,
-    topk_scores,
-)
+from memoryd_native import kernels as K
 
 
 def warm_up() -> float:
@@ -37,13 +26,13 @@ def warm_up() -> float:
     k = 2
 
     for mask in (np.ones(n, dtype=np.uint8), np.ones(n, dtype=np.bool_)):
-        topk_dot(matrix, query, mask, k)
-        topk_dot_q8(matrix, *quantize_rows(matrix), query, mask, k)
-        topk_scores(scores, mask, k)
+        K.topk_dot(matrix, query, mask, k)
+        K.topk_dot_q8(matrix, *K.quantize_rows(matrix), query, mask, k)
+        K.topk_scores(scores, mask, k)
 
     ranks = np.arange(n, dtype=np.int64)
     counts = np.zeros(n, dtype=np.int64)
-    fuse_and_boost(
+    K.fuse_and_boost(
         scores,
         ranks,
         scores,
@@ -52,15 +41,15 @@ def warm_up() -> float:
         scores,
         counts,
         counts,
-        make_params(),
-        np.empty((n, N_STAGES), dtype=np.float32),
+        K.make_params(),
+        np.empty((n, K.N_STAGES), dtype=np.float32),
         np.empty(n, dtype=np.uint8),
     )
 
-    mmr_select(matrix, scores, k, 0.5)
+    K.mmr_select(matrix, scores, k, 0.5)
     rows = np.arange(n, dtype=np.int64)
     starts = np.array([0, n], dtype=np.int64)
-    bm25_sparse(rows, scores, starts, np.ones(1), scores, 1.0, 1.2, 0.75, np.zeros(n, np.float32))
-    maxsim(matrix, matrix, np.array([0, 2, 4], dtype=np.int64))
-    maxsim(matrix, (matrix * 127).astype(np.int8), np.array([0, 2, 4], dtype=np.int64))
+    K.bm25_sparse(rows, scores, starts, np.ones(1), scores, 1.0, 1.2, 0.75, np.zeros(n, np.float32))
+    K.maxsim(matrix, matrix, np.array([0, 2, 4], dtype=np.int64))
+    K.maxsim(matrix, (matrix * 127).astype(np.int8), np.array([0, 2, 4], dtype=np.int64))
     return time.perf_counter() - start

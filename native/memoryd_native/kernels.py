@@ -214,6 +214,15 @@ def _count_nonzero(mask: Mask) -> int:
     return count
 
 
+@numba.njit(cache=True, nogil=True)
+def _new_heap(mask: Mask, k: int) -> tuple[F32, I64]:
+    """Empty (scores, rows) of a top-k over the rows ``mask`` allows: min(k, allowed) slots."""
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    m = min(k, _count_nonzero(mask))
+    return np.empty(m, dtype=np.float32), np.empty(m, dtype=np.int64)
+
+
 # --- 1. exact top-k ----------------------------------------------------------------------
 
 
@@ -229,16 +238,12 @@ def topk_dot(matrix: F32, query: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     One pass over the matrix with a size-m heap: O(n*d + n*log m) time, O(m) memory.
     """
     n = matrix.shape[0]
-    if k < 0:
-        raise ValueError("k must be >= 0")
     if query.shape[0] != matrix.shape[1]:
         raise ValueError("query length differs from the matrix's row length")
     if mask.shape[0] != n:
         raise ValueError("mask length differs from the number of matrix rows")
-    m = min(k, _count_nonzero(mask))
-    heap_s = np.empty(m, dtype=np.float32)
-    heap_i = np.empty(m, dtype=np.int64)
-    if m == 0:
+    heap_s, heap_i = _new_heap(mask, k)
+    if heap_s.shape[0] == 0:
         return heap_i, heap_s
     size = 0
     for i in range(n):
@@ -290,17 +295,14 @@ def topk_dot_q8(
     """
     n = matrix.shape[0]
     d = matrix.shape[1]
-    if k < 0:
-        raise ValueError("k must be >= 0")
     if query.shape[0] != d:
         raise ValueError("query length differs from the matrix's row length")
     if mask.shape[0] != n or codes.shape[0] != n or scales.shape[0] != n or l1.shape[0] != n:
         raise ValueError("mask, codes, scales and l1 must have one entry per matrix row")
     if codes.shape[1] != d:
         raise ValueError("codes differ in row length from the matrix")
-    m = min(k, _count_nonzero(mask))
-    heap_s = np.empty(m, dtype=np.float32)
-    heap_i = np.empty(m, dtype=np.int64)
+    heap_s, heap_i = _new_heap(mask, k)
+    m = heap_s.shape[0]
     if m == 0:
         return heap_i, heap_s
     peak = 0.0
@@ -353,14 +355,10 @@ def topk_scores(scores: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     score descending, equal scores by lower index (the same rule as ``topk_dot``).
     """
     n = scores.shape[0]
-    if k < 0:
-        raise ValueError("k must be >= 0")
     if mask.shape[0] != n:
         raise ValueError("mask length differs from the number of scores")
-    m = min(k, _count_nonzero(mask))
-    heap_s = np.empty(m, dtype=np.float32)
-    heap_i = np.empty(m, dtype=np.int64)
-    if m == 0:
+    heap_s, heap_i = _new_heap(mask, k)
+    if heap_s.shape[0] == 0:
         return heap_i, heap_s
     size = 0
     for i in range(n):

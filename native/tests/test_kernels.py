@@ -20,9 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-from memoryd.native import kernels, reference
-from memoryd.native.kernels import (
+from memoryd_native import kernels, reference
+from memoryd_native.kernels import (
     FUSION_PRESCORED,
     FUSION_RRF,
     FUSION_WEIGHTED,
@@ -31,7 +30,7 @@ from memoryd.native.kernels import (
     make_params,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+NATIVE_ROOT = Path(__file__).resolve().parents[1]  # native/: the package, importable alone
 FAST = settings(max_examples=100, deadline=None)
 
 
@@ -488,7 +487,7 @@ def test_maxsim_by_hand(impl: Any) -> None:
 _PRODUCTION_CALLS = """
 import json
 import numpy as np
-from memoryd.native import kernels as K, warm_up
+from memoryd_native import kernels as K, warm_up
 
 assert warm_up() >= 0.0
 names = ["topk_dot", "topk_scores", "fuse_and_boost", "mmr_select", "maxsim"]
@@ -516,13 +515,13 @@ print(json.dumps([name for name in names if len(getattr(K, name).signatures) != 
 
 def test_warm_up_compiles_every_signature_production_uses() -> None:
     # A fresh process, so that signatures compiled by the other tests cannot hide a gap.
-    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
+    env = os.environ | {"PYTHONPATH": str(NATIVE_ROOT)}
     result = subprocess.run(
         [sys.executable, "-c", _PRODUCTION_CALLS],
         capture_output=True,
         text=True,
         env=env,
-        cwd=REPO_ROOT,
+        cwd=NATIVE_ROOT,
         timeout=120,
         check=True,
     )

@@ -5,7 +5,7 @@ SERVING, so that no request pays for JIT compilation. Formulas and conventions a
 documented in ``kernels``.
 """
 
-from memoryd.native.kernels import (
+from memoryd_native.kernels import (
     FUSION_PRESCORED,
     FUSION_RRF,
     FUSION_WEIGHTED,
@@ -27,7 +27,7 @@ from memoryd.native.kernels import (
     topk_dot_q8,
     topk_scores,
 )
-from memoryd.native.warmup import warm_up
+from memoryd_native.warmup import warm_up
 
 __all__ = [
     "FUSION_PRESCORED",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memoryd.native.kernels import (
+from memoryd_native.kernels import (
     F32,
     F64,
     FUSION_PRESCORED,
