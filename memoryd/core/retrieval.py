@@ -28,13 +28,6 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 import numpy as np
-
-from memoryd.core.errors import FailedPrecondition, InvalidArgument
-from memoryd.core.language import detect
-from memoryd.core.protocols import Embedder, MemoryReader, Reranker
-from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
-from memoryd.core.timewindow import resolve as resolve_time
-from memoryd.core.timewindow import zone
 from memoryd_native import (
     FUSION_PRESCORED,
     FUSION_RRF,
@@ -53,7 +46,7 @@ from memoryd_native import (
 
 from memoryd.core.errors import FailedPrecondition, InvalidArgument
 from memoryd.core.language import detect
-from memoryd.core.protocols import Embedder, MemoryStore, Reranker
+from memoryd.core.protocols import Embedder, MemoryReader, Reranker
 from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
 from memoryd.core.timewindow import resolve as resolve_time
 from memoryd.core.timewindow import zone

@@ -44,7 +44,6 @@ import numpy as np
 from memoryd_native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 
 from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory
-from memoryd_native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
 from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, idf
 
