@@ -670,7 +670,7 @@ type RecallRequest struct {
 	MinScore   float32                `protobuf:"fixed32,4,opt,name=min_score,json=minScore,proto3" json:"min_score,omitempty"`                    // results whose final score is below are dropped
 	Categories []Category             `protobuf:"varint,5,rep,packed,name=categories,proto3,enum=memoryd.v1.Category" json:"categories,omitempty"` // empty = all
 	Scopes     []string               `protobuf:"bytes,6,rep,name=scopes,proto3" json:"scopes,omitempty"`                                          // empty = every scope the agent may read
-	Options    *RecallOptions         `protobuf:"bytes,7,opt,name=options,proto3" json:"options,omitempty"`                                        // per-request overrides of the retrieval settings
+	Options    *RecallOptions         `protobuf:"bytes,7,opt,name=options,proto3" json:"options,omitempty"`                                        // per-request overrides of the [recall] settings
 	Explain    bool                   `protobuf:"varint,8,opt,name=explain,proto3" json:"explain,omitempty"`                                       // fill ScoredMemory.explain with each stage's score
 	// Results carry each memory's summary in text (text_is_summary = true) when the text is
 	// longer than its summary; true returns the full text.
@@ -683,7 +683,7 @@ type RecallRequest struct {
 	// week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
 	// неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
 	// (UTC unless configured). A resolved expression boosts the memories created in its
-	// window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+	// window (recall.time_boost); it never filters. StageScores shows what was resolved.
 	ReferenceTime         *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=reference_time,json=referenceTime,proto3" json:"reference_time,omitempty"`
 	Timezone              string                 `protobuf:"bytes,13,opt,name=timezone,proto3" json:"timezone,omitempty"`
 	IgnoreTimeExpressions bool                   `protobuf:"varint,14,opt,name=ignore_time_expressions,json=ignoreTimeExpressions,proto3" json:"ignore_time_expressions,omitempty"` // true: the query's words are only words
@@ -819,7 +819,7 @@ func (x *RecallRequest) GetIgnoreTimeExpressions() bool {
 	return false
 }
 
-// Every field is optional: unset = the daemon's setting (see the README's [retrieval]).
+// Every field is optional: unset = the daemon's setting (see the README's [recall]).
 type RecallOptions struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	Fusion              FusionMode             `protobuf:"varint,1,opt,name=fusion,proto3,enum=memoryd.v1.FusionMode" json:"fusion,omitempty"`
@@ -1018,7 +1018,7 @@ type StageScores struct {
 	Reranker        string                 `protobuf:"bytes,13,opt,name=reranker,proto3" json:"reranker,omitempty"`                           // which reranker ran ("" = none; "fallback:<why>" if it failed)
 	// The query: the language it was analysed in, and the share of the vector weight (and of
 	// a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-	// that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+	// that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
 	QueryLanguage string  `protobuf:"bytes,14,opt,name=query_language,json=queryLanguage,proto3" json:"query_language,omitempty"`
 	DenseTrust    float32 `protobuf:"fixed32,15,opt,name=dense_trust,json=denseTrust,proto3" json:"dense_trust,omitempty"`
 	// A time expression found in the query ("" = none) and the window it resolved to

@@ -119,7 +119,7 @@ pub struct RecallRequest {
     /// empty = every scope the agent may read
     #[prost(string, repeated, tag = "6")]
     pub scopes: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
-    /// per-request overrides of the retrieval settings
+    /// per-request overrides of the \[recall\] settings
     #[prost(message, optional, tag = "7")]
     pub options: ::core::option::Option<RecallOptions>,
     /// fill ScoredMemory.explain with each stage's score
@@ -139,7 +139,7 @@ pub struct RecallRequest {
     /// week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
     /// неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
     /// (UTC unless configured). A resolved expression boosts the memories created in its
-    /// window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+    /// window (recall.time_boost); it never filters. StageScores shows what was resolved.
     #[prost(message, optional, tag = "12")]
     pub reference_time: ::core::option::Option<::prost_types::Timestamp>,
     #[prost(string, tag = "13")]
@@ -148,7 +148,7 @@ pub struct RecallRequest {
     #[prost(bool, tag = "14")]
     pub ignore_time_expressions: bool,
 }
-/// Every field is optional: unset = the daemon's setting (see the README's \[retrieval\]).
+/// Every field is optional: unset = the daemon's setting (see the README's \[recall\]).
 #[derive(Clone, Copy, PartialEq, ::prost::Message)]
 pub struct RecallOptions {
     #[prost(enumeration = "FusionMode", tag = "1")]
@@ -231,7 +231,7 @@ pub struct StageScores {
     pub reranker: ::prost::alloc::string::String,
     /// The query: the language it was analysed in, and the share of the vector weight (and of
     /// a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-    /// that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+    /// that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
     #[prost(string, tag = "14")]
     pub query_language: ::prost::alloc::string::String,
     #[prost(float, tag = "15")]

@@ -423,7 +423,7 @@ class RecallRequest(_message.Message):
 
     @_builtins.property
     def options(self) -> Global___RecallOptions:
-        """per-request overrides of the retrieval settings"""
+        """per-request overrides of the [recall] settings"""
 
     @_builtins.property
     def created_after(self) -> _timestamp_pb2.Timestamp:
@@ -439,7 +439,7 @@ class RecallRequest(_message.Message):
         week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
         неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
         (UTC unless configured). A resolved expression boosts the memories created in its
-        window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+        window (recall.time_boost); it never filters. StageScores shows what was resolved.
         """
 
     def __init__(
@@ -470,7 +470,7 @@ Global___RecallRequest: _TypeAlias = RecallRequest  # noqa: Y015
 
 @_typing.final
 class RecallOptions(_message.Message):
-    """Every field is optional: unset = the daemon's setting (see the README's [retrieval])."""
+    """Every field is optional: unset = the daemon's setting (see the README's [recall])."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -654,7 +654,7 @@ class StageScores(_message.Message):
     query_language: _builtins.str
     """The query: the language it was analysed in, and the share of the vector weight (and of
     a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-    that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+    that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
     """
     dense_trust: _builtins.float
     time_expression: _builtins.str

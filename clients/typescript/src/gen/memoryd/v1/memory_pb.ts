@@ -302,7 +302,7 @@ export type RecallRequest = Message<"memoryd.v1.RecallRequest"> & {
   scopes: string[];
 
   /**
-   * per-request overrides of the retrieval settings
+   * per-request overrides of the [recall] settings
    *
    * @generated from field: memoryd.v1.RecallOptions options = 7;
    */
@@ -341,7 +341,7 @@ export type RecallRequest = Message<"memoryd.v1.RecallRequest"> & {
    * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
    * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
    * (UTC unless configured). A resolved expression boosts the memories created in its
-   * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+   * window (recall.time_boost); it never filters. StageScores shows what was resolved.
    *
    * @generated from field: google.protobuf.Timestamp reference_time = 12;
    */
@@ -368,7 +368,7 @@ export const RecallRequestSchema: GenMessage<RecallRequest> = /*@__PURE__*/
   messageDesc(file_memoryd_v1_memory, 3);
 
 /**
- * Every field is optional: unset = the daemon's setting (see the README's [retrieval]).
+ * Every field is optional: unset = the daemon's setting (see the README's [recall]).
  *
  * @generated from message memoryd.v1.RecallOptions
  */
@@ -569,7 +569,7 @@ export type StageScores = Message<"memoryd.v1.StageScores"> & {
   /**
    * The query: the language it was analysed in, and the share of the vector weight (and of
    * a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-   * that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+   * that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
    *
    * @generated from field: string query_language = 14;
    */

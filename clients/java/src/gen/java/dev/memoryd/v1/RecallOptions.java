@@ -7,7 +7,7 @@ package dev.memoryd.v1;
 
 /**
  * <pre>
- * Every field is optional: unset = the daemon's setting (see the README's [retrieval]).
+ * Every field is optional: unset = the daemon's setting (see the README's [recall]).
  * </pre>
  *
  * Protobuf type {@code memoryd.v1.RecallOptions}
@@ -893,7 +893,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Every field is optional: unset = the daemon's setting (see the README's [retrieval]).
+   * Every field is optional: unset = the daemon's setting (see the README's [recall]).
    * </pre>
    *
    * Protobuf type {@code memoryd.v1.RecallOptions}

@@ -294,7 +294,7 @@ private static final long serialVersionUID = 0L;
   private dev.memoryd.v1.RecallOptions options_;
   /**
    * <pre>
-   * per-request overrides of the retrieval settings
+   * per-request overrides of the [recall] settings
    * </pre>
    *
    * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -306,7 +306,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * per-request overrides of the retrieval settings
+   * per-request overrides of the [recall] settings
    * </pre>
    *
    * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -318,7 +318,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * per-request overrides of the retrieval settings
+   * per-request overrides of the [recall] settings
    * </pre>
    *
    * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -434,7 +434,7 @@ private static final long serialVersionUID = 0L;
    * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
    * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
    * (UTC unless configured). A resolved expression boosts the memories created in its
-   * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+   * window (recall.time_boost); it never filters. StageScores shows what was resolved.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -450,7 +450,7 @@ private static final long serialVersionUID = 0L;
    * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
    * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
    * (UTC unless configured). A resolved expression boosts the memories created in its
-   * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+   * window (recall.time_boost); it never filters. StageScores shows what was resolved.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -466,7 +466,7 @@ private static final long serialVersionUID = 0L;
    * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
    * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
    * (UTC unless configured). A resolved expression boosts the memories created in its
-   * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+   * window (recall.time_boost); it never filters. StageScores shows what was resolved.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -1815,7 +1815,7 @@ private static final long serialVersionUID = 0L;
         dev.memoryd.v1.RecallOptions, dev.memoryd.v1.RecallOptions.Builder, dev.memoryd.v1.RecallOptionsOrBuilder> optionsBuilder_;
     /**
      * <pre>
-     * per-request overrides of the retrieval settings
+     * per-request overrides of the [recall] settings
      * </pre>
      *
      * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -1826,7 +1826,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * per-request overrides of the retrieval settings
+     * per-request overrides of the [recall] settings
      * </pre>
      *
      * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -1841,7 +1841,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * per-request overrides of the retrieval settings
+     * per-request overrides of the [recall] settings
      * </pre>
      *
      * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -1861,7 +1861,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * per-request overrides of the retrieval settings
+     * per-request overrides of the [recall] settings
      * </pre>
      *
      * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -1879,7 +1879,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * per-request overrides of the retrieval settings
+     * per-request overrides of the [recall] settings
      * </pre>
      *
      * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -1904,7 +1904,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * per-request overrides of the retrieval settings
+     * per-request overrides of the [recall] settings
      * </pre>
      *
      * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -1921,7 +1921,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * per-request overrides of the retrieval settings
+     * per-request overrides of the [recall] settings
      * </pre>
      *
      * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -1933,7 +1933,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * per-request overrides of the retrieval settings
+     * per-request overrides of the [recall] settings
      * </pre>
      *
      * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -1948,7 +1948,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * per-request overrides of the retrieval settings
+     * per-request overrides of the [recall] settings
      * </pre>
      *
      * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -2354,7 +2354,7 @@ private static final long serialVersionUID = 0L;
      * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
      * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
      * (UTC unless configured). A resolved expression boosts the memories created in its
-     * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+     * window (recall.time_boost); it never filters. StageScores shows what was resolved.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -2369,7 +2369,7 @@ private static final long serialVersionUID = 0L;
      * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
      * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
      * (UTC unless configured). A resolved expression boosts the memories created in its
-     * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+     * window (recall.time_boost); it never filters. StageScores shows what was resolved.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -2388,7 +2388,7 @@ private static final long serialVersionUID = 0L;
      * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
      * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
      * (UTC unless configured). A resolved expression boosts the memories created in its
-     * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+     * window (recall.time_boost); it never filters. StageScores shows what was resolved.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -2412,7 +2412,7 @@ private static final long serialVersionUID = 0L;
      * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
      * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
      * (UTC unless configured). A resolved expression boosts the memories created in its
-     * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+     * window (recall.time_boost); it never filters. StageScores shows what was resolved.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -2434,7 +2434,7 @@ private static final long serialVersionUID = 0L;
      * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
      * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
      * (UTC unless configured). A resolved expression boosts the memories created in its
-     * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+     * window (recall.time_boost); it never filters. StageScores shows what was resolved.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -2463,7 +2463,7 @@ private static final long serialVersionUID = 0L;
      * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
      * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
      * (UTC unless configured). A resolved expression boosts the memories created in its
-     * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+     * window (recall.time_boost); it never filters. StageScores shows what was resolved.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -2484,7 +2484,7 @@ private static final long serialVersionUID = 0L;
      * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
      * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
      * (UTC unless configured). A resolved expression boosts the memories created in its
-     * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+     * window (recall.time_boost); it never filters. StageScores shows what was resolved.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -2500,7 +2500,7 @@ private static final long serialVersionUID = 0L;
      * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
      * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
      * (UTC unless configured). A resolved expression boosts the memories created in its
-     * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+     * window (recall.time_boost); it never filters. StageScores shows what was resolved.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -2519,7 +2519,7 @@ private static final long serialVersionUID = 0L;
      * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
      * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
      * (UTC unless configured). A resolved expression boosts the memories created in its
-     * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+     * window (recall.time_boost); it never filters. StageScores shows what was resolved.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp reference_time = 12;</code>

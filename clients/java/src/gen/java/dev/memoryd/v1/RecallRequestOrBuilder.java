@@ -146,7 +146,7 @@ public interface RecallRequestOrBuilder extends
 
   /**
    * <pre>
-   * per-request overrides of the retrieval settings
+   * per-request overrides of the [recall] settings
    * </pre>
    *
    * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -155,7 +155,7 @@ public interface RecallRequestOrBuilder extends
   boolean hasOptions();
   /**
    * <pre>
-   * per-request overrides of the retrieval settings
+   * per-request overrides of the [recall] settings
    * </pre>
    *
    * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -164,7 +164,7 @@ public interface RecallRequestOrBuilder extends
   dev.memoryd.v1.RecallOptions getOptions();
   /**
    * <pre>
-   * per-request overrides of the retrieval settings
+   * per-request overrides of the [recall] settings
    * </pre>
    *
    * <code>.memoryd.v1.RecallOptions options = 7;</code>
@@ -243,7 +243,7 @@ public interface RecallRequestOrBuilder extends
    * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
    * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
    * (UTC unless configured). A resolved expression boosts the memories created in its
-   * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+   * window (recall.time_boost); it never filters. StageScores shows what was resolved.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -256,7 +256,7 @@ public interface RecallRequestOrBuilder extends
    * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
    * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
    * (UTC unless configured). A resolved expression boosts the memories created in its
-   * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+   * window (recall.time_boost); it never filters. StageScores shows what was resolved.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp reference_time = 12;</code>
@@ -269,7 +269,7 @@ public interface RecallRequestOrBuilder extends
    * week", "in March", "letzte Woche", "上周", "先週", "la semana pasada", "на прошлой
    * неделе") are resolved against. Defaults: options.as_of, else now; recall.timezone
    * (UTC unless configured). A resolved expression boosts the memories created in its
-   * window (retrieval.time_boost); it never filters. StageScores shows what was resolved.
+   * window (recall.time_boost); it never filters. StageScores shows what was resolved.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp reference_time = 12;</code>

@@ -261,7 +261,7 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * The query: the language it was analysed in, and the share of the vector weight (and of
    * a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-   * that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+   * that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
    * </pre>
    *
    * <code>string query_language = 14;</code>
@@ -284,7 +284,7 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * The query: the language it was analysed in, and the share of the vector weight (and of
    * a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-   * that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+   * that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
    * </pre>
    *
    * <code>string query_language = 14;</code>
@@ -1754,7 +1754,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The query: the language it was analysed in, and the share of the vector weight (and of
      * a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-     * that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+     * that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
      * </pre>
      *
      * <code>string query_language = 14;</code>
@@ -1776,7 +1776,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The query: the language it was analysed in, and the share of the vector weight (and of
      * a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-     * that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+     * that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
      * </pre>
      *
      * <code>string query_language = 14;</code>
@@ -1799,7 +1799,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The query: the language it was analysed in, and the share of the vector weight (and of
      * a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-     * that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+     * that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
      * </pre>
      *
      * <code>string query_language = 14;</code>
@@ -1818,7 +1818,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The query: the language it was analysed in, and the share of the vector weight (and of
      * a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-     * that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+     * that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
      * </pre>
      *
      * <code>string query_language = 14;</code>
@@ -1834,7 +1834,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The query: the language it was analysed in, and the share of the vector weight (and of
      * a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-     * that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+     * that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
      * </pre>
      *
      * <code>string query_language = 14;</code>

@@ -130,7 +130,7 @@ public interface StageScoresOrBuilder extends
    * <pre>
    * The query: the language it was analysed in, and the share of the vector weight (and of
    * a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-   * that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+   * that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
    * </pre>
    *
    * <code>string query_language = 14;</code>
@@ -141,7 +141,7 @@ public interface StageScoresOrBuilder extends
    * <pre>
    * The query: the language it was analysed in, and the share of the vector weight (and of
    * a model reranker's weight) kept for it: below 1 when the embedder was not trained on
-   * that language (retrieval.foreign_dense_trust), 1 when the lexical leg found nothing.
+   * that language (recall.foreign_dense_trust), 1 when the lexical leg found nothing.
    * </pre>
    *
    * <code>string query_language = 14;</code>
