@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import urllib.request
 
 import pytest
@@ -30,7 +31,16 @@ def test_metrics_count_rpcs_codes_stages_and_sizes(daemon, client, new_agent) ->
     client.recall(a, "blue whale")
     with pytest.raises(MemorydError):
         client.store(a, "")
+    # A call's counters are written as its handler returns, which may be just after the
+    # client has its answer: scrape until the refused Store shows (or 10 s pass).
+    deadline = time.monotonic() + 10
     after = scrape(daemon)
+    while (
+        value(after, "memoryd_rpc_total", method="Store", code="INVALID_ARGUMENT") < 1
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+        after = scrape(daemon)
     assert (
         value(after, "memoryd_rpc_total", method="Store", code="OK")
         == value(before, "memoryd_rpc_total", method="Store", code="OK") + 1
