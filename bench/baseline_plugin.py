@@ -69,8 +69,8 @@ LOAD_HEADERS = (
 
 def daemon_rows(daemon: harness.Daemon, agent: str, ids: set[str]) -> pa.Table:
     """The acknowledged rows of ``agent``, vectors included, from the daemon's table."""
-    uri = os.environ.get("MEMORYD_LANCEDB__URI") or str(daemon.data_dir / "lancedb")
-    name = os.environ.get("MEMORYD_LANCEDB__TABLE", "memories")
+    uri = os.environ.get("MEMORYD_STORAGE__URI") or str(daemon.data_dir / "lancedb")
+    name = os.environ.get("MEMORYD_STORAGE__TABLE", "memories")
     table = lancedb.connect(uri).open_table(name)
     data = table.to_arrow().select(["id", "agent_id", "text", "vector"])
     keep = np.array([i in ids for i in data.column("id").to_pylist()])

@@ -38,7 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.insecure:
         overrides["server"] = {"insecure": True}
     if args.open_last_good:
-        overrides["lancedb"] = {"open_last_good": True}
+        overrides["storage"] = {"open_last_good": True}
     try:
         settings = load_settings(args.config, overrides)
     except (ConfigError, DataCorrupt) as e:

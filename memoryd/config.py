@@ -49,7 +49,7 @@ log = logging.getLogger("memoryd.config")
 
 # Sections that were renamed: old name -> new name. The old names are still read, from a
 # file and from MEMORYD_* variables, with one warning per key naming its new spelling.
-RENAMED_SECTIONS = {"storage": "lancedb", "retrieval": "recall"}
+RENAMED_SECTIONS = {"retrieval": "recall"}
 
 
 def default_data_dir() -> Path:
@@ -73,8 +73,9 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class LanceDbSection(_Section):
-    """Where and how LanceDB keeps the memories table (formerly [storage], still read)."""
+class StorageSection(_Section):
+    """Where and how the memories are kept: the LanceDB table. ([store] is about what a
+    Store accepts; this one about where it goes.)"""
 
     uri: str = Field(
         "",
@@ -534,7 +535,7 @@ class Settings(BaseSettings):
     )
     auth: AuthSection = Field(default_factory=AuthSection)
     limits: LimitsSection = Field(default_factory=LimitsSection)
-    lancedb: LanceDbSection = Field(default_factory=LanceDbSection)
+    storage: StorageSection = Field(default_factory=StorageSection)
     embedder: EmbedderSection = Field(default_factory=EmbedderSection)
     store: StoreSection = Field(default_factory=StoreSection)
     recall: RecallSection = Field(default_factory=RecallSection)
@@ -574,7 +575,7 @@ class Settings(BaseSettings):
 
     @property
     def storage_uri(self) -> str:
-        return self.lancedb.uri or str(self.data_dir / "lancedb")
+        return self.storage.uri or str(self.data_dir / "lancedb")
 
 
 def load_settings(
@@ -654,18 +655,17 @@ def _renamed(
 
 
 class _OldSectionNames(BaseSettings):
-    """The renamed sections under their old names, for reading MEMORYD_STORAGE__* etc."""
+    """The renamed sections under their old names, for reading MEMORYD_RETRIEVAL__* etc."""
 
     model_config = SettingsConfigDict(
         env_prefix="MEMORYD_", env_nested_delimiter="__", extra="ignore"
     )
-    storage: LanceDbSection | None = None
     retrieval: RecallSection | None = None
 
 
 class _RenamedEnvSource(PydanticBaseSettingsSource):
-    """``MEMORYD_STORAGE__URI`` read as ``MEMORYD_LANCEDB__URI`` (and so on), below the
-    new spellings."""
+    """``MEMORYD_RETRIEVAL__FUSION`` read as ``MEMORYD_RECALL__FUSION`` (and so on), below
+    the new spellings."""
 
     def __init__(self, settings_cls: type[BaseSettings]):
         super().__init__(settings_cls)

@@ -29,7 +29,7 @@ BATCH = 256
 
 def reembed(settings: Settings, source: Path, target: Path) -> int:
     """Copy the store under ``source`` into ``target``; returns how many memories."""
-    table = settings.lancedb.table
+    table = settings.storage.table
     identity = store_identity(str(source / "lancedb"), table)
     if identity is None:
         raise ConfigError(f"no memoryd store at {source}")
@@ -53,7 +53,7 @@ def restore(settings: Settings, backup: Path, target: Path) -> int:
 def _write_new_store(settings: Settings, target: Path, memories: list[Memory]) -> int:
     r = settings.recall
     token_vectors = r.token_vectors or r.rerank == "late-interaction"
-    table = settings.lancedb.table
+    table = settings.storage.table
     new_uri = str(target / "lancedb")
     if store_identity(new_uri, table) is not None:
         raise ConfigError(f"{target} already holds a store; write into an empty data dir")

@@ -435,14 +435,14 @@ class Daemon:
         t1 = time.perf_counter()
         durable = LanceStore(
             s.storage_uri,
-            table=s.lancedb.table,
+            table=s.storage.table,
             model_name=embedder.model_name,
             dim=embedder.dim,
-            storage_options=dict(s.lancedb.storage_options),
-            max_batch=s.lancedb.max_batch,
-            compact_every=s.lancedb.compact_every_writes,
-            cache_bytes=s.lancedb.cache_mib << 20,
-            open_last_good=s.lancedb.open_last_good,
+            storage_options=dict(s.storage.storage_options),
+            max_batch=s.storage.max_batch,
+            compact_every=s.storage.compact_every_writes,
+            cache_bytes=s.storage.cache_mib << 20,
+            open_last_good=s.storage.open_last_good,
         )
         try:
             analyzer = Analyzer(s.recall.analyzer_language)

@@ -24,7 +24,7 @@ _U64_MAX = 2**64 - 1
 _RUST_SOURCE = re.compile(r",\s*/\S+\.rs:\d+:\d+")
 
 HOW_TO_GO_ON = (
-    "To go on, either start once with --open-last-good (setting lancedb.open_last_good): "
+    "To go on, either start once with --open-last-good (setting storage.open_last_good): "
     "memoryd then opens the newest version of the table whose files all read, moving an "
     "unreadable newest manifest aside, and the writes after that version are lost; or "
     "restore a backup into a new data dir (memoryd restore --data-dir NEW BACKUP) and "

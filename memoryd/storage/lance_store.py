@@ -394,7 +394,7 @@ class LanceStore:
             raise ConfigError(
                 f"the store at {self.uri} was made with embedding model {model!r} ({dim}-d); "
                 f"this daemon embeds with {self.model_name!r} ({self.dim}-d). Point "
-                "--data-dir (or lancedb.uri) at another location, configure the model "
+                "--data-dir (or storage.uri) at another location, configure the model "
                 "the store was made with, or copy the store into one of this model with "
                 "`memoryd reembed --from OLD_DIR --to NEW_DIR` (daemon stopped)."
             )
@@ -415,7 +415,7 @@ class LanceStore:
                 f"the store's directory {d} is not writable (read-only mount, or owned by "
                 "another user): fix its ownership or permissions so the user running "
                 "memoryd can write there, remount it read-write, or point --data-dir "
-                "(lancedb.uri) elsewhere"
+                "(storage.uri) elsewhere"
             )
 
     def _table_dir(self, name: str) -> Path | None:

@@ -145,15 +145,15 @@ def test_serve_refuses_invalid_settings_naming_the_field(memoryd_cli, tmp_path):
 
 def test_serve_reads_old_section_names_and_still_refuses_unknown_keys(memoryd_cli, tmp_path):
     config = tmp_path / "old.toml"
-    config.write_text('[storage]\ntable = "mine"\ntabel = "typo"\n', encoding="utf-8")
+    config.write_text('[retrieval]\nrrf_k = 30\n[storage]\ntabel = "typo"\n', encoding="utf-8")
     result = memoryd_cli(
         "serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "data"),
         "--config", str(config),
     )  # fmt: skip
     assert result.returncode == 2
     warnings = [line for line in result.stderr.splitlines() if "is now" in line]
-    assert len(warnings) == 2 and "storage.table is now lancedb.table" in warnings[0]
-    assert "setting lancedb.tabel: Extra inputs are not permitted" in result.stderr
+    assert len(warnings) == 1 and "retrieval.rrf_k is now recall.rrf_k" in warnings[0]
+    assert "setting storage.tabel: Extra inputs are not permitted" in result.stderr
     assert "Traceback" not in result.stderr and "serving on" not in result.stdout
 
 

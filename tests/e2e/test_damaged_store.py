@@ -1,6 +1,6 @@
 """A damaged or read-only store at start, damaged for real on disk: ``memoryd serve`` names
 the file or directory and what to do, exits 2 without a traceback, and with
-``--open-last-good`` (lancedb.open_last_good) opens the newest version that reads whole."""
+``--open-last-good`` (storage.open_last_good) opens the newest version that reads whole."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_an_empty_newest_manifest_is_named_and_the_version_before_opens(three_co
 
     _refused(_serve(memoryd_cli, daemon), str(newest), "empty", "--open-last-good", "restore")
 
-    daemon.env = {"MEMORYD_LANCEDB__OPEN_LAST_GOOD": "true"}
+    daemon.env = {"MEMORYD_STORAGE__OPEN_LAST_GOOD": "true"}
     daemon.start()
     assert _listed(daemon, agent) == set(ids[:2])  # the third commit's version is lost
     assert not newest.exists()
@@ -85,7 +85,7 @@ def test_a_fragment_cut_short_is_named_and_the_last_good_version_opens(three_com
 
     _refused(_serve(memoryd_cli, daemon), str(newest), "cut short", "--open-last-good", "restore")
 
-    daemon.env = {"MEMORYD_LANCEDB__OPEN_LAST_GOOD": "true"}
+    daemon.env = {"MEMORYD_STORAGE__OPEN_LAST_GOOD": "true"}
     daemon.start()
     assert _listed(daemon, agent) == set(ids[:2])  # rolled back past the third Store
     with MemoryClient(daemon.address, timeout=60.0, retries=0) as client:

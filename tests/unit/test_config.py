@@ -116,7 +116,7 @@ def test_vault_settings_never_stop_the_daemon(monkeypatch: pytest.MonkeyPatch) -
     assert s.listen == "127.0.0.1:50051"
 
 
-def test_renamed_sections_still_read_from_a_file_with_a_warning(
+def test_the_retrieval_section_is_still_read_from_a_file_as_recall_with_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.delenv("MEMORYD_CONFIG", raising=False)
@@ -126,26 +126,25 @@ def test_renamed_sections_still_read_from_a_file_with_a_warning(
     )
     with caplog.at_level(logging.WARNING, logger="memoryd.config"):
         s = load_settings(old)
-    assert (s.lancedb.table, s.recall.rrf_k, s.recall.default_limit) == ("mine", 30.0, 7)
+    assert (s.storage.table, s.recall.rrf_k, s.recall.default_limit) == ("mine", 30.0, 7)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 2
-    assert "storage.table is now lancedb.table" in warnings[0]
-    assert "retrieval.rrf_k is now recall.rrf_k" in warnings[1]
+    assert len(warnings) == 1
+    assert "retrieval.rrf_k is now recall.rrf_k" in warnings[0]
 
     caplog.clear()
     new = tmp_path / "new.toml"
-    new.write_text('[lancedb]\ntable = "mine"\n[recall]\nrrf_k = 30\ndefault_limit = 7\n')
+    new.write_text('[storage]\ntable = "mine"\n[recall]\nrrf_k = 30\ndefault_limit = 7\n')
     with caplog.at_level(logging.WARNING, logger="memoryd.config"):
         assert load_settings(new).model_dump() == s.model_dump()
     assert not caplog.records
 
     both = tmp_path / "both.toml"  # the new spelling wins over the old one
-    both.write_text('[storage]\ntable = "old"\ncache_mib = 8\n[lancedb]\ntable = "new"\n')
+    both.write_text("[retrieval]\nrrf_k = 10\nbm25_scale = 3\n[recall]\nrrf_k = 20\n")
     s = load_settings(both)
-    assert (s.lancedb.table, s.lancedb.cache_mib) == ("new", 8)
+    assert (s.recall.rrf_k, s.recall.bm25_scale) == (20.0, 3.0)
 
 
-def test_renamed_sections_still_read_from_the_environment(
+def test_the_retrieval_section_is_still_read_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.delenv("MEMORYD_CONFIG", raising=False)
@@ -153,18 +152,16 @@ def test_renamed_sections_still_read_from_the_environment(
     monkeypatch.setenv("MEMORYD_RETRIEVAL__FUSION", "rrf")
     with caplog.at_level(logging.WARNING, logger="memoryd.config"):
         s = load_settings()
-    assert (s.lancedb.cache_mib, s.recall.fusion) == (32, "rrf")
-    text = caplog.text
-    assert "MEMORYD_STORAGE__CACHE_MIB is now MEMORYD_LANCEDB__CACHE_MIB" in text
-    assert "MEMORYD_RETRIEVAL__FUSION is now MEMORYD_RECALL__FUSION" in text
+    assert (s.storage.cache_mib, s.recall.fusion) == (32, "rrf")
+    assert "MEMORYD_RETRIEVAL__FUSION is now MEMORYD_RECALL__FUSION" in caplog.text
+    assert "STORAGE" not in caplog.text  # [storage] is a current name
 
-    monkeypatch.setenv("MEMORYD_LANCEDB__CACHE_MIB", "16")  # the new spelling wins
-    assert load_settings().lancedb.cache_mib == 16
-    monkeypatch.delenv("MEMORYD_STORAGE__CACHE_MIB")
+    monkeypatch.setenv("MEMORYD_RECALL__FUSION", "bm25")  # the new spelling wins
+    assert load_settings().recall.fusion == "bm25"
     monkeypatch.delenv("MEMORYD_RETRIEVAL__FUSION")
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="memoryd.config"):
-        assert load_settings().lancedb.cache_mib == 16
+        assert load_settings().recall.fusion == "bm25"
     assert not caplog.records
 
 
@@ -172,7 +169,7 @@ def test_an_unknown_key_stops_the_daemon_in_old_and_new_sections(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MEMORYD_CONFIG", raising=False)
-    for section, named in (("lancedb", "lancedb"), ("storage", "lancedb"), ("retrieval", "recall")):
+    for section, named in (("storage", "storage"), ("retrieval", "recall")):
         bad = tmp_path / f"{section}.toml"
         bad.write_text(f"[{section}]\ntabel = 5\n")
         with pytest.raises(ConfigError, match=rf"setting {named}\.tabel: Extra inputs"):
@@ -182,5 +179,5 @@ def test_an_unknown_key_stops_the_daemon_in_old_and_new_sections(
     with pytest.raises(ConfigError, match=r"setting retreival: Extra inputs"):
         load_settings(bad)
     monkeypatch.setenv("MEMORYD_STORAGE__CACHE_MIB", "0")
-    with pytest.raises(ConfigError, match=r"lancedb\.cache_mib"):
+    with pytest.raises(ConfigError, match=r"storage\.cache_mib"):
         load_settings()
