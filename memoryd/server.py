@@ -212,10 +212,6 @@ def build_text_model(settings: Settings) -> OpenAICompatibleModel | None:
     return OpenAICompatibleModel(llm.base_url, llm.model, api_key=key, timeout=llm.timeout_seconds)
 
 
-def _is_local(uri: str) -> bool:
-    return "://" not in uri or uri.startswith("file://")
-
-
 def is_loopback(listen: str) -> bool:
     """Whether HOST:PORT names only this machine (127.0.0.0/8, ::1, localhost)."""
     host = listen.rpartition(":")[0].strip("[]")
@@ -394,9 +390,8 @@ class Daemon:
         return port
 
     def _lock_data_dir(self) -> None:
-        uri = self.settings.storage_uri
-        if not _is_local(uri):
-            return
+        # Also with the store elsewhere (storage.uri = s3://...): the data dir keeps this
+        # daemon's own files (the conflict log, the review key, backups, the lock).
         data_dir = Path(self.settings.data_dir)
         if data_dir.exists() and not data_dir.is_dir():
             raise ConfigError(
