@@ -97,6 +97,10 @@ STATUS_OK = "ok"
 _NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded|os error (28|122)\b")
 
 
+# Lance's commit gave up rebasing onto commits made meanwhile (its retry budget spent).
+_CONCURRENT_WRITERS = re.compile(r"too many concurrent writers|commit conflict", re.IGNORECASE)
+
+
 def no_space(error: BaseException) -> bool:
     """Whether ``error`` says the disk (or the user's quota) is full."""
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -367,6 +371,7 @@ class LanceStore:
         self._rewrite_lock = threading.Lock()
         self._compact_due = threading.Event()
         self._compacting = False  # set by the writer when it asks, cleared by the compactor
+        self._retry_when_idle = False  # a compaction lost to concurrent appends: once idle
         self._compactor: threading.Thread | None = None
         self._stopping = False
         self.compactions = 0
@@ -804,7 +809,7 @@ class LanceStore:
         under sustained writes (then a delete or update may wait for it, which beats
         thousands of fragments slowing every later commit); and, when idle, once old
         versions are due to go (``_versions_due``)."""
-        due = self._commits_since_compact >= self.compact_every
+        due = self._commits_since_compact >= self.compact_every or self._retry_when_idle
         overdue = self._commits_since_compact >= self.compact_every * COMPACT_FORCE_FACTOR
         if self.fault is not None or self._compacting:
             return  # compaction needs room for a rewritten copy of the table
@@ -815,6 +820,7 @@ class LanceStore:
         ):
             return
         self._commits_since_compact = 0
+        self._retry_when_idle = False
         self._compacting = True
         self._compact_due.set()
 
@@ -853,6 +859,15 @@ class LanceStore:
             except Exception as e:  # compaction is an optimisation; never fail writes over it
                 if no_space(e):
                     log.warning("background compaction skipped: no space left on device")
+                elif _CONCURRENT_WRITERS.search(str(e)):
+                    # Appends kept committing while it ran (a bulk import): Lance gave up
+                    # rebasing the rewrite on them. Nothing is lost; it runs again once
+                    # writes pause.
+                    self._retry_when_idle = True
+                    log.warning(
+                        "background compaction postponed: Stores kept committing while it ran; "
+                        "it runs again once writes pause"
+                    )
                 else:
                     log.exception("background compaction failed")
             finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -389,3 +390,44 @@ async def test_a_trickle_of_stores_is_compacted_by_the_clock_not_after_each_one(
         assert store.compactions >= 1 and len(list(versions.glob("*.manifest"))) == 1
     finally:
         store.close()
+
+
+async def test_a_compaction_lost_to_concurrent_appends_is_a_warning_and_runs_again_when_idle(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """During a bulk import Lance may give up committing a compaction ('Too many
+    concurrent writers'): one WARNING line, no traceback, nothing lost, and the compaction
+    runs again once writes pause."""
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=3)
+    real = store._table.optimize
+    calls: list[str] = []
+
+    def optimize(**kw: object) -> object:
+        if not calls:
+            calls.append("lost")
+            raise RuntimeError(
+                "lance error: Too many concurrent writers. Attempted 11 times, but failed on "
+                "retry_timeout of 30.000 seconds."
+            )
+        calls.append("ran")
+        return real(**kw)
+
+    store._table.optimize = optimize
+    store.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="memoryd.storage.lance_store"):
+            for i in range(3):
+                await store.add([(mem(i), unit(i), None)])
+            for _ in range(100):  # the failed one, then idle: the retry
+                if calls == ["lost", "ran"]:
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        store.close()
+    assert calls == ["lost", "ran"]
+    assert store.compactions == 1
+    lines = [r for r in caplog.records if r.name == "memoryd.storage.lance_store"]
+    assert [r.levelno for r in lines] == [logging.WARNING]
+    assert "postponed" in lines[0].getMessage() and lines[0].exc_info is None
+    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+    assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(3))
