@@ -159,7 +159,7 @@ def _reembed_args(r: argparse.ArgumentParser) -> None:
         help="the built-in model to embed with (default: embedder.model, all-MiniLM-L6-v2)",
     )
     r.add_argument("--model-dir", type=Path, help="model.onnx + tokenizer.json (default built-in)")
-    r.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
+    r.add_argument("--config", type=Path, help="TOML settings ([embedder], [recall])")
     r.set_defaults(func=_reembed)
 
 
@@ -220,12 +220,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     kn.set_defaults(func=_keys_new)
 
-    _reembed_args(sub.add_parser("reembed", help="copy a store into a new one, another model"))
+    what = "copy a store into a new one, embedded with another model (daemon stopped)"
+    _reembed_args(sub.add_parser("reembed", help=what, description=what))
 
-    b = sub.add_parser("restore", help="load a backup file into an empty data dir")
+    what = "load a backup file into an empty data dir (re-embedding every text)"
+    b = sub.add_parser("restore", help=what, description=what)
     b.add_argument("backup", type=Path, help="memoryd-backup-*.jsonl.gz (or a ctl export file)")
     b.add_argument("--data-dir", type=Path, required=True, help="an empty data dir")
-    b.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
+    b.add_argument("--config", type=Path, help="TOML settings ([embedder], [recall])")
     b.set_defaults(func=_restore)
 
     sub.add_parser(
@@ -234,7 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     ctl_verbs = ctl.add_parser(sub)
-    _reembed_args(ctl_verbs.add_parser("reembed", help="the same as `memoryd reembed`"))
+    _reembed_args(
+        ctl_verbs.add_parser("reembed", help="the same as `memoryd reembed`", description=what)
+    )
 
     m = sub.add_parser("mcp", help="serve the memory tools to MCP hosts (stdio, or --http)")
     m.add_argument("--agent", help="the agent the tools act for (required with stdio)")

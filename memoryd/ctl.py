@@ -19,6 +19,7 @@ import argparse
 import base64
 import json
 import os
+import struct
 import sys
 import time
 from collections import Counter
@@ -80,8 +81,20 @@ def _value(f: Any, v: Any) -> Any:
     if f.enum_type is not None:
         known = f.enum_type.values_by_number.get(v)
         return known.name if known is not None else v
+    if f.type == f.TYPE_FLOAT:
+        return _shortest_float32(v)
     if isinstance(v, bytes):
         return base64.b64encode(v).decode()
+    return v
+
+
+def _shortest_float32(v: float) -> float:
+    """A ``float`` field as the shortest decimal that is the same float32: the 0.7 that was
+    stored prints as 0.7, not as its float64 widening 0.699999988079071."""
+    for digits in range(6, 10):
+        short = float(f"{v:.{digits}g}")
+        if struct.unpack("f", struct.pack("f", short))[0] == v:
+            return short
     return v
 
 
@@ -202,6 +215,11 @@ def _stats(c: Any, args: argparse.Namespace) -> int:
         [f"memories visible to {args.agent}: {s.total}"]
         + [f"  {k}: {v}" for k, v in sorted(s.by_scope.items())]
         + [f"model: {s.embedding_model} ({s.embedding_dim}-d), version {s.version}"]
+        + [
+            f"store: {s.store_rows} row{'' if s.store_rows == 1 else 's'}, "
+            f"index {s.index_bytes} bytes"
+            + (" (the whole daemon)" if args.daemon_wide else f" (the scopes {args.agent} reads)")
+        ]
     )
     emit(args, s, human)
     return EXIT_OK
@@ -393,10 +411,16 @@ def _doctor(c: Any, args: argparse.Namespace) -> int:
     try:
         s = c.stats(args.agent)
         checks.append(("model", s.embedding_dim > 0, f"{s.embedding_model} ({s.embedding_dim}-d)"))
-        checks.append(("store", True, f"{s.store_rows} memories, index {s.index_bytes} bytes"))
+        checks.append((
+            "store", True,
+            f"{s.total} {'memory' if s.total == 1 else 'memories'} visible to {args.agent}, "
+            f"index {s.index_bytes} bytes "
+            f"(storage {s.storage_status or 'ok'})",
+        ))  # fmt: skip
         checks.append(("version", True, s.version))
         hits = c.recall(args.agent, "memoryd doctor probe", limit=1)
-        checks.append(("recall", True, f"answered ({len(hits.results)} result)"))
+        n = len(hits.results)
+        checks.append(("recall", True, f"answered ({n} result{'' if n == 1 else 's'})"))
     except Exception as e:
         checks.append(("api", False, str(e)))
     ok = all(passed for _, passed, _ in checks)
@@ -602,10 +626,21 @@ def _unreachable(address: str, error: Any) -> CtlError | None:
             EXIT_UNREACHABLE,
         )
     return CtlError(
-        f"no memoryd answers at {address} ({error.message.splitlines()[0][:120]}); start "
+        f"no memoryd answers at {address} ({_connect_reason(error.message)}); start "
         "one with `./dev serve` or `memoryd serve`, or point --address (MEMORYD_ADDRESS) at it",
         EXIT_UNREACHABLE,
     )
+
+
+def _connect_reason(message: str) -> str:
+    """The cause at the end of gRPC core's chain ("failed to connect to all addresses; last
+    error: UNKNOWN: ipv4:127.0.0.1:1: Failed to connect to remote host: Connection refused"
+    says "Connection refused"), whole words only."""
+    first = message.splitlines()[0] if message else ""
+    reason = first.rpartition(": ")[2].strip() or first.strip()
+    if len(reason) > 120:
+        reason = reason[:120].rsplit(" ", 1)[0] + " ..."
+    return reason or "unreachable"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -45,7 +45,7 @@ def test_ctl_human_output_round_trip(ctl):
     assert again.startswith(f"duplicate: {memory_id} (an existing memory, score 1.00: {text})")
     got = ok(ctl("get", agent, memory_id))
     as_json = json.loads(ok(ctl("get", agent, memory_id, as_json=True)))
-    assert as_json["importance"] == pytest.approx(0.9)
+    assert as_json["importance"] == 0.9  # the float32 as typed, not 0.8999999761581421
     assert as_json["category"] == "CATEGORY_PREFERENCE"
     assert memory_id in got and f"[agent:{agent}]" in got and text in got
     recalled = ok(ctl("recall", agent, "tabs or spaces?"))
@@ -55,6 +55,11 @@ def test_ctl_human_output_round_trip(ctl):
     stats = ok(ctl("stats", agent))
     assert f"memories visible to {agent}: 1" in stats
     assert f"agent:{agent}: 1" in stats
+    assert "store: 1 row, index " in stats and f"(the scopes {agent} reads)" in stats
+    assert "(the whole daemon)" in ok(ctl("stats", agent, "--daemon-wide"))
+    doctor = ok(ctl("doctor", agent))
+    assert f"ok   store: 1 memory visible to {agent}, index " in doctor
+    assert "ok   recall: answered (1 result)" in doctor
 
     kept = ctl("forget", agent, "--query", "The user's shoe size")
     assert kept.returncode == 5 and "nothing deleted" in kept.stdout  # exit 5: nothing matched
@@ -128,6 +133,36 @@ def test_serve_refuses_a_data_dir_locked_by_a_running_daemon(memoryd_cli, ctl, r
     assert ok(ctl("store", agent, "Still here.")).startswith("created: ")
 
 
+def test_serve_on_a_port_in_use_says_so_in_one_line(memoryd_cli, tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = memoryd_cli(
+            "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "data")
+        )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"memoryd: listen: cannot bind 127.0.0.1:{port}: the port is in use (another memoryd?) "
+        "or the address is not one of this machine's; pick another with --listen HOST:PORT "
+        "(port 0 = any free port)"
+    ]
+    assert "serving on" not in result.stdout
+
+
+def test_serve_with_a_file_as_data_dir_says_so_in_one_line(memoryd_cli, tmp_path):
+    not_a_dir = tmp_path / "data"
+    not_a_dir.write_text("", encoding="utf-8")
+    result = memoryd_cli("serve", "--listen", "127.0.0.1:0", "--data-dir", str(not_a_dir))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"memoryd: data_dir {not_a_dir} is a file, not a directory: point --data-dir at a "
+        "directory (a missing one is created)"
+    ]
+
+
 def test_serve_refuses_invalid_settings_naming_the_field(memoryd_cli, tmp_path):
     result = memoryd_cli(
         "serve",
@@ -165,7 +200,7 @@ def test_ctl_against_no_daemon_says_how_to_start_one(memoryd_cli, tmp_path):
         port = s.getsockname()[1]
     result = memoryd_cli("ctl", "--address", f"127.0.0.1:{port}", "stats", "nobody")
     assert result.returncode == 3
-    assert f"no memoryd answers at 127.0.0.1:{port}" in result.stderr
+    assert f"no memoryd answers at 127.0.0.1:{port} (Connection refused); " in result.stderr
     assert "memoryd serve" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
 
