@@ -665,7 +665,14 @@ def run(args: argparse.Namespace) -> int:
         if unreachable is not None:
             print(f"memoryd ctl: {unreachable}", file=sys.stderr)
             return unreachable.code
-        print(f"memoryd ctl: {e.code.name}: {e.message}", file=sys.stderr)
+        hint = ""
+        if e.code.name == "UNAUTHENTICATED":
+            hint = (
+                " (memoryd ctl sends the key in MEMORYD_AUTH_TOKEN, which is not set)"
+                if token is None
+                else " (the key in MEMORYD_AUTH_TOKEN is not one the daemon knows)"
+            )
+        print(f"memoryd ctl: {e.code.name}: {e.message}{hint}", file=sys.stderr)
         return EXIT_REFUSED
     except OSError as e:
         if isinstance(e, BrokenPipeError):  # `ctl export ... | head`: the reader is gone
