@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from memoryd.core.records import CATEGORY_LABELS, Category
 
@@ -493,6 +493,14 @@ def _key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """A verb's bad command line is one line on stderr, like every other ctl error: what
+    is wrong, and where its options are listed (not argparse's usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
     """Shows an option's default only when it has one worth saying (not None or off)."""
 
@@ -529,7 +537,9 @@ def add_parser(sub: Any) -> Any:
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the answer as JSON"
     )
     fmt = _Help
-    verbs = c.add_subparsers(dest="verb", required=True, metavar="VERB")
+    verbs = c.add_subparsers(
+        dest="verb", required=True, metavar="VERB", parser_class=_OneLineErrors
+    )
 
     def verb(name: str, text: str, agent: str = "", **kw: Any) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = verbs.add_parser(
