@@ -220,8 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     kn.set_defaults(func=_keys_new)
 
-    what = "copy a store into a new one, embedded with another model (daemon stopped)"
-    _reembed_args(sub.add_parser("reembed", help=what, description=what))
+    reembed_what = "copy a store into a new one, embedded with another model (daemon stopped)"
+    _reembed_args(sub.add_parser("reembed", help=reembed_what, description=reembed_what))
 
     what = "load a backup file into an empty data dir (re-embedding every text)"
     b = sub.add_parser("restore", help=what, description=what)
@@ -237,7 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ctl_verbs = ctl.add_parser(sub)
     _reembed_args(
-        ctl_verbs.add_parser("reembed", help="the same as `memoryd reembed`", description=what)
+        ctl_verbs.add_parser(
+            "reembed", help="the same as `memoryd reembed`", description=reembed_what
+        )
     )
 
     m = sub.add_parser("mcp", help="serve the memory tools to MCP hosts (stdio, or --http)")

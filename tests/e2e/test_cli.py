@@ -356,6 +356,11 @@ def test_version_and_help_name_defaults_and_environment(memoryd_cli):
     assert "(default: 127.0.0.1:50051)" in " ".join(ctl_help.split())
     recall = " ".join(memoryd_cli("ctl", "recall", "--help").stdout.split())
     assert "--limit LIMIT at most this many (default: 5)" in recall
+    for command in (["reembed"], ["ctl", "reembed"], ["restore"]):  # says what it does
+        text = " ".join(memoryd_cli(*command, "--help").stdout.split())
+        assert "[embedder], [recall]" in text and "retrieval" not in text, command
+        said = "re-embedding every text" if command == ["restore"] else "another model"
+        assert said in text, (command, text)
 
 
 def test_ctl_recall_filters_by_time_and_explains_language_and_time(ctl):
