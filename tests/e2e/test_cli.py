@@ -163,6 +163,15 @@ def test_serve_with_a_file_as_data_dir_says_so_in_one_line(memoryd_cli, tmp_path
     ]
 
 
+def test_reembed_refuses_the_data_dir_of_a_running_daemon(memoryd_cli, running, tmp_path):
+    target = tmp_path / "copy"
+    result = memoryd_cli("reembed", "--from", str(running.data_dir), "--to", str(target))
+    assert result.returncode == 2, result.stderr
+    assert f"a memoryd is serving {running.data_dir} (pid " in result.stderr
+    assert "stop it first" in result.stderr and "Traceback" not in result.stderr
+    assert not target.exists()
+
+
 def test_serve_refuses_invalid_settings_naming_the_field(memoryd_cli, tmp_path):
     result = memoryd_cli(
         "serve",
