@@ -39,12 +39,25 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["server"] = {"insecure": True}
     if args.open_last_good:
         overrides["lancedb"] = {"open_last_good": True}
+    # What reading the settings warns of (old setting names) waits for the log format
+    # those settings choose, then goes to the log like every other line.
+    held = _HeldRecords()
+    config_log = logging.getLogger("memoryd.config")
+    config_log.addHandler(held)
+    config_log.propagate = False
     try:
         settings = load_settings(args.config, overrides)
     except (ConfigError, DataCorrupt) as e:
+        for record in held.records:
+            print(record.getMessage(), file=sys.stderr)
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
+    finally:
+        config_log.removeHandler(held)
+        config_log.propagate = True
     configure_logging(settings.log_level, settings.log_format)
+    for record in held.records:
+        config_log.handle(record)
     try:
         asyncio.run(serve(settings))
     except (ConfigError, DataCorrupt) as e:  # says what is wrong and what to do: no traceback
@@ -105,6 +118,15 @@ class _JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
+
+
+class _HeldRecords(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
 
 
 def configure_logging(level: str, fmt: str) -> None:

@@ -201,6 +201,21 @@ def test_serve_reads_old_section_names_and_still_refuses_unknown_keys(memoryd_cl
     assert "Traceback" not in result.stderr and "serving on" not in result.stdout
 
 
+def test_old_setting_names_are_warned_of_in_the_daemons_log_format(make_daemon, tmp_path):
+    config = tmp_path / "old.toml"
+    config.write_text('[retrieval]\nfusion = "rrf"\n', encoding="utf-8")
+    daemon = make_daemon(env={"MEMORYD_LOG_FORMAT": "json"}, args=["--config", str(config)]).start()
+    try:
+        entries = [json.loads(line) for line in daemon.log_text().splitlines() if line]
+    finally:
+        assert daemon.stop() == 0
+    (warning,) = [e for e in entries if "is now" in e["msg"]]
+    assert warning["level"] == "WARNING"
+    assert warning["msg"].endswith(
+        "retrieval.fusion is now recall.fusion; the old name still works, but rename it"
+    )
+
+
 def test_ctl_against_no_daemon_says_how_to_start_one(memoryd_cli, tmp_path):
     import socket
 
