@@ -287,6 +287,11 @@ def _import(c: Any, args: argparse.Namespace) -> int:
         human += f", refused {len(r.errors)}:" + "".join(
             f"\n  {msg}" for msg in summarise(f"{e.code_name}: {e.message}" for e in r.errors)
         )
+        if not args.into_scope and any("may not write scope" in e.message for e in r.errors):
+            human += (
+                f"\n(rows of another agent's scope: --into-scope agent:{args.agent} "
+                "takes them into this agent's own)"
+            )
     emit(args, r, human)
     if bad is not None:
         raise CtlError(f"{bad}; the import stopped there ({sent} rows before it sent)", bad.code)

@@ -355,6 +355,9 @@ def test_ctl_import_takes_text_only_rows_names_bad_lines_and_rescopes(ctl, tmp_p
     other = f"cli-{uuid.uuid4().hex[:12]}"
     exported = tmp_path / "export.jsonl"
     exported.write_text(ok(ctl("export", agent)))
+    refused = ctl("import", other, str(exported))  # agent's scope is not other's to write
+    assert refused.returncode == 1 and "PERMISSION_DENIED" in refused.stdout
+    assert f"--into-scope agent:{other} takes them into this agent's own" in refused.stdout
     ok(ctl("import", other, str(exported), "--into-scope", f"agent:{other}"))
     moved = json.loads(ok(ctl("list", other, as_json=True)))["memories"]
     assert {m["scope"] for m in moved} == {f"agent:{other}"} and len(moved) == 3
