@@ -399,9 +399,16 @@ def _doctor(c: Any, args: argparse.Namespace) -> int:
     """Checks a running daemon: reachable, healthy, model and store, a read round trip."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from memoryd_client import tls_credentials
 
     checks: list[tuple[str, bool, str]] = []
-    channel = grpc.insecure_channel(args.address)
+    channel = (  # the same transport as the verbs' client: TLS when ctl was given its files
+        grpc.secure_channel(
+            args.address, tls_credentials(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key)
+        )
+        if args.tls_ca or args.tls_cert or args.tls_key
+        else grpc.insecure_channel(args.address)
+    )
     try:
         status = health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(service=""), timeout=args.timeout
