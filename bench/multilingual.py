@@ -45,7 +45,7 @@ from pathlib import Path
 from memoryd_client import AsyncMemoryClient, pb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from locomo import start_daemon
+import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "datasets" / "xquad"
@@ -315,17 +315,17 @@ def main() -> None:
     args = p.parse_args()
     if not (args.data / "xquad.en.json").is_file():
         raise SystemExit(f"XQuAD not found at {args.data}; pass --data DIR")
-    proc = None
+    daemon = None
     with tempfile.TemporaryDirectory() as tmp:
         if not args.address and any(n in CONFIGS for n in args.configs.split(",")):
             env = dict(kv.split("=", 1) for kv in args.env)
-            proc, args.address = start_daemon(tmp, env)
+            daemon = harness.Daemon(Path(tmp) / "data", Path(tmp) / "stderr.log", env)
+            args.address = daemon.start().address
         try:
             asyncio.run(run(args))
         finally:
-            if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=60)
+            if daemon is not None:
+                daemon.stop()
 
 
 if __name__ == "__main__":

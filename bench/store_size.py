@@ -9,8 +9,8 @@ last Store, again once the daemon has been idle long enough to drop old versions
 versions it kept are 10 s old), and after a restart. Disk use is what ``du`` counts
 (allocated blocks); the memories' table, the access log and the rest are shown apart.
 
-    python bench/store_size.py                       # 2,000 memories
-    python bench/store_size.py --memories 200 --wait 90   # quick
+    ./dev bench store_size.py                        # 2,000 memories
+    ./dev bench store_size.py --memories 200 --wait 90    # quick
 """
 
 from __future__ import annotations

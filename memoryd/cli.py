@@ -39,12 +39,25 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["server"] = {"insecure": True}
     if args.open_last_good:
         overrides["storage"] = {"open_last_good": True}
+    # What reading the settings warns of (old setting names) waits for the log format
+    # those settings choose, then goes to the log like every other line.
+    held = _HeldRecords()
+    config_log = logging.getLogger("memoryd.config")
+    config_log.addHandler(held)
+    config_log.propagate = False
     try:
         settings = load_settings(args.config, overrides)
     except (ConfigError, DataCorrupt) as e:
+        for record in held.records:
+            print(record.getMessage(), file=sys.stderr)
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
+    finally:
+        config_log.removeHandler(held)
+        config_log.propagate = True
     configure_logging(settings.log_level, settings.log_format)
+    for record in held.records:
+        config_log.handle(record)
     try:
         asyncio.run(serve(settings))
     except (ConfigError, DataCorrupt) as e:  # says what is wrong and what to do: no traceback
@@ -107,6 +120,15 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+class _HeldRecords(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def configure_logging(level: str, fmt: str) -> None:
     from memoryd.api.interceptors import RequestIdFilter
 
@@ -159,7 +181,7 @@ def _reembed_args(r: argparse.ArgumentParser) -> None:
         help="the built-in model to embed with (default: embedder.model, all-MiniLM-L6-v2)",
     )
     r.add_argument("--model-dir", type=Path, help="model.onnx + tokenizer.json (default built-in)")
-    r.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
+    r.add_argument("--config", type=Path, help="TOML settings ([embedder], [recall])")
     r.set_defaults(func=_reembed)
 
 
@@ -220,12 +242,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     kn.set_defaults(func=_keys_new)
 
-    _reembed_args(sub.add_parser("reembed", help="copy a store into a new one, another model"))
+    reembed_what = "copy a store into a new one, embedded with another model (daemon stopped)"
+    _reembed_args(sub.add_parser("reembed", help=reembed_what, description=reembed_what))
 
-    b = sub.add_parser("restore", help="load a backup file into an empty data dir")
+    what = "load a backup file into an empty data dir (re-embedding every text)"
+    b = sub.add_parser("restore", help=what, description=what)
     b.add_argument("backup", type=Path, help="memoryd-backup-*.jsonl.gz (or a ctl export file)")
     b.add_argument("--data-dir", type=Path, required=True, help="an empty data dir")
-    b.add_argument("--config", type=Path, help="TOML settings (embedder, retrieval)")
+    b.add_argument("--config", type=Path, help="TOML settings ([embedder], [recall])")
     b.set_defaults(func=_restore)
 
     sub.add_parser(
@@ -234,7 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     ctl_verbs = ctl.add_parser(sub)
-    _reembed_args(ctl_verbs.add_parser("reembed", help="the same as `memoryd reembed`"))
+    _reembed_args(
+        ctl_verbs.add_parser(
+            "reembed", help="the same as `memoryd reembed`", description=reembed_what
+        )
+    )
 
     m = sub.add_parser("mcp", help="serve the memory tools to MCP hosts (stdio, or --http)")
     m.add_argument("--agent", help="the agent the tools act for (required with stdio)")

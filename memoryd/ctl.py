@@ -19,13 +19,14 @@ import argparse
 import base64
 import json
 import os
+import struct
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from memoryd.core.records import CATEGORY_LABELS, Category
 
@@ -80,8 +81,20 @@ def _value(f: Any, v: Any) -> Any:
     if f.enum_type is not None:
         known = f.enum_type.values_by_number.get(v)
         return known.name if known is not None else v
+    if f.type == f.TYPE_FLOAT:
+        return _shortest_float32(v)
     if isinstance(v, bytes):
         return base64.b64encode(v).decode()
+    return v
+
+
+def _shortest_float32(v: float) -> float:
+    """A ``float`` field as the shortest decimal that is the same float32: the 0.7 that was
+    stored prints as 0.7, not as its float64 widening 0.699999988079071."""
+    for digits in range(6, 10):
+        short = float(f"{v:.{digits}g}")
+        if struct.unpack("f", struct.pack("f", short))[0] == v:
+            return short
     return v
 
 
@@ -202,6 +215,11 @@ def _stats(c: Any, args: argparse.Namespace) -> int:
         [f"memories visible to {args.agent}: {s.total}"]
         + [f"  {k}: {v}" for k, v in sorted(s.by_scope.items())]
         + [f"model: {s.embedding_model} ({s.embedding_dim}-d), version {s.version}"]
+        + [
+            f"store: {s.store_rows} row{'' if s.store_rows == 1 else 's'}, "
+            f"index {s.index_bytes} bytes"
+            + (" (the whole daemon)" if args.daemon_wide else f" (the scopes {args.agent} reads)")
+        ]
     )
     emit(args, s, human)
     return EXIT_OK
@@ -269,6 +287,11 @@ def _import(c: Any, args: argparse.Namespace) -> int:
         human += f", refused {len(r.errors)}:" + "".join(
             f"\n  {msg}" for msg in summarise(f"{e.code_name}: {e.message}" for e in r.errors)
         )
+        if not args.into_scope and any("may not write scope" in e.message for e in r.errors):
+            human += (
+                f"\n(rows of another agent's scope: --into-scope agent:{args.agent} "
+                "takes them into this agent's own)"
+            )
     emit(args, r, human)
     if bad is not None:
         raise CtlError(f"{bad}; the import stopped there ({sent} rows before it sent)", bad.code)
@@ -376,9 +399,16 @@ def _doctor(c: Any, args: argparse.Namespace) -> int:
     """Checks a running daemon: reachable, healthy, model and store, a read round trip."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from memoryd_client import tls_credentials
 
     checks: list[tuple[str, bool, str]] = []
-    channel = grpc.insecure_channel(args.address)
+    channel = (  # the same transport as the verbs' client: TLS when ctl was given its files
+        grpc.secure_channel(
+            args.address, tls_credentials(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key)
+        )
+        if args.tls_ca or args.tls_cert or args.tls_key
+        else grpc.insecure_channel(args.address)
+    )
     try:
         status = health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(service=""), timeout=args.timeout
@@ -393,10 +423,16 @@ def _doctor(c: Any, args: argparse.Namespace) -> int:
     try:
         s = c.stats(args.agent)
         checks.append(("model", s.embedding_dim > 0, f"{s.embedding_model} ({s.embedding_dim}-d)"))
-        checks.append(("store", True, f"{s.store_rows} memories, index {s.index_bytes} bytes"))
+        checks.append((
+            "store", True,
+            f"{s.total} {'memory' if s.total == 1 else 'memories'} visible to {args.agent}, "
+            f"index {s.index_bytes} bytes "
+            f"(storage {s.storage_status or 'ok'})",
+        ))  # fmt: skip
         checks.append(("version", True, s.version))
         hits = c.recall(args.agent, "memoryd doctor probe", limit=1)
-        checks.append(("recall", True, f"answered ({len(hits.results)} result)"))
+        n = len(hits.results)
+        checks.append(("recall", True, f"answered ({n} result{'' if n == 1 else 's'})"))
     except Exception as e:
         checks.append(("api", False, str(e)))
     ok = all(passed for _, passed, _ in checks)
@@ -469,6 +505,14 @@ def _key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """A verb's bad command line is one line on stderr, like every other ctl error: what
+    is wrong, and where its options are listed (not argparse's usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
     """Shows an option's default only when it has one worth saying (not None or off)."""
 
@@ -505,7 +549,9 @@ def add_parser(sub: Any) -> Any:
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the answer as JSON"
     )
     fmt = _Help
-    verbs = c.add_subparsers(dest="verb", required=True, metavar="VERB")
+    verbs = c.add_subparsers(
+        dest="verb", required=True, metavar="VERB", parser_class=_OneLineErrors
+    )
 
     def verb(name: str, text: str, agent: str = "", **kw: Any) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = verbs.add_parser(
@@ -602,10 +648,21 @@ def _unreachable(address: str, error: Any) -> CtlError | None:
             EXIT_UNREACHABLE,
         )
     return CtlError(
-        f"no memoryd answers at {address} ({error.message.splitlines()[0][:120]}); start "
+        f"no memoryd answers at {address} ({_connect_reason(error.message)}); start "
         "one with `./dev serve` or `memoryd serve`, or point --address (MEMORYD_ADDRESS) at it",
         EXIT_UNREACHABLE,
     )
+
+
+def _connect_reason(message: str) -> str:
+    """The cause at the end of gRPC core's chain ("failed to connect to all addresses; last
+    error: UNKNOWN: ipv4:127.0.0.1:1: Failed to connect to remote host: Connection refused"
+    says "Connection refused"), whole words only."""
+    first = message.splitlines()[0] if message else ""
+    reason = first.rpartition(": ")[2].strip() or first.strip()
+    if len(reason) > 120:
+        reason = reason[:120].rsplit(" ", 1)[0] + " ..."
+    return reason or "unreachable"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -630,7 +687,14 @@ def run(args: argparse.Namespace) -> int:
         if unreachable is not None:
             print(f"memoryd ctl: {unreachable}", file=sys.stderr)
             return unreachable.code
-        print(f"memoryd ctl: {e.code.name}: {e.message}", file=sys.stderr)
+        hint = ""
+        if e.code.name == "UNAUTHENTICATED":
+            hint = (
+                " (memoryd ctl sends the key in MEMORYD_AUTH_TOKEN, which is not set)"
+                if token is None
+                else " (the key in MEMORYD_AUTH_TOKEN is not one the daemon knows)"
+            )
+        print(f"memoryd ctl: {e.code.name}: {e.message}{hint}", file=sys.stderr)
         return EXIT_REFUSED
     except OSError as e:
         if isinstance(e, BrokenPipeError):  # `ctl export ... | head`: the reader is gone

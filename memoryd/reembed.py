@@ -10,6 +10,7 @@ links kept) to the new store in large batches. The old store is left as it was.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 from pathlib import Path
 
@@ -33,6 +34,7 @@ def reembed(settings: Settings, source: Path, target: Path) -> int:
     identity = store_identity(str(source / "lancedb"), table)
     if identity is None:
         raise ConfigError(f"no memoryd store at {source}")
+    _refuse_if_served(source)
     old = LanceStore(
         str(source / "lancedb"),
         table=table,
@@ -41,6 +43,25 @@ def reembed(settings: Settings, source: Path, target: Path) -> int:
         read_only=True,
     )
     return _write_new_store(settings, target, [m for m, _, _ in old.scan()])
+
+
+def _refuse_if_served(data_dir: Path) -> None:
+    """A daemon holds ``memoryd.lock`` in its data dir while it runs: its store is copied
+    at rest or not at all (writes made during the copy would be missing from it)."""
+    try:
+        lock = (data_dir / "memoryd.lock").open("r")
+    except OSError:
+        return  # no lock file: no daemon has it open
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = lock.read().strip()
+            raise ConfigError(
+                f"a memoryd is serving {data_dir}"
+                + (f" (pid {pid})" if pid else "")
+                + ": stop it first; reembed copies a store at rest"
+            ) from None
 
 
 def restore(settings: Settings, backup: Path, target: Path) -> int:

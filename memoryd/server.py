@@ -553,7 +553,8 @@ class Daemon:
         self.metrics.close()
         if self._lock_file is not None:
             self._lock_file.close()
-        log.info("stopped in %.1fs", time.perf_counter() - started)
+        if self.server is not None:  # it served: a start refused before binding says only why
+            log.info("stopped in %.1fs", time.perf_counter() - started)
 
 
 async def serve(settings: Settings) -> None:

@@ -72,3 +72,24 @@ def test_keys_new_prints_a_secret_and_its_entry(memoryd_cli, tmp_path):
     person = memoryd_cli("keys", "new", "alice", "--agents", "main", "--reviewer")
     (entry,) = tomllib.loads(person.stdout.split("(auth.keys_file):", 1)[1])["key"]
     assert entry["reviewer"] is True and entry["operator"] is False
+
+
+def test_ctl_without_the_daemons_key_says_where_it_reads_one(make_daemon, memoryd_cli):
+    token = "walk-" + "k" * 20
+    daemon = make_daemon(env={"MEMORYD_AUTH_TOKEN": token}).start()
+    try:
+        bare = memoryd_cli("ctl", "--address", daemon.address, "stats", "main")
+        assert bare.returncode == 1, bare.stderr
+        assert bare.stderr.startswith("memoryd ctl: UNAUTHENTICATED: ")
+        assert "sends the key in MEMORYD_AUTH_TOKEN, which is not set" in bare.stderr
+        wrong = memoryd_cli(
+            "ctl", "--address", daemon.address, "stats", "main",
+            env={"MEMORYD_AUTH_TOKEN": "walk-" + "w" * 20},
+        )  # fmt: skip
+        assert wrong.returncode == 1 and "not one the daemon knows" in wrong.stderr
+        right = memoryd_cli(
+            "ctl", "--address", daemon.address, "stats", "main", env={"MEMORYD_AUTH_TOKEN": token}
+        )
+        assert right.returncode == 0 and "memories visible to main: 0" in right.stdout
+    finally:
+        assert daemon.stop() == 0

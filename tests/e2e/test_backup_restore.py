@@ -53,3 +53,28 @@ def test_backup_written_pruned_and_restored(make_daemon, memoryd_cli, new_agent,
             c.recall(agent, "what is the cat called?").results[0].memory.text
             == "the cat is called Miso"
         )
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        pytest.param('[storage]\ntable = "x"\n', "line 1: not a memoryd backup", id="not-json"),
+        pytest.param('{"text": "only text"}\n', "ctl import AGENT FILE", id="text-only"),
+        pytest.param(
+            '{"id": "x", "agent_id": "a", "scope": "agent:a", "text": "t"}\n',
+            "line 1: id 'x' is not a UUID",
+            id="bad-id",
+        ),
+    ],
+)
+def test_restore_of_a_file_that_is_not_a_backup_says_so_and_writes_nothing(
+    memoryd_cli, tmp_path, content, said
+) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "not-a-backup.jsonl"
+    bad.write_text(content, encoding="utf-8")
+    target = tmp_path / "restored"
+    result = memoryd_cli("restore", str(bad), "--data-dir", str(target))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [result.stderr.strip()]  # one line, no traceback
+    assert result.stderr.startswith(f"memoryd: {bad}") and said in result.stderr
+    assert not target.exists()

@@ -45,7 +45,7 @@ def test_ctl_human_output_round_trip(ctl):
     assert again.startswith(f"duplicate: {memory_id} (an existing memory, score 1.00: {text})")
     got = ok(ctl("get", agent, memory_id))
     as_json = json.loads(ok(ctl("get", agent, memory_id, as_json=True)))
-    assert as_json["importance"] == pytest.approx(0.9)
+    assert as_json["importance"] == 0.9  # the float32 as typed, not 0.8999999761581421
     assert as_json["category"] == "CATEGORY_PREFERENCE"
     assert memory_id in got and f"[agent:{agent}]" in got and text in got
     recalled = ok(ctl("recall", agent, "tabs or spaces?"))
@@ -55,6 +55,11 @@ def test_ctl_human_output_round_trip(ctl):
     stats = ok(ctl("stats", agent))
     assert f"memories visible to {agent}: 1" in stats
     assert f"agent:{agent}: 1" in stats
+    assert "store: 1 row, index " in stats and f"(the scopes {agent} reads)" in stats
+    assert "(the whole daemon)" in ok(ctl("stats", agent, "--daemon-wide"))
+    doctor = ok(ctl("doctor", agent))
+    assert f"ok   store: 1 memory visible to {agent}, index " in doctor
+    assert "ok   recall: answered (1 result)" in doctor
 
     kept = ctl("forget", agent, "--query", "The user's shoe size")
     assert kept.returncode == 5 and "nothing deleted" in kept.stdout  # exit 5: nothing matched
@@ -128,6 +133,45 @@ def test_serve_refuses_a_data_dir_locked_by_a_running_daemon(memoryd_cli, ctl, r
     assert ok(ctl("store", agent, "Still here.")).startswith("created: ")
 
 
+def test_serve_on_a_port_in_use_says_so_in_one_line(memoryd_cli, tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = memoryd_cli(
+            "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "data")
+        )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"memoryd: listen: cannot bind 127.0.0.1:{port}: the port is in use (another memoryd?) "
+        "or the address is not one of this machine's; pick another with --listen HOST:PORT "
+        "(port 0 = any free port)"
+    ]
+    assert "serving on" not in result.stdout
+
+
+def test_serve_with_a_file_as_data_dir_says_so_in_one_line(memoryd_cli, tmp_path):
+    not_a_dir = tmp_path / "data"
+    not_a_dir.write_text("", encoding="utf-8")
+    result = memoryd_cli("serve", "--listen", "127.0.0.1:0", "--data-dir", str(not_a_dir))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"memoryd: data_dir {not_a_dir} is a file, not a directory: point --data-dir at a "
+        "directory (a missing one is created)"
+    ]
+
+
+def test_reembed_refuses_the_data_dir_of_a_running_daemon(memoryd_cli, running, tmp_path):
+    target = tmp_path / "copy"
+    result = memoryd_cli("reembed", "--from", str(running.data_dir), "--to", str(target))
+    assert result.returncode == 2, result.stderr
+    assert f"a memoryd is serving {running.data_dir} (pid " in result.stderr
+    assert "stop it first" in result.stderr and "Traceback" not in result.stderr
+    assert not target.exists()
+
+
 def test_serve_refuses_invalid_settings_naming_the_field(memoryd_cli, tmp_path):
     result = memoryd_cli(
         "serve",
@@ -157,6 +201,21 @@ def test_serve_reads_old_section_names_and_still_refuses_unknown_keys(memoryd_cl
     assert "Traceback" not in result.stderr and "serving on" not in result.stdout
 
 
+def test_old_setting_names_are_warned_of_in_the_daemons_log_format(make_daemon, tmp_path):
+    config = tmp_path / "old.toml"
+    config.write_text('[retrieval]\nfusion = "rrf"\n', encoding="utf-8")
+    daemon = make_daemon(env={"MEMORYD_LOG_FORMAT": "json"}, args=["--config", str(config)]).start()
+    try:
+        entries = [json.loads(line) for line in daemon.log_text().splitlines() if line]
+    finally:
+        assert daemon.stop() == 0
+    (warning,) = [e for e in entries if "is now" in e["msg"]]
+    assert warning["level"] == "WARNING"
+    assert warning["msg"].endswith(
+        "retrieval.fusion is now recall.fusion; the old name still works, but rename it"
+    )
+
+
 def test_ctl_against_no_daemon_says_how_to_start_one(memoryd_cli, tmp_path):
     import socket
 
@@ -165,7 +224,7 @@ def test_ctl_against_no_daemon_says_how_to_start_one(memoryd_cli, tmp_path):
         port = s.getsockname()[1]
     result = memoryd_cli("ctl", "--address", f"127.0.0.1:{port}", "stats", "nobody")
     assert result.returncode == 3
-    assert f"no memoryd answers at 127.0.0.1:{port}" in result.stderr
+    assert f"no memoryd answers at 127.0.0.1:{port} (Connection refused); " in result.stderr
     assert "memoryd serve" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
 
@@ -265,9 +324,11 @@ def test_ctl_bad_command_lines_say_what_to_fix_without_a_traceback(ctl, args, me
     result = ctl(*[agent if a == "AGENT" else a for a in args])
     assert result.returncode in (2, 4), result  # 2: the command line, 4: a file
     assert "Traceback" not in result.stderr
-    last = result.stderr.strip().splitlines()[-1]
+    (line,) = result.stderr.strip().splitlines()  # one line, as the README says
     for fragment in mentions:
-        assert fragment in last, (fragment, last)
+        assert fragment in line, (fragment, line)
+    if result.returncode == 2 and args[0] != "forget":
+        assert line.endswith(f"(see `memoryd ctl {args[0]} --help`)"), line
 
 
 def test_ctl_import_takes_text_only_rows_names_bad_lines_and_rescopes(ctl, tmp_path):
@@ -294,6 +355,9 @@ def test_ctl_import_takes_text_only_rows_names_bad_lines_and_rescopes(ctl, tmp_p
     other = f"cli-{uuid.uuid4().hex[:12]}"
     exported = tmp_path / "export.jsonl"
     exported.write_text(ok(ctl("export", agent)))
+    refused = ctl("import", other, str(exported))  # agent's scope is not other's to write
+    assert refused.returncode == 1 and "PERMISSION_DENIED" in refused.stdout
+    assert f"--into-scope agent:{other} takes them into this agent's own" in refused.stdout
     ok(ctl("import", other, str(exported), "--into-scope", f"agent:{other}"))
     moved = json.loads(ok(ctl("list", other, as_json=True)))["memories"]
     assert {m["scope"] for m in moved} == {f"agent:{other}"} and len(moved) == 3
@@ -319,6 +383,11 @@ def test_version_and_help_name_defaults_and_environment(memoryd_cli):
     assert "(default: 127.0.0.1:50051)" in " ".join(ctl_help.split())
     recall = " ".join(memoryd_cli("ctl", "recall", "--help").stdout.split())
     assert "--limit LIMIT at most this many (default: 5)" in recall
+    for command in (["reembed"], ["ctl", "reembed"], ["restore"]):  # says what it does
+        text = " ".join(memoryd_cli(*command, "--help").stdout.split())
+        assert "[embedder], [recall]" in text and "retrieval" not in text, command
+        said = "re-embedding every text" if command == ["restore"] else "another model"
+        assert said in text, (command, text)
 
 
 def test_ctl_recall_filters_by_time_and_explains_language_and_time(ctl):

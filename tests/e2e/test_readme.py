@@ -153,3 +153,24 @@ def check_tls_example(run: Run, code: str, where: Path) -> None:
     script = where / "tls_example.py"
     script.write_text(code, encoding="utf-8")
     ok(run([sys.executable, str(script)], cwd=where))
+
+
+def test_every_benchmark_the_readme_names_answers_help() -> None:
+    """Each ``./dev bench SCRIPT`` line of "Benchmarks" (and the store-size command of
+    Operations) imports and prints its options: a script broken by a refactor of what it
+    imports fails here, not on the first reader who tries it."""
+    lines = [ln for b in blocks(section("Benchmarks"), "bash") for ln in b.splitlines()]
+    scripts = sorted({ln.split()[2] for ln in lines if ln.startswith("./dev bench ")})
+    scripts += re.findall(r"`\./dev bench (\S+\.py)`", section("Operations"))
+    assert len(scripts) >= 12 and "store_size.py" in scripts, scripts
+    for script in scripts:
+        result = subprocess.run(
+            ["./dev", "bench", script, "--help"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            env=child_env({}),
+        )
+        assert result.returncode == 0, (script, result.stderr[-2000:])
+        assert result.stdout.startswith("usage: "), (script, result.stdout[:200])

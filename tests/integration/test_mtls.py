@@ -88,3 +88,22 @@ def test_no_client_certificate_cannot_connect(mtls_daemon, pki):
     with _client(mtls_daemon, pki, None) as c, pytest.raises(MemorydError) as caught:
         c.stats("tenant-c-1")
     assert caught.value.code == grpc.StatusCode.UNAVAILABLE
+
+
+def test_ctl_doctor_checks_health_over_the_same_tls(mtls_daemon, pki):
+    """``ctl doctor`` with the TLS flags asks Health over TLS too (it used plaintext, so a
+    daemon serving TLS looked down while every other check passed)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    memoryd = str(Path(sys.executable).with_name("memoryd"))
+    result = subprocess.run(
+        [memoryd, "ctl", "--address", mtls_daemon.address,
+         "--tls-ca", str(pki / "ca.pem"), "--tls-cert", str(pki / "listed.pem"),
+         "--tls-key", str(pki / "listed.key"), "doctor", "tenant-c-doctor"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert "ok   health: SERVING" in result.stdout
+    assert "ok   store: 0 memories visible to tenant-c-doctor" in result.stdout

@@ -20,6 +20,7 @@ import { captureTurn, recallForPrompt } from "../plugin/src/hooks.ts";
 import { PluginLog } from "../plugin/src/log.ts";
 import { turnMessages } from "../plugin/src/messages.ts";
 import { Params, ToolAuthorizationError, ToolInputError } from "../plugin/src/params.ts";
+import { registerMemorydCli } from "../plugin/src/cli.ts";
 import { createTool } from "../plugin/src/tools.ts";
 import type { Daemon } from "./helpers/memoryd.ts";
 import { startMemoryd } from "./helpers/memoryd.ts";
@@ -311,6 +312,43 @@ describe("with a daemon that requires client certificates (mTLS) and a keys file
     assert.deepEqual(warnings.length, 2, JSON.stringify(warnings));
     assert.match(warnings[0]!, /auto-recall refused by memoryd: PERMISSION_DENIED/);
     assert.match(warnings[1]!, /auto-capture refused by memoryd: PERMISSION_DENIED/);
+  });
+
+  it("`openclaw memoryd list` names the next page as its own --offset flag", async () => {
+    const d = deps(gateway);
+    const store = createTool("memory_store", { agentId: "tenant-a-cli" }, d)!;
+    for (const text of ["The CLI page test's first memory", "The CLI page test's second memory about boats"]) {
+      assert.equal((await store.execute(`cli-${text.length}`, { text })).details.outcome, "created");
+    }
+    const actions = new Map<string, (...args: unknown[]) => Promise<void>>();
+    let current = "";
+    const program = {
+      command(name: string) {
+        current = name;
+        return program;
+      },
+      description: () => program,
+      argument: () => program,
+      option: () => program,
+      requiredOption: () => program,
+      action(fn: (...args: unknown[]) => Promise<void>) {
+        actions.set(current, fn);
+        return program;
+      },
+    };
+    registerMemorydCli(program, d);
+    const printed: string[] = [];
+    const write = process.stdout.write;
+    process.stdout.write = ((chunk: string) => {
+      printed.push(chunk);
+      return true;
+    }) as typeof process.stdout.write;
+    try {
+      await actions.get("list")!({ agent: "tenant-a-cli", limit: "1", offset: "0" });
+    } finally {
+      process.stdout.write = write;
+    }
+    assert.match(printed.join(""), /^Memories 1-1 of 2, newest first:[\s\S]*\n\nMore: --offset 1\.\n$/);
   });
 
   it("a certificate the keys file does not list, or a TLS file that cannot be read: the tool says so", async () => {

@@ -83,7 +83,10 @@ export function registerMemorydCli(program: CommandLike, deps: ToolDeps): void {
     .option("--json", "print JSON")
     .action(async (flags: Flags) => {
       const r = await runTool("memory_list", flags.agent!, { limit: flags.limit, offset: flags.offset }, deps);
-      print(flags, r.details, text(r));
+      // The tool tells a model to call memory_list again; here the next page is a flag.
+      const { hasMore, offset, count } = r.details as { hasMore?: boolean; offset?: number; count?: number };
+      const next = hasMore ? `More: --offset ${(offset ?? 0) + (count ?? 0)}.` : "";
+      print(flags, r.details, text(r).replace(/More: call memory_list with offset \d+\./, next));
     });
 
   root
