@@ -363,7 +363,10 @@ class ReviewSection(_Section):
         0.85, ge=0.5, le=1.0, description="near-duplicate proposals from this cosine up"
     )
     stale_after_days: int = Field(
-        90, ge=0, description="not recalled for this long = stale (0 = only expired/superseded)"
+        90,
+        ge=0,
+        le=36_500,
+        description="not recalled for this long = stale (0 = only expired/superseded)",
     )
     max_items: int = Field(200, ge=1, le=10_000)
     max_memories: int = Field(5000, ge=2, le=1_000_000, description="scanned per Prepare")

@@ -145,6 +145,9 @@ class Outcome(enum.IntEnum):
     REFUSED = 4
 
 
+MAX_STALE_AFTER_DAYS = 36_500  # timedelta stops near 2.7 million years; a wire uint32 does not
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewSettings:
     duplicate_min_score: float = 0.85
@@ -757,6 +760,10 @@ class ReviewService:
         if not 0.5 <= dup_min <= 1.0:
             raise InvalidArgument(f"duplicate_min_score must be between 0.5 and 1, got {dup_min}")
         stale_days = s.stale_after_days if q.stale_after_days is None else q.stale_after_days
+        if not 0 <= stale_days <= MAX_STALE_AFTER_DAYS:
+            raise InvalidArgument(
+                f"stale_after_days is {stale_days}; the limit is {MAX_STALE_AFTER_DAYS} (100 years)"
+            )
         if len(q.promotions) > s.max_promotions:
             raise InvalidArgument(
                 f"{len(q.promotions)} promotions asked; the limit is {s.max_promotions}"

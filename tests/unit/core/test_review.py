@@ -750,3 +750,17 @@ async def test_more_prepares_at_once_than_allowed_are_refused_overloaded(
     gate.set()
     assert (await first).memories_scanned == 1
     assert (await review.prepare(PrepareQuery("b"))).memories_scanned == 0  # free again
+
+
+# -- an agent's gateway key as the attacker --------------------------------------------
+
+
+@pytest.mark.parametrize("days", [2**32 - 1, 1_000_000_000, 36_501])
+async def test_a_huge_stale_after_days_is_invalid_not_an_internal_error(
+    memories: MemoryService, review: ReviewService, days: int
+) -> None:
+    """stale_after_days is a uint32 on the wire; past timedelta's range it raised
+    OverflowError (INTERNAL, a traceback in the daemon's log for every such request)."""
+    await put(memories, "a", DARK_A)
+    with pytest.raises(InvalidArgument, match="stale_after_days"):
+        await review.prepare(PrepareQuery("a", stale_after_days=days))
