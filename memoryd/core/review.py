@@ -225,7 +225,7 @@ class _Snapshot:
     rows: list[Memory]  # newest first, at most review.max_memories
     truncated: bool  # the scopes hold more unexpired memories than that
     vectors: dict[str, np.ndarray]  # id -> a copy of its vector (rows not superseded)
-    expired: list[Memory]  # expired, not yet swept, in the scopes
+    expired: list[Memory]  # expired, not yet swept, in the scopes (max_memories)
     logged: list[tuple[Memory, Memory, float]]  # the conflict log's pairs in the scopes
 
 
@@ -812,12 +812,16 @@ class ReviewService:
                 if v is not None:
                     vectors[m.id] = v
         expired: list[Memory] = []
+        more_expired = False
         if Kind.STALE in kinds:
-            expired = [
-                e
-                for i in self.store.expired_ids(now=now)
-                if (e := self.store.get(i)) is not None and e.scope in scopes
-            ]
+            # Bounded like the rows: an agent that piles up expiring memories faster than
+            # the sweeper removes them does not make each Prepare longer without end.
+            for i in self.store.expired_ids(now=now):
+                if (e := self.store.get(i)) is not None and e.scope in scopes:
+                    if len(expired) == self.settings.max_memories:
+                        more_expired = True
+                        break
+                    expired.append(e)
         logged: list[tuple[Memory, Memory, float]] = []
         if Kind.CONFLICT in kinds:
             for c in self.memories.list_conflicts(agent_id, self.memories.limits.conflicts_max):
@@ -832,7 +836,7 @@ class ReviewService:
                 ):
                     continue
                 logged.append((a_m, b_m, c.score))
-        return _Snapshot(now, rows, listing.more, vectors, expired, logged)
+        return _Snapshot(now, rows, listing.more or more_expired, vectors, expired, logged)
 
     def _propose(
         self,

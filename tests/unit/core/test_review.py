@@ -764,3 +764,16 @@ async def test_a_huge_stale_after_days_is_invalid_not_an_internal_error(
     await put(memories, "a", DARK_A)
     with pytest.raises(InvalidArgument, match="stale_after_days"):
         await review.prepare(PrepareQuery("a", stale_after_days=days))
+
+
+async def test_expired_memories_waiting_for_the_sweeper_are_bounded_too(
+    memories: MemoryService, clock: Clock
+) -> None:
+    """Expired, unswept memories came on top of review.max_memories without a bound: an
+    agent storing many short-lived memories made every Prepare of its scopes longer."""
+    review = ReviewService(memories, ReviewSettings(max_memories=2, stale_after_days=0))
+    for n in range(4):
+        await put(memories, "a", f"the standup moved to room {n}", ttl="session")
+    clock.advance(days=31)
+    got = await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.STALE})))
+    assert len(got.items) == 2 and got.truncated
