@@ -364,11 +364,17 @@ class ReviewSection(_Section):
         0.85, ge=0.5, le=1.0, description="near-duplicate proposals from this cosine up"
     )
     stale_after_days: int = Field(
-        90, ge=0, description="not recalled for this long = stale (0 = only expired/superseded)"
+        90,
+        ge=0,
+        le=36_500,
+        description="not recalled for this long = stale (0 = only expired/superseded)",
     )
     max_items: int = Field(200, ge=1, le=10_000)
     max_memories: int = Field(5000, ge=2, le=1_000_000, description="scanned per Prepare")
     max_apply_items: int = Field(200, ge=1, le=2_000, description="items per Apply")
+    max_concurrent_prepares: int = Field(
+        2, ge=1, le=64, description="Prepares at once; one more is refused OVERLOADED (retry)"
+    )
 
     def to_settings(self, conflict_min_score: float) -> ReviewSettings:
         return ReviewSettings(
@@ -378,6 +384,7 @@ class ReviewSection(_Section):
             max_items=self.max_items,
             max_memories=self.max_memories,
             max_apply_items=self.max_apply_items,
+            max_concurrent_prepares=self.max_concurrent_prepares,
         )
 
 

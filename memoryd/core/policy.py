@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from memoryd.core.errors import InvalidArgument, PermissionDenied, name_few
 
-SCOPE_RE = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
-AGENT_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+SCOPE_RE = re.compile(r"^[A-Za-z0-9._:-]{1,100}\Z")  # \Z: "$" allows a final "\n"
+AGENT_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
 
 
 def validate_agent_id(agent_id: str) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from memoryd.core.errors import PermissionDenied
 
-AGENT_PATTERN_RE = re.compile(r"^[A-Za-z0-9._*?-]{1,64}$")
+AGENT_PATTERN_RE = re.compile(r"^[A-Za-z0-9._*?-]{1,64}\Z")
 
 
 @dataclass(frozen=True, slots=True)

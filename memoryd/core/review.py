@@ -18,8 +18,13 @@ one agent may read, and changes nothing:
                 agent:<id> -> a shared scope (workspace:<x>, project:<x>, ...) -> global
 
 Pairs are looked for among each memory's 5 nearest neighbours of its scope (an exact
-matrix product over the scope's vectors, off the event loop), at most review.max_memories
-memories (newest first) per Prepare.
+matrix product over the scope's vectors, in blocks of 512 rows), among at most
+review.max_memories memories per Prepare: the newest (the response says ``truncated`` when
+the scopes hold more). The event loop only takes a snapshot (a keyset page of frozen
+records and a copy of their vectors, yielding every 1,024 rows); pairs, cues, items, hashes
+and signatures are computed from it in a worker thread, so a large Prepare never stalls
+other callers' RPCs. At most review.max_concurrent_prepares run at once; one more is
+refused OVERLOADED with a retry-after.
 
 Each item carries a stable id (from its kind and action), a risk class, the memories it
 touches with a hash of the fields the action depends on (:func:`memory_hash`), the
@@ -81,7 +86,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memoryd.core.errors import ConfigError, InvalidArgument, MemorydError, PermissionDenied
+from memoryd.core.errors import (
+    ConfigError,
+    InvalidArgument,
+    MemorydError,
+    Overloaded,
+    PermissionDenied,
+)
 from memoryd.core.policy import Access, validate_scope
 from memoryd.core.principals import CURRENT
 from memoryd.core.protocols import MemoryStore
@@ -134,6 +145,9 @@ class Outcome(enum.IntEnum):
     REFUSED = 4
 
 
+MAX_STALE_AFTER_DAYS = 36_500  # timedelta stops near 2.7 million years; a wire uint32 does not
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewSettings:
     duplicate_min_score: float = 0.85
@@ -143,6 +157,7 @@ class ReviewSettings:
     max_memories: int = 5000  # scanned per Prepare, newest first
     max_promotions: int = 100
     max_apply_items: int = 200  # items per Apply
+    max_concurrent_prepares: int = 2  # more at once are refused OVERLOADED (retry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +214,22 @@ class Prepared:
     memories_scanned: int
     truncated: bool
     bundle_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """What a Prepare reads of the index, taken on the event loop; the proposals are
+    computed from it alone, in a worker thread (records are frozen, vectors copied)."""
+
+    now: datetime
+    rows: list[Memory]  # newest first, at most review.max_memories
+    truncated: bool  # the scopes hold more unexpired memories than that
+    vectors: dict[str, np.ndarray]  # id -> a copy of its vector (rows not superseded)
+    expired: list[Memory]  # expired, not yet swept, in the scopes (max_memories)
+    logged: list[tuple[Memory, Memory, float]]  # the conflict log's pairs in the scopes
+
+
+_SNAPSHOT_SLICE = 1024  # vectors copied between two yields to the event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -707,12 +738,17 @@ class ReviewService:
         self.memories = memories
         self.settings = settings or ReviewSettings()
         self._secret = secret or secrets.token_bytes(32)
+        self._preparing = 0  # Prepares in flight (the event loop's count: no lock needed)
 
     @property
     def store(self) -> MemoryStore:
         return self.memories.store
 
     async def prepare(self, q: PrepareQuery) -> Prepared:
+        """On the event loop only what must read the live index: a snapshot (the frozen
+        records, a copy of their vectors, the expired and conflict-log records), in slices
+        that yield between them; the pair search, the cues, the items, their hashes and
+        signatures are computed in a worker thread from that snapshot alone."""
         s = self.settings
         access = self.memories.access(q.agent_id)
         scopes = access.readable(q.scopes)
@@ -724,6 +760,10 @@ class ReviewService:
         if not 0.5 <= dup_min <= 1.0:
             raise InvalidArgument(f"duplicate_min_score must be between 0.5 and 1, got {dup_min}")
         stale_days = s.stale_after_days if q.stale_after_days is None else q.stale_after_days
+        if not 0 <= stale_days <= MAX_STALE_AFTER_DAYS:
+            raise InvalidArgument(
+                f"stale_after_days is {stale_days}; the limit is {MAX_STALE_AFTER_DAYS} (100 years)"
+            )
         if len(q.promotions) > s.max_promotions:
             raise InvalidArgument(
                 f"{len(q.promotions)} promotions asked; the limit is {s.max_promotions}"
@@ -732,21 +772,91 @@ class ReviewService:
         for memory_id, target in q.promotions:
             validate_scope(target)
             asks.append((self.memories.get(q.agent_id, memory_id), target))
+        if self._preparing >= s.max_concurrent_prepares:
+            # Each Prepare holds a snapshot and a worker thread: a flood of them waits its
+            # turn at the caller, not inside the daemon.
+            raise Overloaded(
+                f"{self._preparing} review Prepares are running (the limit is "
+                f"{s.max_concurrent_prepares}, review.max_concurrent_prepares): try again",
+                retry_after=1.0,
+            )
+        self._preparing += 1
+        try:
+            snap = await self._snapshot(access, scopes, kinds, q.agent_id)
+            now = snap.now
+            bundle = new_bundle_id(now)
+            items, truncated = await asyncio.to_thread(
+                self._propose, snap, access, kinds, dup_min, stale_days, asks, max_items, bundle
+            )
+        finally:
+            self._preparing -= 1
+        return Prepared(items, now, len(snap.rows), truncated or snap.truncated, bundle)
 
+    async def _snapshot(
+        self, access: Access, scopes: frozenset[str], kinds: frozenset[Kind], agent_id: str
+    ) -> _Snapshot:
+        """What Prepare reads of the index, taken on the event loop: at most
+        review.max_memories unexpired memories of ``scopes``, newest first (a keyset page:
+        bounded work however large the scopes are), with a copy of each one's vector."""
         now = self.memories.clock()
-        rows = self.store.visible(scopes, now=now)
-        truncated = len(rows) > s.max_memories
-        rows = rows[: s.max_memories]
+        listing = self.store.page(scopes, now=now, limit=self.settings.max_memories)
+        rows = listing.memories
+        vectors: dict[str, np.ndarray] = {}
+        if kinds & {Kind.DUPLICATE, Kind.CONFLICT}:
+            for n, m in enumerate(rows):
+                if n and n % _SNAPSHOT_SLICE == 0:
+                    await asyncio.sleep(0)  # other callers' RPCs run between slices
+                if m.superseded_by:
+                    continue
+                v = self.store.vector_of(m.id)  # a copy: later writes never change it
+                if v is not None:
+                    vectors[m.id] = v
+        expired: list[Memory] = []
+        more_expired = False
+        if Kind.STALE in kinds:
+            # Bounded like the rows: an agent that piles up expiring memories faster than
+            # the sweeper removes them does not make each Prepare longer without end.
+            for i in self.store.expired_ids(now=now):
+                if (e := self.store.get(i)) is not None and e.scope in scopes:
+                    if len(expired) == self.settings.max_memories:
+                        more_expired = True
+                        break
+                    expired.append(e)
+        logged: list[tuple[Memory, Memory, float]] = []
+        if Kind.CONFLICT in kinds:
+            for c in self.memories.list_conflicts(agent_id, self.memories.limits.conflicts_max):
+                a_m, b_m = self.store.get(c.new_id), self.store.get(c.existing_id)
+                if (
+                    a_m is None
+                    or b_m is None
+                    or a_m.scope != b_m.scope
+                    or a_m.scope not in scopes  # the scopes asked for (all readable by default)
+                    or a_m.superseded_by
+                    or b_m.superseded_by
+                ):
+                    continue
+                logged.append((a_m, b_m, c.score))
+        return _Snapshot(now, rows, listing.more or more_expired, vectors, expired, logged)
+
+    def _propose(
+        self,
+        snap: _Snapshot,
+        access: Access,
+        kinds: frozenset[Kind],
+        dup_min: float,
+        stale_days: int,
+        asks: Sequence[tuple[Memory, str]],
+        max_items: int,
+        bundle: str,
+    ) -> tuple[list[Item], bool]:
+        """The proposals of a snapshot, signed (runs in a worker thread: it reads nothing
+        but ``snap`` and the frozen records in it)."""
+        now = snap.now
         items: list[Item] = []
         if kinds & {Kind.DUPLICATE, Kind.CONFLICT}:
-            items += await self._pairs(rows, access, scopes, kinds, dup_min)
+            items += self._pairs(snap, access, kinds, dup_min)
         if Kind.STALE in kinds:
-            expired = [
-                m
-                for i in self.store.expired_ids(now=now)
-                if (m := self.store.get(i)) is not None and m.scope in scopes
-            ]
-            for m in [*expired, *rows]:
+            for m in [*snap.expired, *snap.rows]:
                 if why := stale_reason(m, now, stale_days):
                     items.append(stale_item(m, why, now, stale_days))
         if Kind.PROMOTION in kinds:
@@ -755,11 +865,8 @@ class ReviewService:
         for item in items:
             unique.setdefault(item.item_id, item)
         ordered = sorted(unique.values(), key=lambda i: (-int(i.risk), int(i.kind), i.item_id))
-        if len(ordered) > max_items:
-            truncated = True
-        bundle = new_bundle_id(now)
-        signed = [self._signed(q.agent_id, bundle, i) for i in ordered[:max_items]]
-        return Prepared(signed, now, len(rows), truncated, bundle)
+        signed = [self._signed(access.agent_id, bundle, i) for i in ordered[:max_items]]
+        return signed, len(ordered) > max_items
 
     def _signature(
         self,
@@ -782,29 +889,21 @@ class ReviewService:
         want = self._signature(agent_id, it.bundle_id, it.item_id, it.kind, it.action, it.hashes)
         return hmac.compare_digest(want.encode(), it.signature.encode())
 
-    async def _pairs(
-        self,
-        rows: list[Memory],
-        access: Access,
-        scopes: frozenset[str],
-        kinds: frozenset[Kind],
-        dup_min: float,
+    def _pairs(
+        self, snap: _Snapshot, access: Access, kinds: frozenset[Kind], dup_min: float
     ) -> list[Item]:
         items: list[Item] = []
         by_scope: dict[str, list[Memory]] = {}
-        for m in rows:
-            if not m.superseded_by:
+        for m in snap.rows:
+            if m.id in snap.vectors:  # not superseded, and still there when copied
                 by_scope.setdefault(m.scope, []).append(m)
         low = min(dup_min, self.settings.conflict_min_score)
         for group in by_scope.values():
-            vectors = [self.store.vector_of(m.id) for m in group]
-            keep = [(m, v) for m, v in zip(group, vectors, strict=True) if v is not None]
-            if len(keep) < 2:
+            if len(group) < 2:
                 continue
-            matrix = np.stack([v for _, v in keep]).astype(np.float32, copy=False)
-            found = await asyncio.to_thread(pairs_over, matrix, low)
-            for i, j, score in found:
-                a, b = keep[i][0], keep[j][0]
+            matrix = np.stack([snap.vectors[m.id] for m in group]).astype(np.float32, copy=False)
+            for i, j, score in pairs_over(matrix, low):
+                a, b = group[i], group[j]
                 if a.supersedes == b.id or b.supersedes == a.id:
                     continue
                 cue = contradiction_cue(a.text, b.text) if a.category == b.category else ""
@@ -812,22 +911,8 @@ class ReviewService:
                     items.append(conflict_item(a, b, score, cue))
                 elif not cue and score >= dup_min and Kind.DUPLICATE in kinds:
                     items.append(duplicate_item(a, b, score, access))
-        if Kind.CONFLICT in kinds:
-            for c in self.memories.list_conflicts(
-                access.agent_id, self.memories.limits.conflicts_max
-            ):
-                a_m, b_m = self.store.get(c.new_id), self.store.get(c.existing_id)
-                if (
-                    a_m is None
-                    or b_m is None
-                    or a_m.scope != b_m.scope
-                    or a_m.scope not in scopes  # the scopes asked for (all readable by default)
-                    or a_m.superseded_by
-                    or b_m.superseded_by
-                ):
-                    continue
-                cue = "the conflict log: another agent's decision on the same topic"
-                items.append(conflict_item(a_m, b_m, c.score, cue))
+        cue = "the conflict log: another agent's decision on the same topic"
+        items += [conflict_item(a, b, score, cue) for a, b, score in snap.logged]
         return items
 
     # -- apply ---------------------------------------------------------------------------

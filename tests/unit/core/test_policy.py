@@ -32,7 +32,10 @@ def test_requested_scopes_must_all_be_readable() -> None:
         a.readable(["global", "agent:other"])
 
 
-@pytest.mark.parametrize("scope", ["", "has space", "x" * 101, "agent:", "agent:bad/id", "a*b"])
+@pytest.mark.parametrize(
+    "scope",
+    ["", "has space", "x" * 101, "agent:", "agent:bad/id", "a*b", "workspace:x\n", "agent:a\n"],
+)
 def test_malformed_scopes_are_invalid(scope: str) -> None:
     with pytest.raises(InvalidArgument, match="scope"):
         validate_scope(scope)
@@ -48,3 +51,16 @@ def test_wellformed_scopes_pass(scope: str) -> None:
 def test_malformed_policy_pattern_fails_at_construction() -> None:
     with pytest.raises(InvalidArgument):
         AccessPolicy(default_read=("not a scope",))
+
+
+@pytest.mark.parametrize("agent_id", ["main\n", "main\r\n", "ma\nin"])
+def test_an_agent_id_with_a_trailing_newline_is_invalid(agent_id: str) -> None:
+    """``$`` matches before a final newline: "main\n" would be another agent (and scope
+    "agent:main\n" another scope) that a key's pattern ``main*`` covers, and a vault
+    note's name with a line break in it."""
+    from memoryd.core.policy import validate_agent_id
+
+    with pytest.raises(InvalidArgument, match="agent_id"):
+        validate_agent_id(agent_id)
+    with pytest.raises(InvalidArgument):
+        AccessPolicy().access(agent_id)

@@ -623,3 +623,157 @@ async def test_the_conflict_log_part_of_prepare_keeps_to_the_scopes_asked_for(
         PrepareQuery("a", scopes=("agent:a",), kinds=frozenset({Kind.CONFLICT}))
     )
     assert mine.items == []
+
+
+# -- Prepare off the event loop ----------------------------------------------------------
+
+
+async def test_prepare_proposes_the_same_pairs_and_conflicts_on_a_seeded_store(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    """The proposals of a small seeded store, as Prepare made them before it moved its work
+    to a worker thread: exactly these duplicates and conflicts, nothing else."""
+
+    async def seed(agent: str, text: str, *a: object, **kw: object) -> Memory:
+        clock.advance(seconds=1)  # one second apart: "older" and "newer" are defined
+        return await put(memories, agent, text, *a, **kw)  # type: ignore[arg-type]
+
+    dark_a = await seed("a", DARK_A)
+    dark_b = await seed("a", DARK_B)
+    tabs_a = await seed("a", TABS_A, Category.PREFERENCE)
+    tabs_b = await seed("a", TABS_B, Category.PREFERENCE)
+    team_a = await seed("a", "the team ships releases on friday", scope=TEAM)
+    team_b = await seed("b", "the team ships releases on monday", scope=TEAM)
+    await seed("a", "the cat is called miso")
+    await seed("b", DARK_B)  # b's own scope: never paired with a's
+    seen = {
+        (i.kind, i.action.memory_id, i.action.keep_id)
+        for i in (await review.prepare(PrepareQuery("a"))).items
+    }
+    assert seen == {
+        (Kind.DUPLICATE, dark_b.id, dark_a.id),  # the older is kept (same access count)
+        (Kind.CONFLICT, tabs_a.id, tabs_b.id),  # the newer supersedes the older
+        (Kind.CONFLICT, team_a.id, team_b.id),
+    }
+
+
+async def test_a_large_prepare_runs_while_another_agents_recalls_are_answered(
+    memories: MemoryService, review: ReviewService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Prepare over 3,000 memories leaves the event loop to other callers: b's Recalls
+    keep being answered while it is in flight, and no proposal (pair search, cue, hash,
+    signature) is computed on the event loop's thread."""
+    import asyncio
+    import threading
+    import uuid
+
+    import numpy as np
+
+    from memoryd.core import review as review_module
+
+    base = await put(memories, "a", DARK_A)
+    await put(memories, "b", "the deploy key lives in the vault")
+    rng = np.random.default_rng(7)
+    dim = memories.store.vector_of(base.id).shape[0]  # type: ignore[union-attr]
+    store = memories.store
+    with store.bulk_load():  # type: ignore[attr-defined]
+        centres = rng.standard_normal((300, dim)).astype(np.float32)
+        for n in range(3000):  # 300 topics of 10 near-duplicates each
+            v = centres[n % 300] + 0.1 * rng.standard_normal(dim).astype(np.float32)
+            store.put(  # type: ignore[attr-defined]
+                replace(base, id=str(uuid.uuid4()), text=f"note {n} about topic {n % 97}"),
+                v / np.linalg.norm(v),
+                None,
+            )
+    loop_thread = threading.get_ident()
+    on_loop: list[str] = []
+    for name in ("pairs_over", "contradiction_cue", "memory_hash", "sign"):
+        real = getattr(review_module, name)
+
+        def spy(*a: object, _real: Callable[..., object] = real, _name: str = name) -> object:
+            if threading.get_ident() == loop_thread:
+                on_loop.append(_name)
+            return _real(*a)
+
+        monkeypatch.setattr(review_module, name, spy)
+
+    task = asyncio.create_task(review.prepare(PrepareQuery("a", max_items=2000)))
+    answered_during = 0
+    while not task.done():
+        await asyncio.sleep(0)  # as between two RPCs of a server: the loop runs others
+        hits = await memories.recall(RecallQuery(agent_id="b", query="deploy key"))
+        assert [h.memory.text for h in hits][:1] == ["the deploy key lives in the vault"]
+        if not task.done():
+            answered_during += 1
+    prepared = await task
+    assert prepared.memories_scanned == 3001
+    assert len(prepared.items) == 2000 and prepared.truncated  # pairs of the 300 topics
+    assert answered_during >= 1, "no Recall of another agent was answered during the Prepare"
+    assert sorted(set(on_loop)) == []
+
+
+async def test_prepare_scans_the_newest_max_memories_and_says_it_truncated(
+    memories: MemoryService, clock: Clock
+) -> None:
+    review = ReviewService(memories, ReviewSettings(max_memories=2, stale_after_days=0))
+    await put(memories, "a", DARK_A)
+    clock.advance(seconds=1)
+    newer = await put(memories, "a", DARK_B)
+    clock.advance(seconds=1)
+    newest = await put(memories, "a", "the user prefers dark mode in every code editor too")
+    got = await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))
+    assert got.memories_scanned == 2 and got.truncated
+    assert {m.id for i in got.items for m in i.memories} <= {newer.id, newest.id}
+
+
+async def test_more_prepares_at_once_than_allowed_are_refused_overloaded(
+    memories: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from memoryd.core.errors import Overloaded
+
+    review = ReviewService(memories, ReviewSettings(max_concurrent_prepares=1))
+    await put(memories, "a", DARK_A)
+    gate = asyncio.Event()
+    real = review._snapshot
+
+    async def slow(*a: object) -> object:
+        await gate.wait()
+        return await real(*a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(review, "_snapshot", slow)
+    first = asyncio.create_task(review.prepare(PrepareQuery("a")))
+    await asyncio.sleep(0)
+    with pytest.raises(Overloaded, match="max_concurrent_prepares"):
+        await review.prepare(PrepareQuery("b"))
+    gate.set()
+    assert (await first).memories_scanned == 1
+    assert (await review.prepare(PrepareQuery("b"))).memories_scanned == 0  # free again
+
+
+# -- an agent's gateway key as the attacker --------------------------------------------
+
+
+@pytest.mark.parametrize("days", [2**32 - 1, 1_000_000_000, 36_501])
+async def test_a_huge_stale_after_days_is_invalid_not_an_internal_error(
+    memories: MemoryService, review: ReviewService, days: int
+) -> None:
+    """stale_after_days is a uint32 on the wire; past timedelta's range it raised
+    OverflowError (INTERNAL, a traceback in the daemon's log for every such request)."""
+    await put(memories, "a", DARK_A)
+    with pytest.raises(InvalidArgument, match="stale_after_days"):
+        await review.prepare(PrepareQuery("a", stale_after_days=days))
+
+
+async def test_expired_memories_waiting_for_the_sweeper_are_bounded_too(
+    memories: MemoryService, clock: Clock
+) -> None:
+    """Expired, unswept memories came on top of review.max_memories without a bound: an
+    agent storing many short-lived memories made every Prepare of its scopes longer."""
+    review = ReviewService(memories, ReviewSettings(max_memories=2, stale_after_days=0))
+    for n in range(4):
+        await put(memories, "a", f"the standup moved to room {n}", ttl="session")
+    clock.advance(days=31)
+    got = await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.STALE})))
+    assert len(got.items) == 2 and got.truncated

@@ -134,6 +134,9 @@ def test_a_hand_edited_note_or_unknown_ids_apply_nothing(run: Any, tmp_path: Pat
     assert code == 2 and "no item" in out
     code, out = run("review", "approve", "../../etc/passwd", "--items", "all")
     assert code == 2 and "not a bundle id" in out
+    # "$" would match before a final newline: a different file name, a line break in notes
+    code, out = run("review", "approve", b + "\n", "--items", "all")
+    assert code == 2 and "not a bundle id" in out
 
 
 def state_file(tmp_path: Path, b: str) -> Path:

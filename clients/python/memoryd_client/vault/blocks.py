@@ -17,7 +17,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
 _START_RE = re.compile(
     r"<!-- memoryd:managed:start id=(?P<id>[A-Za-z0-9._-]{1,64}) "
     r"hash=sha256:(?P<hash>[0-9a-f]{64}) -->\n"

@@ -34,7 +34,7 @@ from google.protobuf import json_format
 
 from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
 
-BUNDLE_ID_RE = re.compile(r"^rb-[0-9]{8}-[0-9]{6}-[a-z0-9]{4}$")
+BUNDLE_ID_RE = re.compile(r"^rb-[0-9]{8}-[0-9]{6}-[a-z0-9]{4}\Z")  # not "$": "\n"
 STATE_VERSION = 1
 
 
