@@ -9,7 +9,8 @@ one agent may read, and changes nothing:
                 important, then the older)
     CONFLICT    two memories of one scope and category with cosine in
                 [store.merge_band_low, 1) and a contradiction cue (negation on one side
-                only, different numbers, opposite words such as like/dislike), or a pair
+                only, different numbers, opposite words such as like/dislike, one word
+                swapped for another: green/blue), or a pair
                 of the conflict log (another agent's decision in the merge band): the
                 newer supersedes the older (kept as history, no longer recalled)
     STALE       expired but not yet swept, superseded, or not recalled for
@@ -81,6 +82,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -545,7 +547,29 @@ def contradiction_cue(a: str, b: str) -> str:
     days_a, days_b = wa & _DAYS, wb & _DAYS
     if days_a and days_b and days_a != days_b:
         return "different days (" + ", ".join(sorted(days_a ^ days_b)) + ")"
-    return ""
+    return _different_value(a, b)
+
+
+def _different_value(a: str, b: str) -> str:
+    """The same sentence ending in another word (or two): "my favourite colour is green" /
+    "... is blue", "lives in Berlin" / "lives in New York" say the value changed, not the
+    same thing twice. A word swapped elsewhere is mostly a synonym ("Carol runs / manages
+    the office"), and words only added or left out ("every editor" / "every code editor")
+    are no cue either."""
+    ta = [w.lower() for w in _WORD_RE.findall(a)]
+    tb = [w.lower() for w in _WORD_RE.findall(b)]
+    ops = [
+        op for op in SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes() if op[0] != "equal"
+    ]
+    if not ops or any(op[0] != "replace" for op in ops):
+        return ""
+    if len(ops) != 1:
+        return ""
+    _, i1, i2, j1, j2 = ops[0]
+    if i2 != len(ta) or j2 != len(tb) or max(i2 - i1, j2 - j1) > 2:
+        return ""
+    old, new = ta[i1:i2], tb[j1:j2]
+    return f"different value ({' '.join(old)!r} / {' '.join(new)!r})"
 
 
 def stale_reason(memory: Memory, now: datetime, stale_after_days: int) -> str:

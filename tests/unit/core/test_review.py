@@ -128,6 +128,11 @@ def test_item_ids_are_stable_and_distinct() -> None:
         ("we use postgres for billing", "we do not use postgres for billing", "negation"),
         ("Wir nutzen Postgres", "Wir nutzen kein Postgres", "negation"),
         (DARK_A, DARK_B, ""),
+        ("My favourite colour is green", "My favourite colour is blue", "different value"),
+        ("The user lives in Berlin", "The user lives in New York", "different value"),
+        ("the deploy runs every night", "the deploy runs every single night", ""),
+        ("Carol runs the Berlin office", "Carol manages the Berlin office", ""),
+        ("The user enjoys hiking in the Alps", "The user loves going hiking in the Alps", ""),
     ],
 )
 def test_contradiction_cues(a: str, b: str, cue: str) -> None:
