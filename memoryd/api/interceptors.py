@@ -2,7 +2,7 @@
 method), the request id every log record carries, and the interceptor that turns a raised
 exception into a gRPC status with ``memoryd.api.errors``.
 
-The other interceptors (auth, limits, metrics, decoding) build on ``WrapCache``.
+The other interceptors (auth, limits, metrics, decoding) are ``WrappingInterceptor``s.
 """
 
 from __future__ import annotations
@@ -118,7 +118,16 @@ class WrapCache:
         return wrapped
 
 
-class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+Wrap = Callable[[Behavior, bool], Behavior]
+
+
+class WrappingInterceptor(grpc.aio.ServerInterceptor):
+    """An interceptor that re-wraps each method's handler once (cached per method).
+
+    A subclass says how in :meth:`wrapper` (``None`` leaves the method's handler as it
+    is) and, optionally, which request deserializer to install in :meth:`deserializer`.
+    """
+
     def __init__(self) -> None:
         self._cache = WrapCache()
 
@@ -130,8 +139,19 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler
-        return self._cache.get(
-            handler_call_details.method,
-            handler,
-            lambda b, streaming: _wrap_streaming(b) if streaming else _wrap_unary(b),
-        )
+        method = handler_call_details.method
+        wrap = self.wrapper(method, handler)
+        if wrap is None:
+            return handler
+        return self._cache.get(method, handler, wrap, self.deserializer(method))
+
+    def wrapper(self, method: str, handler: grpc.RpcMethodHandler) -> Wrap | None:
+        raise NotImplementedError
+
+    def deserializer(self, method: str) -> Callable[[Deserializer | None], Deserializer] | None:
+        return None
+
+
+class ErrorMappingInterceptor(WrappingInterceptor):
+    def wrapper(self, method: str, handler: grpc.RpcMethodHandler) -> Wrap:
+        return lambda b, streaming: _wrap_streaming(b) if streaming else _wrap_unary(b)
