@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from memoryd.core.policy import AccessPolicy
-from memoryd.core.service import MemoryService, ServiceLimits
+from memoryd.core.records import Category, StoreResult
+from memoryd.core.service import MemoryService, NewMemory, ServiceLimits
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.repository import Repository
 
@@ -93,3 +94,12 @@ async def service(
         agents={},
     )
     yield MemoryService(open_repository(), embedder, policy, ServiceLimits(max_chars=200), clock)
+
+
+async def prefer(service: MemoryService, drink: str) -> StoreResult:
+    """Agent a stores "I prefer <drink> in the morning": two such preferences (tea, then
+    coffee) are the pair the merge policies act on."""
+    text = f"I prefer {drink} in the morning"
+    return await service.store_memory(
+        NewMemory(agent_id="a", text=text, category=Category.PREFERENCE)
+    )

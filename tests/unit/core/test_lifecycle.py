@@ -16,6 +16,8 @@ from memoryd.core.records import Category, Memory, StoreOutcome
 from memoryd.core.service import MemoryService, NewMemory, RecallQuery, ServiceLimits
 from memoryd.storage.conflict_log import JsonlConflictLog
 
+from ..conftest import prefer
+
 
 async def put(svc: MemoryService, agent: str, text: str, **kw: object):  # type: ignore[no-untyped-def]
     return await svc.store_memory(NewMemory(agent_id=agent, text=text, **kw))  # type: ignore[arg-type]
@@ -23,8 +25,8 @@ async def put(svc: MemoryService, agent: str, text: str, **kw: object):  # type:
 
 async def tea_then_coffee(service: MemoryService) -> tuple[Memory, Memory]:
     """Agent a prefers tea in the morning, then coffee: the pair the merge policies act on."""
-    tea = await put(service, "a", "I prefer tea in the morning", category=Category.PREFERENCE)
-    coffee = await put(service, "a", "I prefer coffee in the morning", category=Category.PREFERENCE)
+    tea = await prefer(service, "tea")
+    coffee = await prefer(service, "coffee")
     return tea.memory, coffee.memory
 
 
