@@ -136,6 +136,42 @@ def target_from_args(args: argparse.Namespace) -> Iterator[Target]:
             shutil.rmtree(base, ignore_errors=True)
 
 
+def add_quality_args(p: argparse.ArgumentParser) -> None:
+    """The daemon and output flags of the recall-quality scripts (locomo, multilingual)."""
+    p.add_argument("--address", help="a running memoryd; default: start one on a temp dir")
+    p.add_argument("--out", type=Path, help="also write the result table to this file")
+    p.add_argument(
+        "--env", action="append", default=[], help="KEY=VALUE for the daemon started here"
+    )
+
+
+@contextlib.contextmanager
+def daemon_unless(
+    address: str | None, env: Sequence[str], *, needed: bool = True
+) -> Iterator[str | None]:
+    """``address`` when one is given (or no daemon is ``needed``); otherwise the address of
+    a daemon started here on a temp dir, with ``env`` (KEY=VALUE) in its environment, and
+    stopped at the end."""
+    if address or not needed:
+        yield address
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = dict(kv.split("=", 1) for kv in env)
+        daemon = Daemon(Path(tmp) / "data", Path(tmp) / "stderr.log", extra)
+        try:
+            yield daemon.start().address
+        finally:
+            daemon.stop()
+
+
+def write_table(table: str, out: Path | None) -> None:
+    """Print a result table; with ``out``, also write it to that file."""
+    print(table)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(table + "\n")
+
+
 # -- /proc readings -------------------------------------------------------------------
 
 
