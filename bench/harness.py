@@ -404,6 +404,23 @@ class BulkResult:
         )
 
 
+def add_load_args(p: argparse.ArgumentParser) -> None:
+    """``--load-clients`` and ``--load-pipeline``: how :func:`load` fills the store."""
+    p.add_argument("--load-clients", type=int, default=8, help="Streams used to (pre)load")
+    p.add_argument("--load-pipeline", type=int, default=32, help="ops in flight per Stream")
+
+
+def load(
+    args: argparse.Namespace, address: str, items: Sequence[tuple[str, str]], label: str
+) -> BulkResult:
+    """:func:`bulk_store` with the script's ``--load-clients`` and ``--load-pipeline``."""
+    return asyncio.run(
+        bulk_store(
+            address, items, clients=args.load_clients, pipeline=args.load_pipeline, label=label
+        )
+    )
+
+
 async def bulk_store(
     address: str,
     items: Sequence[tuple[str, str]],
