@@ -31,6 +31,12 @@ class RequestIdFilter(logging.Filter):
 Behavior = Callable[..., Any]
 
 
+async def _abort(context: grpc.aio.ServicerContext, error: Exception) -> None:
+    """End the call with the status ``memoryd.api.errors`` maps ``error`` to."""
+    code, message = status_of(error)
+    await context.abort(code, message, trailers_of(error))
+
+
 def _wrap_unary(behavior: Behavior) -> Behavior:
     async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
@@ -38,8 +44,7 @@ def _wrap_unary(behavior: Behavior) -> Behavior:
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception as error:
-            code, message = status_of(error)
-            await context.abort(code, message, trailers_of(error))
+            await _abort(context, error)
 
     return call
 
@@ -52,8 +57,7 @@ def _wrap_streaming(behavior: Behavior) -> Behavior:
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception as error:
-            code, message = status_of(error)
-            await context.abort(code, message, trailers_of(error))
+            await _abort(context, error)
 
     return call
 
