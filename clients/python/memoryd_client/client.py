@@ -250,7 +250,22 @@ def _backoff(
     return wait if wait is not None else delay
 
 
-class MemoryClient:
+class _Client:
+    """What both clients keep: the channel, its three service stubs, the call metadata and
+    the retry settings."""
+
+    _channel: Any
+
+    def _attach(self, token: str | None, timeout: float, retries: int) -> None:
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._review = review_grpc.ReviewServiceStub(self._channel)
+        self._hooks = hooks_grpc.HookServiceStub(self._channel)
+        self._metadata = _metadata(token)
+        self.timeout = timeout
+        self.retries = retries
+
+
+class MemoryClient(_Client):
     """Blocking client. ``timeout`` is the default deadline of each call, in seconds."""
 
     def __init__(
@@ -267,12 +282,7 @@ class MemoryClient:
             if credentials
             else grpc.insecure_channel(address, options=_channel_args())
         )
-        self._stub = pb_grpc.MemoryServiceStub(self._channel)
-        self._review = review_grpc.ReviewServiceStub(self._channel)
-        self._hooks = hooks_grpc.HookServiceStub(self._channel)
-        self._metadata = _metadata(token)
-        self.timeout = timeout
-        self.retries = retries
+        self._attach(token, timeout, retries)
 
     def __enter__(self) -> MemoryClient:
         return self
@@ -444,7 +454,7 @@ class MemoryClient:
         return self._call(self._hooks.Capture, req, idempotent=False, timeout=timeout)
 
 
-class AsyncMemoryClient:
+class AsyncMemoryClient(_Client):
     """asyncio client; same methods as MemoryClient, awaitable, plus ``stream``."""
 
     def __init__(
@@ -461,12 +471,7 @@ class AsyncMemoryClient:
             if credentials
             else grpc.aio.insecure_channel(address, options=_channel_args())
         )
-        self._stub = pb_grpc.MemoryServiceStub(self._channel)
-        self._review = review_grpc.ReviewServiceStub(self._channel)
-        self._hooks = hooks_grpc.HookServiceStub(self._channel)
-        self._metadata = _metadata(token)
-        self.timeout = timeout
-        self.retries = retries
+        self._attach(token, timeout, retries)
 
     async def __aenter__(self) -> AsyncMemoryClient:
         return self
