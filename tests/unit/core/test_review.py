@@ -89,6 +89,18 @@ async def duplicate_pair(
     return a, b, item
 
 
+async def conflict_pair(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> tuple[Memory, Memory, Item]:
+    """Agent a's older and newer tab preferences, a minute apart, and the one conflict item
+    Prepare makes of them."""
+    old = await put(memories, "a", TABS_A, Category.PREFERENCE)
+    clock.advance(minutes=1)
+    new = await put(memories, "a", TABS_B, Category.PREFERENCE)
+    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.CONFLICT})))).items
+    return old, new, item
+
+
 def approve(item: Item, approval: Approval = Approval.ITEM) -> Approved:
     return Approved(
         item.item_id,
@@ -267,10 +279,7 @@ async def test_a_stale_memory_recalled_since_prepare_is_a_conflict(
 async def test_apply_supersedes_the_older_of_a_conflict(
     memories: MemoryService, review: ReviewService, clock: Clock
 ) -> None:
-    old = await put(memories, "a", TABS_A, Category.PREFERENCE)
-    clock.advance(minutes=1)
-    new = await put(memories, "a", TABS_B, Category.PREFERENCE)
-    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.CONFLICT})))).items
+    old, new, item = await conflict_pair(memories, review, clock)
     (r,) = await review.apply("a", [approve(item)])
     assert r.outcome == Outcome.APPLIED
     assert memories.get("a", old.id).superseded_by == new.id
@@ -398,10 +407,7 @@ async def test_a_planted_promoted_from_never_makes_an_apply_delete_the_original(
 async def test_a_conflict_whose_newer_memory_already_supersedes_another_is_not_applied(
     memories: MemoryService, review: ReviewService, clock: Clock
 ) -> None:
-    old = await put(memories, "a", TABS_A, Category.PREFERENCE)
-    clock.advance(minutes=1)
-    new = await put(memories, "a", TABS_B, Category.PREFERENCE)
-    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.CONFLICT})))).items
+    old, new, item = await conflict_pair(memories, review, clock)
     other = await put(
         memories, "a", "an unrelated older preference about fonts", Category.PREFERENCE
     )
