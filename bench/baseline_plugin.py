@@ -28,7 +28,6 @@ answer the same question).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import shutil
 import tempfile
@@ -154,8 +153,7 @@ def main() -> None:
         help="vectors of the plugin table: read from the daemon's table, or embedded here "
         "(default daemon; embed with --address)",
     )
-    p.add_argument("--load-clients", type=int, default=8, help="Streams used to load")
-    p.add_argument("--load-pipeline", type=int, default=32, help="ops in flight per Stream")
+    harness.add_load_args(p)
     harness.add_common_args(p)
     args = p.parse_args()
     try:
@@ -184,14 +182,8 @@ def main() -> None:
                 batch = corpus.take(texts, size - taken)
                 taken = size
                 harness.log(f"storing {len(batch)} memories (to {size}) through Stream")
-                loaded = asyncio.run(
-                    harness.bulk_store(
-                        target.address,
-                        [(args.agent, t) for t in batch],
-                        clients=args.load_clients,
-                        pipeline=args.load_pipeline,
-                        label=f"to {size}:",
-                    )
+                loaded = harness.load(
+                    args, target.address, [(args.agent, t) for t in batch], f"to {size}:"
                 )
                 acked += loaded.acked
                 t0 = time.perf_counter()

@@ -136,6 +136,42 @@ def target_from_args(args: argparse.Namespace) -> Iterator[Target]:
             shutil.rmtree(base, ignore_errors=True)
 
 
+def add_quality_args(p: argparse.ArgumentParser) -> None:
+    """The daemon and output flags of the recall-quality scripts (locomo, multilingual)."""
+    p.add_argument("--address", help="a running memoryd; default: start one on a temp dir")
+    p.add_argument("--out", type=Path, help="also write the result table to this file")
+    p.add_argument(
+        "--env", action="append", default=[], help="KEY=VALUE for the daemon started here"
+    )
+
+
+@contextlib.contextmanager
+def daemon_unless(
+    address: str | None, env: Sequence[str], *, needed: bool = True
+) -> Iterator[str | None]:
+    """``address`` when one is given (or no daemon is ``needed``); otherwise the address of
+    a daemon started here on a temp dir, with ``env`` (KEY=VALUE) in its environment, and
+    stopped at the end."""
+    if address or not needed:
+        yield address
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = dict(kv.split("=", 1) for kv in env)
+        daemon = Daemon(Path(tmp) / "data", Path(tmp) / "stderr.log", extra)
+        try:
+            yield daemon.start().address
+        finally:
+            daemon.stop()
+
+
+def write_table(table: str, out: Path | None) -> None:
+    """Print a result table; with ``out``, also write it to that file."""
+    print(table)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(table + "\n")
+
+
 # -- /proc readings -------------------------------------------------------------------
 
 
@@ -207,19 +243,15 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
 def revision() -> str:
     """The commit of the working tree, with "+changes" when it has uncommitted edits."""
     root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        run = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+        run.check_returncode()
+        return run.stdout.strip()
+
     try:
-        head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+changes" if dirty else "")
@@ -370,6 +402,23 @@ class BulkResult:
             f"{self.created} created, {self.duplicates} duplicates, errors {errors}, "
             f"{self.seconds:.1f}s, {self.rate:.0f} stores/s"
         )
+
+
+def add_load_args(p: argparse.ArgumentParser) -> None:
+    """``--load-clients`` and ``--load-pipeline``: how :func:`load` fills the store."""
+    p.add_argument("--load-clients", type=int, default=8, help="Streams used to (pre)load")
+    p.add_argument("--load-pipeline", type=int, default=32, help="ops in flight per Stream")
+
+
+def load(
+    args: argparse.Namespace, address: str, items: Sequence[tuple[str, str]], label: str
+) -> BulkResult:
+    """:func:`bulk_store` with the script's ``--load-clients`` and ``--load-pipeline``."""
+    return asyncio.run(
+        bulk_store(
+            address, items, clients=args.load_clients, pipeline=args.load_pipeline, label=label
+        )
+    )
 
 
 async def bulk_store(

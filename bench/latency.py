@@ -19,7 +19,6 @@ with ``--address`` against the same daemon needs another ``--seed`` for true mis
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -66,8 +65,7 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=5, help="Recall limit (results per query)")
     p.add_argument("--agent", default="bench-latency", help="the agent id")
     p.add_argument("--ops", default=",".join(OPS), help=f"comma-separated series to run, of {OPS}")
-    p.add_argument("--load-clients", type=int, default=8, help="Streams used to preload")
-    p.add_argument("--load-pipeline", type=int, default=32, help="ops in flight per Stream")
+    harness.add_load_args(p)
     harness.add_common_args(p)
     args = p.parse_args()
     ops = [o for o in args.ops.split(",") if o]
@@ -85,15 +83,7 @@ def main() -> None:
         corpus.take(stream, max(0, harness.rows_in_store(target.address) - args.memories))
         new_texts = corpus.take(stream, args.warmup + args.calls)
         harness.log(f"preloading {args.memories} memories into {args.agent}")
-        loaded = asyncio.run(
-            harness.bulk_store(
-                target.address,
-                [(args.agent, t) for t in preload],
-                clients=args.load_clients,
-                pipeline=args.load_pipeline,
-                label="preloaded",
-            )
-        )
+        loaded = harness.load(args, target.address, [(args.agent, t) for t in preload], "preloaded")
         harness.log(f"preloaded: {loaded.summary()}")
         rows = []
         with MemoryClient(target.address, timeout=60.0, retries=0) as c:

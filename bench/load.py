@@ -264,8 +264,7 @@ def main() -> None:
         help="stores: check acknowledged stores after SIGKILL+restart, SIGTERM+restart, "
         "on the live daemon, or not (default kill; live with --address)",
     )
-    p.add_argument("--load-clients", type=int, default=8, help="Streams used to preload")
-    p.add_argument("--load-pipeline", type=int, default=32, help="ops in flight per Stream")
+    harness.add_load_args(p)
     harness.add_common_args(p)
     args = p.parse_args()
     stores = args.scenario == "stores"
@@ -293,14 +292,8 @@ def main() -> None:
     with harness.target_from_args(args) as target:
         if args.memories:
             harness.log(f"preloading {args.memories} memories over {args.agents} agents")
-            loaded = asyncio.run(
-                harness.bulk_store(
-                    target.address,
-                    harness.agents_round_robin(agents, preload_texts),
-                    clients=args.load_clients,
-                    pipeline=args.load_pipeline,
-                    label="preloaded",
-                )
+            loaded = harness.load(
+                args, target.address, harness.agents_round_robin(agents, preload_texts), "preloaded"
             )
             preload_row = [args.memories, args.agents, loaded.created, loaded.duplicates]
             preload_row += [dict(loaded.errors) or 0, f"{loaded.seconds:.1f}"]

@@ -27,7 +27,6 @@ import json
 import re
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
@@ -256,39 +255,22 @@ async def run(args: argparse.Namespace) -> None:
                 f"{statistics.median(seq):.2f} |"
             )
             print(lines[-1], file=sys.stderr)
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table + "\n")
+    harness.write_table("\n".join(lines), args.out)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--address", help="a running memoryd; default: start one on a temp dir")
+    harness.add_quality_args(p)
     p.add_argument("--configs", default=DEFAULT_CONFIGS, help=f"comma list of {DEFAULT_CONFIGS}")
     p.add_argument("--conversations", type=int, help="only the first N conversations")
     p.add_argument("--parallel", type=int, default=8, help="recalls in flight while scoring")
     p.add_argument("--latency-queries", type=int, default=200, help="sequential recalls timed")
-    p.add_argument("--out", type=Path)
-    p.add_argument(
-        "--env", action="append", default=[], help="KEY=VALUE for the daemon started here"
-    )
     args = p.parse_args()
     if not args.data.is_file():
         raise SystemExit(f"LoCoMo not found at {args.data}; pass --data PATH")
-    daemon = None
-    with tempfile.TemporaryDirectory() as tmp:
-        if not args.address:
-            env = dict(kv.split("=", 1) for kv in args.env)
-            daemon = harness.Daemon(Path(tmp) / "data", Path(tmp) / "stderr.log", env)
-            args.address = daemon.start().address
-        try:
-            asyncio.run(run(args))
-        finally:
-            if daemon is not None:
-                daemon.stop()
+    with harness.daemon_unless(args.address, args.env) as args.address:
+        asyncio.run(run(args))
 
 
 if __name__ == "__main__":

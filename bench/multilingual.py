@@ -36,16 +36,13 @@ import math
 import re
 import statistics
 import sys
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memoryd_client import AsyncMemoryClient, pb
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
+from memoryd_client import AsyncMemoryClient, pb
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "datasets" / "xquad"
@@ -294,38 +291,22 @@ async def run(args: argparse.Namespace) -> None:
             for c in codes
         )
         lines.append(f"| {name} | {cells} |")
-    out = "\n".join(lines)
-    print(out)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(out + "\n")
+    harness.write_table("\n".join(lines), args.out)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--address", help="a running memoryd; default: start one on a temp dir")
+    harness.add_quality_args(p)
     p.add_argument("--langs", default=",".join(LANGS))
     p.add_argument("--configs", default=DEFAULT_CONFIGS, help=f"comma list of {DEFAULT_CONFIGS}")
     p.add_argument("--parallel", type=int, default=8, help="recalls in flight")
-    p.add_argument("--out", type=Path)
-    p.add_argument(
-        "--env", action="append", default=[], help="KEY=VALUE for the daemon started here"
-    )
     args = p.parse_args()
     if not (args.data / "xquad.en.json").is_file():
         raise SystemExit(f"XQuAD not found at {args.data}; pass --data DIR")
-    daemon = None
-    with tempfile.TemporaryDirectory() as tmp:
-        if not args.address and any(n in CONFIGS for n in args.configs.split(",")):
-            env = dict(kv.split("=", 1) for kv in args.env)
-            daemon = harness.Daemon(Path(tmp) / "data", Path(tmp) / "stderr.log", env)
-            args.address = daemon.start().address
-        try:
-            asyncio.run(run(args))
-        finally:
-            if daemon is not None:
-                daemon.stop()
+    needed = any(n in CONFIGS for n in args.configs.split(","))
+    with harness.daemon_unless(args.address, args.env, needed=needed) as args.address:
+        asyncio.run(run(args))
 
 
 if __name__ == "__main__":

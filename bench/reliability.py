@@ -1253,19 +1253,9 @@ async def b_recalls(
     return lat, errors
 
 
-def flood_main(
-    address: str,
-    token: str,
-    streams: int,
-    pipeline: int,
-    seconds: float,
-    seed: int,
-    recall_share: float,
-    out: Connection,
-) -> None:
-    """In its own process: ``streams`` Streams of key A, Recalls (``recall_share``) and
-    Stores."""
-    out.send(asyncio.run(flood(address, token, streams, pipeline, seconds, seed, recall_share)))
+def send_result(out: Connection, work: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    """In its own process: run ``work(*args)`` and send its result back through ``out``."""
+    out.send(asyncio.run(work(*args)))
     out.close()
 
 
@@ -1278,6 +1268,7 @@ async def flood(
     seed: int,
     recall_share: float,
 ) -> dict[str, Any]:
+    """``streams`` Streams of key A, Recalls (``recall_share``) and Stores, for ``seconds``."""
     texts = corpus.memories(seed + 7)
     queries = corpus.queries(seed + 7)
     agents = [f"tenant-a-{i}" for i in range(10)]
@@ -1361,8 +1352,10 @@ def scenario_fairness(args: argparse.Namespace) -> list[str]:
                 ctx = multiprocessing.get_context("spawn")
                 rx, tx = ctx.Pipe(duplex=False)
                 proc = ctx.Process(
-                    target=flood_main,
+                    target=send_result,
                     args=(
+                        tx,
+                        flood,
                         daemon.address,
                         keys["a"],
                         args.flood_streams,
@@ -1370,7 +1363,6 @@ def scenario_fairness(args: argparse.Namespace) -> list[str]:
                         args.duration + args.warmup,
                         args.seed + i,
                         args.flood_recalls,
-                        tx,
                     ),
                 )
                 proc.start()

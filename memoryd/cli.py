@@ -13,12 +13,15 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoryd import __version__, ctl
 from memoryd.core.errors import ConfigError, DataCorrupt
+
+if TYPE_CHECKING:
+    from memoryd.config import Settings
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -69,7 +72,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _reembed(args: argparse.Namespace) -> int:
-    from memoryd.config import load_settings
     from memoryd.reembed import reembed
 
     overrides: dict[str, Any] = {}
@@ -80,29 +82,42 @@ def _reembed(args: argparse.Namespace) -> int:
         embedder["model_dir"] = args.model_dir
     if embedder:
         overrides["embedder"] = embedder
-    logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(message)s")
-    try:
-        settings = load_settings(args.config, overrides)
-        n = reembed(settings, args.source, args.target)
-    except (ConfigError, DataCorrupt) as e:
-        print(f"memoryd: {e}", file=sys.stderr)
-        return 2
-    print(f"re-embedded {n} memories into {args.target}")
-    return 0
+    return _offline(
+        args.config,
+        overrides,
+        lambda settings: reembed(settings, args.source, args.target),
+        lambda n: f"re-embedded {n} memories into {args.target}",
+    )
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from memoryd.config import load_settings
     from memoryd.reembed import restore
+
+    return _offline(
+        args.config,
+        {"data_dir": args.data_dir},
+        lambda settings: restore(settings, args.backup, args.data_dir),
+        lambda n: f"restored {n} memories into {args.data_dir}",
+    )
+
+
+def _offline(
+    config: Path | None,
+    overrides: dict[str, Any],
+    work: Callable[[Settings], int],
+    done: Callable[[int], str],
+) -> int:
+    """An offline verb (reembed, restore): ``work`` on the loaded settings, then ``done``
+    of its count; a bad setting or damaged data is one line on stderr and exit 2."""
+    from memoryd.config import load_settings
 
     logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(message)s")
     try:
-        settings = load_settings(args.config, {"data_dir": args.data_dir})
-        n = restore(settings, args.backup, args.data_dir)
+        n = work(load_settings(config, overrides))
     except (ConfigError, DataCorrupt) as e:
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
-    print(f"restored {n} memories into {args.data_dir}")
+    print(done(n))
     return 0
 
 

@@ -522,6 +522,17 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action) or ""
 
 
+def _add_filters(v: argparse.ArgumentParser) -> None:
+    """``--scope`` and ``--category`` (each repeatable), as list and delete-bulk take them."""
+    v.add_argument("--scope", action="append", help="only this scope (repeatable)")
+    v.add_argument(
+        "--category",
+        action="append",
+        choices=CATEGORY_LABELS,
+        help="only this category (repeatable)",
+    )
+
+
 def add_parser(sub: Any) -> Any:
     """The ``ctl`` verb and its verbs, on the top-level parser's subparsers; returns the
     verbs' subparsers (for verbs that run without a daemon, like ``reembed``)."""
@@ -605,22 +616,10 @@ def add_parser(sub: Any) -> Any:
     v = verb("list", "the agent's memories, newest first, a page at a time")
     v.add_argument("--page-size", type=_count(1), default=20, help="memories per page")
     v.add_argument("--page-token", help="next_page_token of the previous page")
-    v.add_argument("--scope", action="append", help="only this scope (repeatable)")
-    v.add_argument(
-        "--category",
-        action="append",
-        choices=CATEGORY_LABELS,
-        help="only this category (repeatable)",
-    )
+    _add_filters(v)
     v.add_argument("--oldest-first", action="store_true", help="default: newest first")
     v = verb("delete-bulk", "forget every memory matching the filters")
-    v.add_argument("--scope", action="append", help="only this scope (repeatable)")
-    v.add_argument(
-        "--category",
-        action="append",
-        choices=CATEGORY_LABELS,
-        help="only this category (repeatable)",
-    )
+    _add_filters(v)
     v.add_argument("--older-than-days", type=float, help="only memories created before then")
     v.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     v.add_argument("--yes", action="store_true", help="do not ask (needed without a terminal)")

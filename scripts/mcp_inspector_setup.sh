@@ -11,23 +11,11 @@
 # does not have, so the lockfile can never list it and `npm ci` refuses the lockfile.
 set -euo pipefail
 
+source "$(dirname "$0")/npm_lib.sh"
 cd "$(dirname "$0")/../tests/e2e/mcp_inspector"
 
-for tool in node npm; do
-  command -v "$tool" >/dev/null || { echo "mcp_inspector_setup: $tool not found" >&2; exit 1; }
-done
-
-fingerprint=$(node -e '
-  const lock = require("node:fs").readFileSync("package-lock.json");
-  const hash = require("node:crypto").createHash("sha256").update(lock).digest("hex");
-  process.stdout.write(`${hash} ${process.version}`);
-')
-stamp=node_modules/.memoryd-setup
-
-if [[ ! -f $stamp || "$(cat "$stamp")" != "$fingerprint" ]]; then
-  npm install --no-audit --no-fund >&2
-  printf '%s' "$fingerprint" >"$stamp"
-fi
+require_node mcp_inspector_setup
+install_once .memoryd-setup npm install --no-audit --no-fund >&2
 
 # Its launcher, run with node: npm links no bin for a package whose scripts
 # package.json's allowScripts turns off (the Inspector's postinstall is for source

@@ -19,9 +19,8 @@ if [[ -x "$ROOT/.venv/bin/node" ]]; then
   export PATH="$ROOT/.venv/bin:$PATH"
 fi
 
-for tool in node npm; do
-  command -v "$tool" >/dev/null || { echo "openclaw_setup: $tool not found; run ./dev test once, or install Node >= 24.16" >&2; exit 1; }
-done
+source "$ROOT/scripts/npm_lib.sh"
+require_node openclaw_setup "run ./dev test once, or install Node >= 24.16"
 node -e '
   const [major, minor] = process.versions.node.split(".").map(Number);
   if (major < 24 || (major === 24 && minor < 16)) {
@@ -33,15 +32,4 @@ node -e '
 "$ROOT/scripts/ts_setup.sh" >/dev/null
 
 cd "$ROOT/clients/openclaw"
-# The fingerprint of an install: the lockfile's bytes and the Node version.
-fingerprint=$(node -e '
-  const lock = require("node:fs").readFileSync("package-lock.json");
-  const hash = require("node:crypto").createHash("sha256").update(lock).digest("hex");
-  process.stdout.write(`${hash} ${process.version}`);
-')
-stamp=node_modules/.memoryd-openclaw-setup
-
-if [[ ! -f $stamp || "$(cat "$stamp")" != "$fingerprint" ]]; then
-  npm ci --no-audit --no-fund
-  printf '%s' "$fingerprint" >"$stamp"
-fi
+install_once .memoryd-openclaw-setup npm ci --no-audit --no-fund

@@ -9,24 +9,11 @@
 # Exits non-zero if Node/npm are missing or a step fails.
 set -euo pipefail
 
+source "$(dirname "$0")/npm_lib.sh"
 cd "$(dirname "$0")/../clients/typescript"
 
-for tool in node npm; do
-  command -v "$tool" >/dev/null || { echo "ts_setup: $tool not found; install Node >= 20" >&2; exit 1; }
-done
-
-# The fingerprint of an install: the lockfile's bytes and the Node version.
-fingerprint=$(node -e '
-  const lock = require("node:fs").readFileSync("package-lock.json");
-  const hash = require("node:crypto").createHash("sha256").update(lock).digest("hex");
-  process.stdout.write(`${hash} ${process.version}`);
-')
-stamp=node_modules/.memoryd-ts-setup
-
-if [[ ! -f $stamp || "$(cat "$stamp")" != "$fingerprint" ]]; then
-  npm ci --no-audit --no-fund
-  printf '%s' "$fingerprint" >"$stamp"
-fi
+require_node ts_setup "install Node >= 20"
+install_once .memoryd-ts-setup npm ci --no-audit --no-fund
 
 if [[ "${1:-}" != "--install-only" ]]; then
   npm run build

@@ -36,7 +36,7 @@ import logging
 import os
 import secrets
 import tomllib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from typing import Any
 import grpc
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memoryd.api.interceptors import Behavior, WrapCache
+from memoryd.api.interceptors import Behavior, Wrap, WrappingInterceptor
 from memoryd.core import principals
 from memoryd.core.errors import ConfigError, Unauthenticated
 from memoryd.core.principals import AGENT_PATTERN_RE, Principal
@@ -243,23 +243,15 @@ def _tls_names(context: Any) -> list[str]:
     return names
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
+class AuthInterceptor(WrappingInterceptor):
     """Resolves each call's principal (or refuses it) and sets ``principals.CURRENT``."""
 
     def __init__(self, keys: KeyRing):
+        super().__init__()
         self.keys = keys
-        self._cache = WrapCache()
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        method = handler_call_details.method
-        if handler is None or method.startswith(OPEN_PREFIXES):
-            return handler
-        return self._cache.get(method, handler, self._wrap)
+    def wrapper(self, method: str, handler: grpc.RpcMethodHandler) -> Wrap | None:
+        return None if method.startswith(OPEN_PREFIXES) else self._wrap
 
     def _principal(self, context: Any) -> Principal:
         found = self.keys.resolve(_bearer(context), _tls_names(context))

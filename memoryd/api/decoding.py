@@ -25,13 +25,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
-from memoryd.api.interceptors import Behavior, WrapCache
+from memoryd.api.interceptors import Behavior, Deserializer, Wrap, WrappingInterceptor
 from memoryd.core.errors import InvalidArgument
 
 log = logging.getLogger("memoryd.api")
@@ -179,28 +179,21 @@ def _guard(behavior: Behavior, streaming: bool) -> Behavior:
     return stream if streaming else unary
 
 
-class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
+class RequestDecodingInterceptor(WrappingInterceptor):
     """Install the lenient deserializer and refuse undecodable unary requests; innermost."""
 
     def __init__(self, answers_frames: Collection[str] = ()) -> None:
         """``answers_frames``: the client-streaming methods (full paths) whose servicer
         answers an :class:`Undecodable` frame itself."""
+        super().__init__()
         self._answers_frames = frozenset(answers_frames)
-        self._cache = WrapCache()
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        method = handler_call_details.method
+    def wrapper(self, method: str, handler: grpc.RpcMethodHandler) -> Wrap:
         if not handler.request_streaming:
-            wrap: Callable[[Behavior, bool], Behavior] = _guard
-        elif method in self._answers_frames:
-            wrap = _as_is
-        else:
-            wrap = _guard_frames
-        return self._cache.get(method, handler, wrap, lambda d: lenient(d, method))
+            return _guard
+        if method in self._answers_frames:
+            return _as_is
+        return _guard_frames
+
+    def deserializer(self, method: str) -> Callable[[Deserializer | None], Deserializer]:
+        return lambda d: lenient(d, method)

@@ -2,7 +2,7 @@
 method), the request id every log record carries, and the interceptor that turns a raised
 exception into a gRPC status with ``memoryd.api.errors``.
 
-The other interceptors (auth, limits, metrics, decoding) build on ``WrapCache``.
+The other interceptors (auth, limits, metrics, decoding) are ``WrappingInterceptor``s.
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ class RequestIdFilter(logging.Filter):
 Behavior = Callable[..., Any]
 
 
+async def _abort(context: grpc.aio.ServicerContext, error: Exception) -> None:
+    """End the call with the status ``memoryd.api.errors`` maps ``error`` to."""
+    code, message = status_of(error)
+    await context.abort(code, message, trailers_of(error))
+
+
 def _wrap_unary(behavior: Behavior) -> Behavior:
     async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
@@ -38,8 +44,7 @@ def _wrap_unary(behavior: Behavior) -> Behavior:
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception as error:
-            code, message = status_of(error)
-            await context.abort(code, message, trailers_of(error))
+            await _abort(context, error)
 
     return call
 
@@ -52,8 +57,7 @@ def _wrap_streaming(behavior: Behavior) -> Behavior:
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception as error:
-            code, message = status_of(error)
-            await context.abort(code, message, trailers_of(error))
+            await _abort(context, error)
 
     return call
 
@@ -118,7 +122,16 @@ class WrapCache:
         return wrapped
 
 
-class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+Wrap = Callable[[Behavior, bool], Behavior]
+
+
+class WrappingInterceptor(grpc.aio.ServerInterceptor):
+    """An interceptor that re-wraps each method's handler once (cached per method).
+
+    A subclass says how in :meth:`wrapper` (``None`` leaves the method's handler as it
+    is) and, optionally, which request deserializer to install in :meth:`deserializer`.
+    """
+
     def __init__(self) -> None:
         self._cache = WrapCache()
 
@@ -130,8 +143,19 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler
-        return self._cache.get(
-            handler_call_details.method,
-            handler,
-            lambda b, streaming: _wrap_streaming(b) if streaming else _wrap_unary(b),
-        )
+        method = handler_call_details.method
+        wrap = self.wrapper(method, handler)
+        if wrap is None:
+            return handler
+        return self._cache.get(method, handler, wrap, self.deserializer(method))
+
+    def wrapper(self, method: str, handler: grpc.RpcMethodHandler) -> Wrap | None:
+        raise NotImplementedError
+
+    def deserializer(self, method: str) -> Callable[[Deserializer | None], Deserializer] | None:
+        return None
+
+
+class ErrorMappingInterceptor(WrappingInterceptor):
+    def wrapper(self, method: str, handler: grpc.RpcMethodHandler) -> Wrap:
+        return lambda b, streaming: _wrap_streaming(b) if streaming else _wrap_unary(b)

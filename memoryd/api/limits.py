@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
 
-from memoryd.api.interceptors import Behavior, WrapCache
+from memoryd.api.interceptors import Behavior, Wrap, WrappingInterceptor
 from memoryd.core import principals
 from memoryd.core.errors import DeadlineExceeded, Overloaded
 from memoryd.core.principals import RateLimits
@@ -121,27 +121,18 @@ def bucket_name(request: Any) -> str:
     return f"agent:{agent or '-'}"
 
 
-class LimitsInterceptor(grpc.aio.ServerInterceptor):
+class LimitsInterceptor(WrappingInterceptor):
     """Innermost: sets the call's deadline and applies the principal's rate limits."""
 
     def __init__(self, limiter: RateLimiter | None):
+        super().__init__()
         self.limiter = limiter
-        self._cache = WrapCache()
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None or handler_call_details.method.startswith("/grpc."):
-            return handler
+    def wrapper(self, method: str, handler: grpc.RpcMethodHandler) -> Wrap | None:
+        if method.startswith("/grpc."):
+            return None
         request_streaming = bool(handler.stream_unary or handler.stream_stream)
-        return self._cache.get(
-            handler_call_details.method,
-            handler,
-            lambda b, streaming: self._wrap(b, streaming, request_streaming),
-        )
+        return lambda b, streaming: self._wrap(b, streaming, request_streaming)
 
     def _start(self, context: Any) -> None:
         remaining = context.time_remaining()

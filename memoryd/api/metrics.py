@@ -11,7 +11,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from memoryd.api.interceptors import REQUEST_ID, Behavior, WrapCache
+from memoryd.api.interceptors import REQUEST_ID, Behavior, Wrap, WrappingInterceptor
 from memoryd.core import principals
 
 access_log = logging.getLogger("memoryd.access")
@@ -124,25 +124,17 @@ def new_request_id() -> str:
     return f"{_ID_PREFIX}{next(_ID_COUNTER) & 0xFFFFFFFF:08x}"
 
 
-class MetricsInterceptor(grpc.aio.ServerInterceptor):
+class MetricsInterceptor(WrappingInterceptor):
     """Outermost interceptor: sees the final status of every RPC."""
 
     def __init__(self, metrics: Metrics, *, access_log: bool = False):
         self.metrics = metrics
+        super().__init__()
         self.access_log = access_log
-        self._cache = WrapCache()
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        full = handler_call_details.method
-        method = full.rsplit("/", 1)[-1]
-        return self._cache.get(full, handler, lambda b, streaming: self._wrap(method, b, streaming))
+    def wrapper(self, method: str, handler: grpc.RpcMethodHandler) -> Wrap:
+        name = method.rsplit("/", 1)[-1]
+        return lambda b, streaming: self._wrap(name, b, streaming)
 
     def _wrap(self, method: str, behavior: Behavior, streaming: bool) -> Behavior:
         m = self.metrics

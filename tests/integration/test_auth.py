@@ -10,6 +10,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memoryd_client import MemoryClient, MemorydError, pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
+from memoryd_testing.memories import store_frames
 
 pytestmark = pytest.mark.integration
 
@@ -79,12 +80,7 @@ async def test_stream_without_the_token_is_unauthenticated(auth_address, run_str
 
 async def test_stream_ops_without_the_token_are_refused(auth_address, run_stream):
     agent = f"auth-{uuid.uuid4().hex[:12]}"
-    requests = [
-        pb.StreamRequest(
-            request_id=str(i), store=pb.StoreRequest(agent_id=agent, text=f"No token {i}.")
-        )
-        for i in range(5)
-    ]
+    requests = store_frames(agent, [f"No token {i}." for i in range(5)])
     for token in (None, "wrong"):
         with pytest.raises(MemorydError) as caught:
             await run_stream(requests, target=auth_address, token=token)

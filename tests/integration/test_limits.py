@@ -10,6 +10,7 @@ import grpc
 import pytest
 from memoryd_client import MemoryClient, pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
+from memoryd_testing.memories import store_frames
 
 pytestmark = pytest.mark.integration
 
@@ -56,11 +57,6 @@ def test_the_client_waits_as_told_and_gets_through(limited):
 
 async def test_stream_ops_over_the_rate_are_paced_not_refused(limited, run_stream):
     agent = f"rl-{uuid.uuid4().hex[:8]}"
-    requests = [
-        pb.StreamRequest(
-            request_id=str(i), store=pb.StoreRequest(agent_id=agent, text=f"Streamed fact {i}.")
-        )
-        for i in range(6)
-    ]
+    requests = store_frames(agent, [f"Streamed fact {i}." for i in range(6)])
     answers = await run_stream(requests, target=limited.address)
     assert all(a.WhichOneof("result") == "store" for a in answers.values()), answers

@@ -12,26 +12,25 @@ import pytest
 
 from memoryd.config import load_settings
 from memoryd.core.errors import ConfigError
-from memoryd.core.records import Category, Memory
+from memoryd.core.records import Memory
 from memoryd.reembed import reembed
 from memoryd.storage.lance_store import LanceStore, store_identity
+
+from .conftest import record
 
 
 def old_store(root: Path) -> list[Memory]:
     store = LanceStore(str(root / "lancedb"), table="memories", model_name="old-model", dim=8)
     rows = [
-        Memory(
-            id=f"00000000-0000-4000-8000-00000000000{i}",
-            agent_id="a",
-            scope="agent:a",
+        record(
+            i,
             text=t,
             summary=t,
-            category=Category.FACT,
-            importance=0.5,
             created_at=datetime(2024, 1, i + 1, tzinfo=UTC),
             updated_at=datetime(2024, 2, 1, tzinfo=UTC),
             metadata={"n": str(i)},
             language=language,
+            content_hash="",
         )
         for i, (t, language) in enumerate(
             [("the cat sleeps on the sofa", "en"), ("quarterly taxes are due in april", "fr")]

@@ -127,6 +127,25 @@ def forget_request(agent_id: str, *, id: str = "", query: str = "") -> pb.Forget
     )
 
 
+def list_request(
+    agent_id: str,
+    *,
+    page_size: int = 0,
+    page_token: str = "",
+    scopes: Iterable[str] = (),
+    categories: Iterable[int] = (),
+    oldest_first: bool = False,
+) -> pb.ListRequest:
+    return pb.ListRequest(
+        agent_id=agent_id,
+        oldest_first=oldest_first,
+        page_size=page_size,
+        page_token=page_token,
+        scopes=list(scopes),
+        categories=[_cat(c) for c in categories],
+    )
+
+
 def update_request(
     agent_id: str,
     id: str,
@@ -220,7 +239,33 @@ def _metadata(token: str | None) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),) if token else ()
 
 
-class MemoryClient:
+def _backoff(
+    error: MemorydError, attempt: int, retries: int, idempotent: bool, delay: float
+) -> float:
+    """Seconds to wait before retry number ``attempt + 1`` after ``error``; raises ``error``
+    when the call must not be retried (out of retries, or not safe or useful to repeat)."""
+    wait = error.retry_after
+    if attempt >= retries or (wait is None and (not idempotent or error.code not in RETRYABLE)):
+        raise error from None
+    return wait if wait is not None else delay
+
+
+class _Client:
+    """What both clients keep: the channel, its three service stubs, the call metadata and
+    the retry settings."""
+
+    _channel: Any
+
+    def _attach(self, token: str | None, timeout: float, retries: int) -> None:
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._review = review_grpc.ReviewServiceStub(self._channel)
+        self._hooks = hooks_grpc.HookServiceStub(self._channel)
+        self._metadata = _metadata(token)
+        self.timeout = timeout
+        self.retries = retries
+
+
+class MemoryClient(_Client):
     """Blocking client. ``timeout`` is the default deadline of each call, in seconds."""
 
     def __init__(
@@ -237,12 +282,7 @@ class MemoryClient:
             if credentials
             else grpc.insecure_channel(address, options=_channel_args())
         )
-        self._stub = pb_grpc.MemoryServiceStub(self._channel)
-        self._review = review_grpc.ReviewServiceStub(self._channel)
-        self._hooks = hooks_grpc.HookServiceStub(self._channel)
-        self._metadata = _metadata(token)
-        self.timeout = timeout
-        self.retries = retries
+        self._attach(token, timeout, retries)
 
     def __enter__(self) -> MemoryClient:
         return self
@@ -266,13 +306,8 @@ class MemoryClient:
             try:
                 return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
             except grpc.RpcError as e:
-                error = error_from_rpc(e)
-                wait = error.retry_after
-                if attempt >= self.retries or (
-                    wait is None and (not idempotent or error.code not in RETRYABLE)
-                ):
-                    raise error from None
-                time.sleep(wait if wait is not None else delay)
+                wait = _backoff(error_from_rpc(e), attempt, self.retries, idempotent, delay)
+                time.sleep(wait)
                 delay, attempt = delay * 4, attempt + 1
 
     def store(
@@ -320,26 +355,11 @@ class MemoryClient:
         )
         return resp.memory
 
-    def list(
-        self,
-        agent_id: str,
-        *,
-        page_size: int = 0,
-        page_token: str = "",
-        scopes: Iterable[str] = (),
-        categories: Iterable[int] = (),
-        oldest_first: bool = False,
-        timeout: float | None = None,
-    ) -> pb.ListResponse:
-        req = pb.ListRequest(
-            agent_id=agent_id,
-            oldest_first=oldest_first,
-            page_size=page_size,
-            page_token=page_token,
-            scopes=list(scopes),
-            categories=[_cat(c) for c in categories],
+    def list(self, agent_id: str, *, timeout: float | None = None, **kw: Any) -> pb.ListResponse:
+        """One page; ``kw`` as :func:`list_request`."""
+        return self._call(
+            self._stub.List, list_request(agent_id, **kw), idempotent=True, timeout=timeout
         )
-        return self._call(self._stub.List, req, idempotent=True, timeout=timeout)
 
     def list_all(self, agent_id: str, **kw: Any) -> builtins.list[pb.Memory]:
         """Every page of ``list``, concatenated."""
@@ -434,7 +454,7 @@ class MemoryClient:
         return self._call(self._hooks.Capture, req, idempotent=False, timeout=timeout)
 
 
-class AsyncMemoryClient:
+class AsyncMemoryClient(_Client):
     """asyncio client; same methods as MemoryClient, awaitable, plus ``stream``."""
 
     def __init__(
@@ -451,12 +471,7 @@ class AsyncMemoryClient:
             if credentials
             else grpc.aio.insecure_channel(address, options=_channel_args())
         )
-        self._stub = pb_grpc.MemoryServiceStub(self._channel)
-        self._review = review_grpc.ReviewServiceStub(self._channel)
-        self._hooks = hooks_grpc.HookServiceStub(self._channel)
-        self._metadata = _metadata(token)
-        self.timeout = timeout
-        self.retries = retries
+        self._attach(token, timeout, retries)
 
     async def __aenter__(self) -> AsyncMemoryClient:
         return self
@@ -487,13 +502,8 @@ class AsyncMemoryClient:
                     request, timeout=timeout or self.timeout, metadata=self._metadata
                 )
             except grpc.aio.AioRpcError as e:
-                error = error_from_rpc(e)
-                wait = error.retry_after
-                if attempt >= self.retries or (
-                    wait is None and (not idempotent or error.code not in RETRYABLE)
-                ):
-                    raise error from None
-                await asyncio.sleep(wait if wait is not None else delay)
+                wait = _backoff(error_from_rpc(e), attempt, self.retries, idempotent, delay)
+                await asyncio.sleep(wait)
                 delay, attempt = delay * 4, attempt + 1
 
     async def store(
@@ -541,25 +551,12 @@ class AsyncMemoryClient:
         return resp.memory
 
     async def list(
-        self,
-        agent_id: str,
-        *,
-        page_size: int = 0,
-        page_token: str = "",
-        scopes: Iterable[str] = (),
-        categories: Iterable[int] = (),
-        oldest_first: bool = False,
-        timeout: float | None = None,
+        self, agent_id: str, *, timeout: float | None = None, **kw: Any
     ) -> pb.ListResponse:
-        req = pb.ListRequest(
-            agent_id=agent_id,
-            oldest_first=oldest_first,
-            page_size=page_size,
-            page_token=page_token,
-            scopes=list(scopes),
-            categories=[_cat(c) for c in categories],
+        """One page; ``kw`` as :func:`list_request`."""
+        return await self._call(
+            self._stub.List, list_request(agent_id, **kw), idempotent=True, timeout=timeout
         )
-        return await self._call(self._stub.List, req, idempotent=True, timeout=timeout)
 
     async def review_prepare(
         self, request: review_pb.PrepareReviewRequest, *, timeout: float | None = None

@@ -100,3 +100,11 @@ def memory_content(m: pb.Memory) -> dict[str, Any]:
             value = value.ToJsonString() if m.HasField(name) else None  # type: ignore[arg-type]
         out[name] = value
     return out
+
+
+def store_frames(agent_id: str, texts: list[str]) -> list[pb.StreamRequest]:
+    """One Stream Store frame per text, for ``agent_id``, with request ids "0", "1", ..."""
+    return [
+        pb.StreamRequest(request_id=str(i), store=pb.StoreRequest(agent_id=agent_id, text=t))
+        for i, t in enumerate(texts)
+    ]

@@ -12,13 +12,22 @@ import pytest
 from memoryd.core.errors import InvalidArgument, PermissionDenied
 from memoryd.core.lifecycle import MergeSettings
 from memoryd.core.policy import AccessPolicy
-from memoryd.core.records import Category, StoreOutcome
+from memoryd.core.records import Category, Memory, StoreOutcome
 from memoryd.core.service import MemoryService, NewMemory, RecallQuery, ServiceLimits
 from memoryd.storage.conflict_log import JsonlConflictLog
+
+from ..conftest import prefer
 
 
 async def put(svc: MemoryService, agent: str, text: str, **kw: object):  # type: ignore[no-untyped-def]
     return await svc.store_memory(NewMemory(agent_id=agent, text=text, **kw))  # type: ignore[arg-type]
+
+
+async def tea_then_coffee(service: MemoryService) -> tuple[Memory, Memory]:
+    """Agent a prefers tea in the morning, then coffee: the pair the merge policies act on."""
+    tea = await prefer(service, "tea")
+    coffee = await prefer(service, "coffee")
+    return tea.memory, coffee.memory
 
 
 async def test_ttl_classes_set_the_expiry(service: MemoryService, clock) -> None:  # type: ignore[no-untyped-def]
@@ -39,12 +48,7 @@ async def test_ttl_classes_set_the_expiry(service: MemoryService, clock) -> None
 
 
 async def test_merge_band_links_both_ways_by_default(service: MemoryService) -> None:
-    tea = (
-        await put(service, "a", "I prefer tea in the morning", category=Category.PREFERENCE)
-    ).memory
-    coffee = (
-        await put(service, "a", "I prefer coffee in the morning", category=Category.PREFERENCE)
-    ).memory
+    tea, coffee = await tea_then_coffee(service)
     assert coffee.related_ids == [tea.id]
     assert service.get("a", tea.id).related_ids == [coffee.id]
     # Another category is not merged.
@@ -56,12 +60,7 @@ async def test_supersede_recalls_only_the_latest_and_keeps_history(
     service: MemoryService,
 ) -> None:
     service.limits = replace(service.limits, merge=MergeSettings(policy="supersede"))
-    tea = (
-        await put(service, "a", "I prefer tea in the morning", category=Category.PREFERENCE)
-    ).memory
-    coffee = (
-        await put(service, "a", "I prefer coffee in the morning", category=Category.PREFERENCE)
-    ).memory
+    tea, coffee = await tea_then_coffee(service)
     assert coffee.supersedes == tea.id
     old = service.get("a", tea.id)
     assert old.superseded_by == coffee.id  # history is kept and readable
@@ -170,12 +169,7 @@ async def test_links_and_history_are_derived_again_after_restart(
     open_repository,  # type: ignore[no-untyped-def]
 ) -> None:
     service.limits = replace(service.limits, merge=MergeSettings(policy="supersede"))
-    tea = (
-        await put(service, "a", "I prefer tea in the morning", category=Category.PREFERENCE)
-    ).memory
-    coffee = (
-        await put(service, "a", "I prefer coffee in the morning", category=Category.PREFERENCE)
-    ).memory
+    tea, coffee = await tea_then_coffee(service)
     note = (
         await put(
             service, "a", "we decided to meet in the morning at nine", category=Category.DECISION

@@ -12,9 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from memoryd.core.lifecycle import MergeSettings
-from memoryd.core.records import Category, StoreOutcome
+from memoryd.core.records import StoreOutcome
 from memoryd.core.service import MemoryService, NewMemory, RecallQuery
 from memoryd.inference.llm import OpenAICompatibleModel
+
+from ..conftest import prefer
 
 Reply = Callable[[dict[str, object]], tuple[int, str]]
 
@@ -58,17 +60,9 @@ def with_llm(service: MemoryService, base_url: str, **limits: object) -> MemoryS
 async def test_llm_merge_folds_the_new_memory_into_the_closest(service, llm_server) -> None:  # type: ignore[no-untyped-def]
     url, received, reply = llm_server
     with_llm(service, url, merge=MergeSettings(policy="llm"))
-    first = (
-        await service.store_memory(
-            NewMemory(
-                agent_id="a", text="I prefer tea in the morning", category=Category.PREFERENCE
-            )
-        )
-    ).memory
+    first = (await prefer(service, "tea")).memory
     reply[0] = lambda body: (200, "I prefer tea in the morning and coffee after lunch")
-    r = await service.store_memory(
-        NewMemory(agent_id="a", text="I prefer coffee in the morning", category=Category.PREFERENCE)
-    )
+    r = await prefer(service, "coffee")
     assert r.outcome == StoreOutcome.MERGED and r.duplicate_of == first.id
     assert service.get("a", first.id).text == "I prefer tea in the morning and coffee after lunch"
     assert service.stats("a").total == 1
@@ -93,17 +87,9 @@ async def test_llm_merge_folds_the_new_memory_into_the_closest(service, llm_serv
 async def test_failed_merge_links_instead(service, llm_server, failure) -> None:  # type: ignore[no-untyped-def]
     url, _, reply = llm_server
     with_llm(service, url, merge=MergeSettings(policy="llm"))
-    first = (
-        await service.store_memory(
-            NewMemory(
-                agent_id="a", text="I prefer tea in the morning", category=Category.PREFERENCE
-            )
-        )
-    ).memory
+    first = (await prefer(service, "tea")).memory
     reply[0] = failure
-    r = await service.store_memory(
-        NewMemory(agent_id="a", text="I prefer coffee in the morning", category=Category.PREFERENCE)
-    )
+    r = await prefer(service, "coffee")
     assert r.outcome == StoreOutcome.CREATED and r.memory.related_ids == [first.id]
     assert service.get("a", first.id).text == "I prefer tea in the morning"
 

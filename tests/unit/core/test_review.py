@@ -41,15 +41,21 @@ TEAM = "workspace:team"
 
 
 @pytest.fixture
-def memories(
+def service_under(
     open_repository: Callable[[], Repository], embedder: WordHashEmbedder, clock: Clock
-) -> MemoryService:
+) -> Callable[[AccessPolicy], MemoryService]:
+    """A MemoryService over a fresh repository, under the given access policy."""
+    return lambda policy: MemoryService(open_repository(), embedder, policy, clock=clock)
+
+
+@pytest.fixture
+def memories(service_under: Callable[[AccessPolicy], MemoryService]) -> MemoryService:
     policy = AccessPolicy(
         default_read=("agent:{agent_id}", TEAM, "global"),
         default_write=("agent:{agent_id}", TEAM),
         agents={"ro": AgentAccess(write=("agent:{agent_id}",))},
     )
-    return MemoryService(open_repository(), embedder, policy, clock=clock)
+    return service_under(policy)
 
 
 @pytest.fixture
@@ -64,6 +70,35 @@ async def put(
         NewMemory(agent_id=agent, text=text, category=category, **kw)  # type: ignore[arg-type]
     )
     return r.memory
+
+
+async def user_said(
+    memories: MemoryService, agent: str, text: str = "the release train leaves every second tuesday"
+) -> Memory:
+    """A memory the person asserted: the only kind that may become shared."""
+    return await put(memories, agent, text, metadata={"asserted_by": "user"})
+
+
+async def duplicate_pair(
+    memories: MemoryService, review: ReviewService
+) -> tuple[Memory, Memory, Item]:
+    """Agent a's two dark-mode memories and the one duplicate item Prepare makes of them."""
+    a = await put(memories, "a", DARK_A)
+    b = await put(memories, "a", DARK_B)
+    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))).items
+    return a, b, item
+
+
+async def conflict_pair(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> tuple[Memory, Memory, Item]:
+    """Agent a's older and newer tab preferences, a minute apart, and the one conflict item
+    Prepare makes of them."""
+    old = await put(memories, "a", TABS_A, Category.PREFERENCE)
+    clock.advance(minutes=1)
+    new = await put(memories, "a", TABS_B, Category.PREFERENCE)
+    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.CONFLICT})))).items
+    return old, new, item
 
 
 def approve(item: Item, approval: Approval = Approval.ITEM) -> Approved:
@@ -211,9 +246,7 @@ async def test_prepare_proposes_stale_memories_with_their_reason(
 async def test_apply_forgets_a_duplicate_and_a_second_apply_is_a_no_op(
     memories: MemoryService, review: ReviewService
 ) -> None:
-    a = await put(memories, "a", DARK_A)
-    b = await put(memories, "a", DARK_B)
-    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))).items
+    a, b, item = await duplicate_pair(memories, review)
     (first,) = await review.apply("a", [approve(item, Approval.BULK)])
     assert first.outcome == Outcome.APPLIED
     left = {m.id for m in memories.list("a").memories}
@@ -226,9 +259,7 @@ async def test_apply_forgets_a_duplicate_and_a_second_apply_is_a_no_op(
 async def test_a_memory_changed_after_prepare_is_a_conflict_and_nothing_changes(
     memories: MemoryService, review: ReviewService
 ) -> None:
-    a = await put(memories, "a", DARK_A)
-    b = await put(memories, "a", DARK_B)
-    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))).items
+    a, b, item = await duplicate_pair(memories, review)
     await memories.update(
         MemoryPatch("a", item.action.keep_id, text="the user prefers light mode now")
     )
@@ -253,10 +284,7 @@ async def test_a_stale_memory_recalled_since_prepare_is_a_conflict(
 async def test_apply_supersedes_the_older_of_a_conflict(
     memories: MemoryService, review: ReviewService, clock: Clock
 ) -> None:
-    old = await put(memories, "a", TABS_A, Category.PREFERENCE)
-    clock.advance(minutes=1)
-    new = await put(memories, "a", TABS_B, Category.PREFERENCE)
-    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.CONFLICT})))).items
+    old, new, item = await conflict_pair(memories, review, clock)
     (r,) = await review.apply("a", [approve(item)])
     assert r.outcome == Outcome.APPLIED
     assert memories.get("a", old.id).superseded_by == new.id
@@ -269,9 +297,7 @@ async def test_apply_supersedes_the_older_of_a_conflict(
 async def test_a_tampered_item_is_refused_and_the_others_still_apply(
     memories: MemoryService, review: ReviewService
 ) -> None:
-    await put(memories, "a", DARK_A)
-    await put(memories, "a", DARK_B)
-    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.DUPLICATE})))).items
+    *_, item = await duplicate_pair(memories, review)
     good = approve(item)
     swapped = replace(
         good, action=Action(ActionKind.FORGET, item.action.keep_id, keep_id=item.action.memory_id)
@@ -312,12 +338,7 @@ async def promotion(review: ReviewService, agent: str, memory: Memory, target: s
 async def test_a_person_asserted_memory_approved_by_itself_moves_to_the_workspace(
     memories: MemoryService, review: ReviewService
 ) -> None:
-    m = await put(
-        memories,
-        "a",
-        "the release train leaves every second tuesday",
-        metadata={"asserted_by": "user"},
-    )
+    m = await user_said(memories, "a")
     item = await promotion(review, "a", m, TEAM)
     assert item.needs_item_approval and item.blocked == "" and item.risk == Risk.HIGH
     (r,) = await review.apply("a", [approve(item, Approval.ITEM)])
@@ -350,12 +371,7 @@ async def test_an_assistant_or_unknown_assertion_never_becomes_shared(
 async def test_agent_private_never_moves_to_a_shared_scope_by_bulk_approval(
     memories: MemoryService, review: ReviewService
 ) -> None:
-    m = await put(
-        memories,
-        "a",
-        "the release train leaves every second tuesday",
-        metadata={"asserted_by": "user"},
-    )
+    m = await user_said(memories, "a")
     item = await promotion(review, "a", m, TEAM)
     (r,) = await review.apply("a", [approve(item, Approval.BULK)])
     assert r.outcome == Outcome.REFUSED and "approved by itself" in r.message
@@ -365,16 +381,12 @@ async def test_agent_private_never_moves_to_a_shared_scope_by_bulk_approval(
 async def test_promotion_needs_write_on_the_target_and_one_step_up(
     memories: MemoryService, review: ReviewService
 ) -> None:
-    m = await put(
-        memories, "ro", "the coffee machine is on floor three", metadata={"asserted_by": "user"}
-    )
+    m = await user_said(memories, "ro", "the coffee machine is on floor three")
     item = await promotion(review, "ro", m, TEAM)
     assert "may not write workspace:team" in item.blocked
     (r,) = await review.apply("ro", [approve(item)])
     assert r.outcome == Outcome.REFUSED and "may not write scope 'workspace:team'" in r.message
-    m2 = await put(
-        memories, "a", "the coffee machine is on floor three", metadata={"asserted_by": "user"}
-    )
+    m2 = await user_said(memories, "a", "the coffee machine is on floor three")
     skip = await promotion(review, "a", m2, "global")
     (r2,) = await review.apply("a", [approve(skip)])
     assert r2.outcome == Outcome.REFUSED and "not one step up" in r2.message
@@ -385,12 +397,7 @@ async def test_promotion_needs_write_on_the_target_and_one_step_up(
 async def test_a_planted_promoted_from_never_makes_an_apply_delete_the_original(
     memories: MemoryService, review: ReviewService
 ) -> None:
-    m = await put(
-        memories,
-        "a",
-        "the release train leaves every second tuesday",
-        metadata={"asserted_by": "user"},
-    )
+    m = await user_said(memories, "a")
     item = await promotion(review, "a", m, TEAM)
     # b plants a memory in the workspace claiming to be the promoted copy.
     await put(
@@ -405,10 +412,7 @@ async def test_a_planted_promoted_from_never_makes_an_apply_delete_the_original(
 async def test_a_conflict_whose_newer_memory_already_supersedes_another_is_not_applied(
     memories: MemoryService, review: ReviewService, clock: Clock
 ) -> None:
-    old = await put(memories, "a", TABS_A, Category.PREFERENCE)
-    clock.advance(minutes=1)
-    new = await put(memories, "a", TABS_B, Category.PREFERENCE)
-    (item,) = (await review.prepare(PrepareQuery("a", kinds=frozenset({Kind.CONFLICT})))).items
+    old, new, item = await conflict_pair(memories, review, clock)
     other = await put(
         memories, "a", "an unrelated older preference about fonts", Category.PREFERENCE
     )
@@ -502,7 +506,7 @@ async def test_the_preconditions_shown_are_the_ones_signed(
     await put(memories, "a", DARK_B)
     await put(memories, "a", TABS_A)
     await put(memories, "a", TABS_B)
-    said = await put(memories, "a", "the standup is at nine", metadata={"asserted_by": "user"})
+    said = await user_said(memories, "a", "the standup is at nine")
     clock.advance(days=40)
     prepared = await review.prepare(PrepareQuery("a", promotions=((said.id, TEAM),)))
     assert {i.kind for i in prepared.items} == {
@@ -540,9 +544,7 @@ BOX = "shared:box"
 
 
 @pytest.fixture
-def box_memories(
-    open_repository: Callable[[], Repository], embedder: WordHashEmbedder, clock: Clock
-) -> MemoryService:
+def box_memories(service_under: Callable[[AccessPolicy], MemoryService]) -> MemoryService:
     policy = AccessPolicy(
         default_read=("agent:{agent_id}",),
         default_write=("agent:{agent_id}",),
@@ -551,14 +553,14 @@ def box_memories(
             "owner": AgentAccess(read=("agent:{agent_id}", BOX), write=("agent:{agent_id}", BOX)),
         },
     )
-    return MemoryService(open_repository(), embedder, policy, clock=clock)
+    return service_under(policy)
 
 
 async def test_a_promotion_into_a_write_only_scope_is_idempotent(
     box_memories: MemoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     review = ReviewService(box_memories)
-    m = await put(box_memories, "w", "the door code is 4711", metadata={"asserted_by": "user"})
+    m = await user_said(box_memories, "w", "the door code is 4711")
     item = await promotion(review, "w", m, BOX)
     store = box_memories.store
     real_delete = store.delete

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -162,13 +165,26 @@ class _GatedModel:
         return np.ones((n, 4), np.float32) / 2, [np.ones((1, 4), np.float32)] * n
 
 
-async def test_queries_jump_ahead_of_queued_documents() -> None:
+@contextlib.asynccontextmanager
+async def held(
+    kind: str, first: str, **batching: Any
+) -> AsyncIterator[tuple[_GatedModel, BatchingEmbedder, asyncio.Future[Any]]]:
+    """A one-worker BatchingEmbedder over a _GatedModel whose first run (``first``, a
+    "query" or a "document") is in progress, held until ``fake.gate`` is set."""
     fake = _GatedModel()
-    embedder = BatchingEmbedder(lambda: fake, workers=1, doc_batch=3, doc_max_wait=10.0)  # type: ignore[arg-type,return-value]
+    embedder = BatchingEmbedder(lambda: fake, workers=1, **batching)  # type: ignore[arg-type,return-value]
     embedder.start()
     try:
-        first = asyncio.ensure_future(embedder.embed_document("doc 0"))
+        embed = embedder.embed_query if kind == "query" else embedder.embed_document
+        running = asyncio.ensure_future(embed(first))
         assert await asyncio.to_thread(fake.started.wait, 10)
+        yield fake, embedder, running
+    finally:
+        embedder.close()
+
+
+async def test_queries_jump_ahead_of_queued_documents() -> None:
+    async with held("document", "doc 0", doc_batch=3, doc_max_wait=10.0) as (fake, embedder, first):
         docs = [asyncio.ensure_future(embedder.embed_document(f"doc {i}")) for i in range(1, 8)]
         queries = [asyncio.ensure_future(embedder.embed_query(f"query {i}")) for i in range(2)]
         await asyncio.sleep(0.05)  # all queued behind the gated run
@@ -177,17 +193,10 @@ async def test_queries_jump_ahead_of_queued_documents() -> None:
         assert fake.runs[0] == ["doc 0"]
         assert fake.runs[1] == ["query 0", "query 1"]  # one run, before any waiting document
         assert [len(r) for r in fake.runs[2:]] == [3, 3, 1]  # documents in runs of doc_batch
-    finally:
-        embedder.close()
 
 
 async def test_a_store_text_that_waited_goes_ahead_of_queued_queries() -> None:
-    fake = _GatedModel()
-    embedder = BatchingEmbedder(lambda: fake, workers=1, max_batch=2, doc_max_wait=0.02)  # type: ignore[arg-type,return-value]
-    embedder.start()
-    try:
-        first = asyncio.ensure_future(embedder.embed_query("query 0"))
-        assert await asyncio.to_thread(fake.started.wait, 10)
+    async with held("query", "query 0", max_batch=2, doc_max_wait=0.02) as (fake, embedder, first):
         doc = asyncio.ensure_future(embedder.embed_document("the store text"))
         queries = [asyncio.ensure_future(embedder.embed_query(f"query {i}")) for i in range(1, 7)]
         await asyncio.sleep(0.05)  # the document has now waited longer than doc_max_wait
@@ -195,20 +204,13 @@ async def test_a_store_text_that_waited_goes_ahead_of_queued_queries() -> None:
         await asyncio.gather(first, doc, *queries)
         assert fake.runs[1] == ["the store text"]  # not after the three runs of queries
         assert [len(r) for r in fake.runs[2:]] == [2, 2, 2]
-    finally:
-        embedder.close()
 
 
 async def test_a_flooding_tenant_does_not_hold_back_another_tenants_query() -> None:
     from memoryd.core import principals
 
-    fake = _GatedModel()
-    embedder = BatchingEmbedder(lambda: fake, workers=1, max_batch=4)  # type: ignore[arg-type,return-value]
-    embedder.start()
-    try:
-        principals.TENANT.set("flood")
-        first = asyncio.ensure_future(embedder.embed_query("flood 0"))
-        assert await asyncio.to_thread(fake.started.wait, 10)
+    principals.TENANT.set("flood")
+    async with held("query", "flood 0", max_batch=4) as (fake, embedder, first):
         flood = [asyncio.ensure_future(embedder.embed_query(f"flood {i}")) for i in range(1, 40)]
         principals.TENANT.set("quiet")
         quiet = asyncio.ensure_future(embedder.embed_query("the quiet tenant's question"))
@@ -218,8 +220,6 @@ async def test_a_flooding_tenant_does_not_hold_back_another_tenants_query() -> N
         # Served in the next run, not after the flood's ten runs.
         assert "the quiet tenant's question" in fake.runs[1]
         assert sum(len(r) for r in fake.runs) == 41
-    finally:
-        embedder.close()
 
 
 async def test_texts_whose_callers_gave_up_are_dropped_not_computed() -> None:
@@ -228,12 +228,7 @@ async def test_texts_whose_callers_gave_up_are_dropped_not_computed() -> None:
     from memoryd.core import principals
     from memoryd.core.errors import DeadlineExceeded
 
-    fake = _GatedModel()
-    embedder = BatchingEmbedder(lambda: fake, workers=1, max_batch=4)  # type: ignore[arg-type,return-value]
-    embedder.start()
-    try:
-        first = asyncio.ensure_future(embedder.embed_query("first"))
-        assert await asyncio.to_thread(fake.started.wait, 10)
+    async with held("query", "first", max_batch=4) as (fake, embedder, first):
         principals.DEADLINE.set(time.monotonic() + 0.01)
         late = asyncio.ensure_future(embedder.embed_query("nobody waits for this"))
         principals.DEADLINE.set(None)
@@ -245,19 +240,12 @@ async def test_texts_whose_callers_gave_up_are_dropped_not_computed() -> None:
             await late
         assert ["someone waits for this"] in fake.runs
         assert not any("nobody waits for this" in r for r in fake.runs)
-    finally:
-        embedder.close()
 
 
 async def test_a_flood_of_store_texts_does_not_hold_back_a_query() -> None:
     """Store texts that waited go first, but runs alternate while queries wait: a query
     waits for at most one run of documents, not for the whole backlog."""
-    fake = _GatedModel()
-    embedder = BatchingEmbedder(lambda: fake, workers=1, doc_batch=4, doc_max_wait=0.0)  # type: ignore[arg-type,return-value]
-    embedder.start()
-    try:
-        first = asyncio.ensure_future(embedder.embed_document("doc 0"))
-        assert await asyncio.to_thread(fake.started.wait, 10)
+    async with held("document", "doc 0", doc_batch=4, doc_max_wait=0.0) as (fake, embedder, first):
         docs = [asyncio.ensure_future(embedder.embed_document(f"doc {i}")) for i in range(1, 41)]
         query = asyncio.ensure_future(embedder.embed_query("where is the query?"))
         await asyncio.sleep(0.05)  # every document has waited longer than doc_max_wait
@@ -266,5 +254,3 @@ async def test_a_flood_of_store_texts_does_not_hold_back_a_query() -> None:
         at = next(i for i, run in enumerate(fake.runs) if "where is the query?" in run)
         assert at <= 2, fake.runs[: at + 1]  # after at most one run of documents
         assert sum(len(r) for r in fake.runs) == 42
-    finally:
-        embedder.close()

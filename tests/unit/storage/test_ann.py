@@ -20,6 +20,8 @@ from memoryd.core.records import Category, Memory
 from memoryd.storage.ann import AnnSettings, _Cancelled, _Labels
 from memoryd.storage.hot_index import HotIndex
 
+from ..conftest import record
+
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 128  # production is 384-d; nothing here depends on it, and builds are 3x faster
 THRESHOLD = 2_000
@@ -28,20 +30,7 @@ SCOPE = "agent:a"
 
 
 def mem(i: int, scope: str = SCOPE, **kw: object) -> Memory:
-    base: dict[str, object] = dict(
-        id=f"00000000-0000-4000-8000-{i:012d}",
-        agent_id="a",
-        scope=scope,
-        text=f"text {i}",
-        summary="",
-        category=Category.FACT,
-        importance=0.5,
-        created_at=NOW,
-        updated_at=NOW,
-        content_hash=f"h{i}",
-    )
-    base.update(kw)
-    return Memory(**base)  # type: ignore[arg-type]
+    return record(i, scope=scope, **({"created_at": NOW, "updated_at": NOW} | kw))
 
 
 def clustered(rng: np.random.Generator, n: int, clusters: int = 40) -> np.ndarray:

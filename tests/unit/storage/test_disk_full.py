@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from memoryd.core.errors import StorageFull
-from memoryd.core.records import Category, Memory
+from memoryd.core.records import Memory
 from memoryd.storage.lance_store import SPACE_FREED_BYTES, LanceStore, no_space
+
+from ..conftest import record
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 # What lancedb raised when a 3 MiB tmpfs filled up (Table.add; delete and merge_insert
@@ -26,18 +28,7 @@ LANCE_ENOSPC = (
 
 
 def mem(i: int) -> Memory:
-    return Memory(
-        id=f"00000000-0000-4000-8000-{i:012d}",
-        agent_id="a",
-        scope="agent:a",
-        text=f"text {i}",
-        summary=f"text {i}",
-        category=Category.FACT,
-        importance=0.5,
-        created_at=NOW + timedelta(seconds=i),
-        updated_at=NOW,
-        content_hash=f"h{i}",
-    )
+    return record(i, summary=f"text {i}", created_at=NOW + timedelta(seconds=i), updated_at=NOW)
 
 
 def row(i: int) -> tuple[Memory, np.ndarray, None]:

@@ -8,26 +8,17 @@ from pathlib import Path
 import lancedb
 import numpy as np
 
-from memoryd.core.records import Category, Memory
+from memoryd.core.records import Memory
 from memoryd.storage.lance_store import LanceStore, make_schema, to_arrow
 from memoryd.storage.repository import Repository
+
+from ..conftest import record
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def mem(i: int, text: str) -> Memory:
-    return Memory(
-        id=f"00000000-0000-4000-8000-{i:012d}",
-        agent_id="a",
-        scope="agent:a",
-        text=text,
-        summary=text,
-        category=Category.FACT,
-        importance=0.5,
-        created_at=NOW,
-        updated_at=NOW,
-        content_hash=f"h{i}",
-    )
+    return record(i, text=text, summary=text, created_at=NOW, updated_at=NOW)
 
 
 def vec(i: int) -> np.ndarray:

@@ -12,6 +12,8 @@ import pytest
 from memoryd.core.records import Category, Memory
 from memoryd.storage.hot_index import HotIndex
 
+from ..conftest import record
+
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 8
 SCOPES = ["agent:a", "shared:team"]  # what the caller reads
@@ -19,21 +21,14 @@ OTHER = "agent:b"  # never listed for the caller
 
 
 def mem(i: int, scope: str, created: datetime, **kw: object) -> Memory:
-    base: dict[str, object] = dict(
-        id=f"00000000-0000-4000-8000-{i:012d}",
+    fields: dict[str, object] = dict(
         agent_id=scope.split(":")[1],
-        scope=scope,
         text=f"note {i}",
-        summary="",
-        category=Category.FACT,
-        importance=0.5,
         created_at=created,
         updated_at=created,
-        content_hash=f"h{i}",
         language="en",
     )
-    base.update(kw)
-    return Memory(**base)  # type: ignore[arg-type]
+    return record(i, scope=scope, **(fields | kw))
 
 
 def vec(rng: random.Random) -> np.ndarray:

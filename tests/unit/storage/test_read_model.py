@@ -13,29 +13,23 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from memoryd.core.records import Category, Memory
+from memoryd.core.records import Memory
 from memoryd.storage.repository import Repository
+
+from ..conftest import record
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 DIM = 1024  # the open_repository fixture's store
 
 
 def mem(i: int, **kw: object) -> Memory:
-    base: dict[str, object] = dict(
-        id=f"00000000-0000-4000-8000-{i:012d}",
-        agent_id="a",
-        scope="agent:a",
+    fields: dict[str, object] = dict(
         text=f"the garden note number {i}",
-        summary="",
-        category=Category.FACT,
-        importance=0.5,
         created_at=NOW + timedelta(seconds=i),
         updated_at=NOW,
         metadata={"n": str(i)},
-        content_hash=f"h{i}",
     )
-    base.update(kw)
-    return Memory(**base)  # type: ignore[arg-type]
+    return record(i, **(fields | kw))
 
 
 def vec(i: int) -> np.ndarray:

@@ -18,25 +18,16 @@ from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.repository import Repository
 
+from ..conftest import record
+
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def mem(i: int, scope: str = "agent:a", **kw: object) -> Memory:
-    base = dict(
-        id=f"00000000-0000-4000-8000-{i:012d}",
-        agent_id="a",
-        scope=scope,
-        text=f"text {i}",
-        summary=f"text {i}",
-        category=Category.FACT,
-        importance=0.5,
-        created_at=NOW + timedelta(seconds=i),
-        updated_at=NOW,
-        metadata={"i": str(i)},
-        content_hash=f"h{i}",
+    fields: dict[str, object] = dict(
+        summary=f"text {i}", created_at=NOW + timedelta(seconds=i), metadata={"i": str(i)}
     )
-    base.update(kw)
-    return Memory(**base)  # type: ignore[arg-type]
+    return record(i, scope=scope, **(fields | kw))
 
 
 def unit(i: int, dim: int = 8) -> np.ndarray:
