@@ -74,10 +74,8 @@ import enum
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
-import stat
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -87,6 +85,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from memoryd_client.secret_file import SecretFileError, load_or_create_secret
 
 from memoryd.core.errors import (
     ConfigError,
@@ -365,44 +364,17 @@ def sign(secret: bytes, payload: bytes) -> str:
 
 
 def load_or_create_key(path: Path) -> bytes:
-    """The daemon's review signing secret: 32 random bytes (hex) in ``path``, created with
-    mode 0600 on first start. A key file others may read (or a symlink) is refused: whoever
-    reads it could sign items the daemon never proposed."""
-    if not os.path.lexists(path):
-        # Written whole under a temporary name, then linked in place (fails if one is there
-        # already): a crash never leaves an empty key behind.
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        with os.fdopen(os.open(tmp, flags, 0o600), "w") as f:
-            f.write(secrets.token_hex(32) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
+    """The daemon's review signing secret (``memoryd_client.secret_file``: 32 random bytes,
+    mode 0600, made on first start). A key file others may read (or a symlink) is refused:
+    whoever reads it could sign items the daemon never proposed."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as e:
-        raise ConfigError(f"review key {path} cannot be read: {e.strerror or e}") from None
-    with os.fdopen(fd) as f:
-        mode = os.fstat(f.fileno()).st_mode
-        if not stat.S_ISREG(mode) or mode & 0o077:
-            raise ConfigError(
-                f"review key {path} may be read by others (mode {stat.filemode(mode)}): "
-                f"chmod 600 {path}, or delete it to make a new one (bundles prepared before "
-                "then must be prepared again)"
-            )
-        text = f.read().strip()
-    try:
-        key = bytes.fromhex(text)
-    except ValueError:
-        key = b""
-    if len(key) < 32:
-        raise ConfigError(f"review key {path} is damaged: delete it to make a new one")
-    return key
+        return load_or_create_secret(
+            path,
+            "review key",
+            on_replace=" (bundles prepared before then must be prepared again)",
+        )
+    except SecretFileError as e:
+        raise ConfigError(str(e)) from None
 
 
 def new_bundle_id(now: datetime) -> str:

@@ -21,10 +21,7 @@ import contextlib
 import hashlib
 import hmac
 import json
-import os
 import re
-import secrets
-import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +30,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
+from memoryd_client.secret_file import SecretFileError, load_or_create_secret
 
 BUNDLE_ID_RE = re.compile(r"^rb-[0-9]{8}-[0-9]{6}-[a-z0-9]{4}\Z")  # not "$": "\n"
 STATE_VERSION = 1
@@ -172,26 +170,10 @@ def approval_key(path: Path, vault: Path) -> bytes:
                 "([vault] approval_key_file), or anyone who can write the vault could approve"
             )
     real.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    nofollow = getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_hex(32) + "\n")
-    with os.fdopen(os.open(real, os.O_RDONLY | nofollow)) as f:
-        mode = os.fstat(f.fileno()).st_mode
-        if not stat.S_ISREG(mode) or mode & 0o077:
-            raise StateError(f"the approval key {path} may be read by others: chmod 600 {path}")
-        text = f.read().strip()
-    try:
-        key = bytes.fromhex(text)
-    except ValueError:
-        key = b""
-    if len(key) < 32:
-        raise StateError(f"the approval key {path} is damaged: delete it to make a new one")
-    return key
+        return load_or_create_secret(real, "the approval key")
+    except SecretFileError as e:
+        raise StateError(str(e)) from None
 
 
 def approved_item(
