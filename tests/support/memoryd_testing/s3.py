@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 ACCESS_KEY = "memoryd-test-key"
 SECRET_KEY = "memoryd-test-secret"
@@ -54,7 +55,7 @@ class S3Server:
             self.process.wait(timeout=10)
             self.process = None
 
-    def client(self):  # type: ignore[no-untyped-def]
+    def client(self) -> Any:
         import boto3
 
         return boto3.client(
