@@ -327,20 +327,26 @@ def test_the_access_log_names_who_did_what_but_never_the_text(secured, as_key):
     assert KEYS["gw-a"] not in secured.log_path.read_text()
 
 
+def promotion_of(client, memory_id: str, scope: str):  # type: ignore[no-untyped-def]
+    """Prepare, for mallory, the promotion of ``memory_id`` into ``scope``: (item, response)."""
+    prepared = client.review_prepare(
+        review_pb.PrepareReviewRequest(
+            agent_id="mallory",
+            kinds=[review_pb.REVIEW_KIND_PROMOTION],
+            promotions=[review_pb.PromotionAsk(memory_id=memory_id, target_scope=scope)],
+        )
+    )
+    (item,) = [i for i in prepared.items if i.kind == review_pb.REVIEW_KIND_PROMOTION]
+    return item, prepared
+
+
 def test_a_review_promotion_into_a_write_only_scope_reveals_nothing_there(secured, as_key):
     main, mallory, ops = as_key("main"), as_key("mallory"), as_key("ops")
     text = f"The launch password is {uuid.uuid4().hex[:10]}."
     theirs = main.store("main", text, scope=BOX).memory
     # Stored on a person's word: only an operator credential may say so.
     mine = ops.store("mallory", text, metadata={"asserted_by": "user"}).memory
-    prepared = mallory.review_prepare(
-        review_pb.PrepareReviewRequest(
-            agent_id="mallory",
-            kinds=[review_pb.REVIEW_KIND_PROMOTION],
-            promotions=[review_pb.PromotionAsk(memory_id=mine.id, target_scope=BOX)],
-        )
-    )
-    (item,) = [i for i in prepared.items if i.kind == review_pb.REVIEW_KIND_PROMOTION]
+    item, prepared = promotion_of(mallory, mine.id, BOX)
     assert theirs.id not in str(prepared)
     applied = as_key("mallory-reviewer").review_apply(
         review_pb.ApplyReviewRequest(
@@ -435,14 +441,7 @@ def test_only_a_reviewer_approves_an_agents_memory_into_a_shared_scope(secured, 
     mine = ops.store(
         "mallory", f"The user's team is {uuid.uuid4().hex[:8]}.", metadata={"asserted_by": "user"}
     ).memory
-    prepared = mallory.review_prepare(
-        review_pb.PrepareReviewRequest(
-            agent_id="mallory",
-            kinds=[review_pb.REVIEW_KIND_PROMOTION],
-            promotions=[review_pb.PromotionAsk(memory_id=mine.id, target_scope=BOX)],
-        )
-    )
-    (item,) = [i for i in prepared.items if i.kind == review_pb.REVIEW_KIND_PROMOTION]
+    item, _ = promotion_of(mallory, mine.id, BOX)
     request = review_pb.ApplyReviewRequest(agent_id="mallory", items=[approved_item(item)])
 
     refused = mallory.review_apply(request)

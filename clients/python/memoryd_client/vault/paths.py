@@ -151,15 +151,9 @@ class ReviewRoot:
             if d is None:
                 return None
             try:
-                fd = os.open(parts[-1], os.O_RDONLY | _NOFOLLOW, dir_fd=d)
+                fd = _open_here(parts[-1], os.O_RDONLY, d, rel)
             except FileNotFoundError:
                 return None
-            except OSError as e:
-                if e.errno == errno.ELOOP:
-                    raise VaultPathError(
-                        f"{rel!r} is a symlink; the vault CLI does not follow it"
-                    ) from None
-                raise
             with os.fdopen(fd, encoding="utf-8") as f:
                 return f.read()
 
@@ -185,15 +179,7 @@ class ReviewRoot:
     def append(self, rel: str, line: str) -> None:
         parts = self._checked(rel)
         with self._dir(parts[:-1], create=True) as d:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW
-            try:
-                fd = os.open(parts[-1], flags, 0o644, dir_fd=d)
-            except OSError as e:
-                if e.errno == errno.ELOOP:
-                    raise VaultPathError(
-                        f"{rel!r} is a symlink; the vault CLI does not follow it"
-                    ) from None
-                raise
+            fd = _open_here(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, d, rel)
             with os.fdopen(fd, "a", encoding="utf-8") as f:
                 st = os.fstat(f.fileno())
                 if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
@@ -209,3 +195,15 @@ class ReviewRoot:
             if d is not None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(parts[-1], dir_fd=d)
+
+
+def _open_here(name: str, flags: int, dir_fd: int, rel: str) -> int:
+    """``name`` in the directory ``dir_fd``, never through a symlink (0644 if created)."""
+    try:
+        return os.open(name, flags | _NOFOLLOW, 0o644, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise VaultPathError(
+                f"{rel!r} is a symlink; the vault CLI does not follow it"
+            ) from None
+        raise
