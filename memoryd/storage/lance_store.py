@@ -400,7 +400,8 @@ class LanceStore:
                 f"the store at {self.uri} was made with embedding model {model!r} ({dim}-d); "
                 f"this daemon embeds with {self.model_name!r} ({self.dim}-d). Point "
                 "--data-dir (or storage.uri) at another location, configure the model "
-                "the store was made with, or copy the store into one of this model with "
+                "the store was made with (embedder.model, or embedder.model_dir for a model "
+                "of your own), or copy the store into one of this model with "
                 "`memoryd reembed --from OLD_DIR --to NEW_DIR` (daemon stopped)."
             )
         missing = [f for f in self.schema if f.name not in table.schema.names]
