@@ -179,6 +179,7 @@ class ReviewRoot:
     def append(self, rel: str, line: str) -> None:
         parts = self._checked(rel)
         with self._dir(parts[:-1], create=True) as d:
+            assert d is not None
             fd = _open_here(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, d, rel)
             with os.fdopen(fd, "a", encoding="utf-8") as f:
                 st = os.fstat(f.fileno())
