@@ -159,3 +159,21 @@ def test_a_hard_linked_log_is_never_appended_to(tmp_path: Path, vault: Path) -> 
     with pytest.raises(VaultPathError, match="hard link"):
         root.append("managed-blocks.log.jsonl", '{"at": "now"}')
     assert precious.read_text() == "export PATH=/usr/bin\n"
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_planted_in_the_review_root_is_refused_not_waited_on(vault: Path) -> None:
+    # Opening a FIFO blocks until the other end opens: the CLI would hang for good.
+    root = ReviewRoot(vault, "00-system/memoryd")
+    root.write("README.md", "x")
+    here = vault / "00-system" / "memoryd"
+    os.mkfifo(here / "inbox.md")
+    os.mkfifo(here / "managed-blocks.log.jsonl")
+    with pytest.raises(VaultPathError, match="not a regular file"):
+        root.read("inbox.md")
+    with pytest.raises(VaultPathError, match="not a regular file"):
+        root.append("managed-blocks.log.jsonl", '{"at": "now"}')
+    assert root.read("README.md") == "x"  # a regular file still reads (blocking mode back)
+    root.append("ok.log", "one")
+    root.append("ok.log", "two")
+    assert root.read("ok.log") == "one\ntwo\n"

@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 class VaultPathError(Exception):
@@ -199,12 +200,23 @@ class ReviewRoot:
 
 
 def _open_here(name: str, flags: int, dir_fd: int, rel: str) -> int:
-    """``name`` in the directory ``dir_fd``, never through a symlink (0644 if created)."""
+    """``name`` in the directory ``dir_fd``, never through a symlink (0644 if created),
+    and only if it is a regular file: a FIFO or device planted in the review root would
+    otherwise block the CLI in ``open`` or ``read`` forever (opened non-blocking, checked,
+    then switched back to blocking)."""
     try:
-        return os.open(name, flags | _NOFOLLOW, 0o644, dir_fd=dir_fd)
+        fd = os.open(name, flags | _NOFOLLOW | _NONBLOCK, 0o644, dir_fd=dir_fd)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise VaultPathError(
                 f"{rel!r} is a symlink; the vault CLI does not follow it"
             ) from None
+        if e.errno == errno.ENXIO:  # a FIFO with no reader, opened for writing
+            raise VaultPathError(f"{rel!r} is not a regular file; not opened") from None
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise VaultPathError(f"{rel!r} is not a regular file; not opened")
+    if _NONBLOCK:
+        os.set_blocking(fd, True)
+    return fd
