@@ -133,8 +133,9 @@ class MemoryReader(Protocol):
         """Every scope that holds a memory (for operators' daemon-wide views)."""
         ...
 
-    def expired_ids(self, *, now: datetime) -> list[str]:
-        """Every memory, in any scope, whose expiry has passed (for the sweeper)."""
+    def expired_ids(self, *, now: datetime, scopes: Iterable[str] | None = None) -> list[str]:
+        """Every memory whose expiry has passed, in ``scopes`` (default: every scope, for
+        the sweeper)."""
         ...
 
     def index_bytes(self, scopes: Iterable[str] | None = None) -> int:

@@ -812,7 +812,8 @@ class ReviewService:
         if Kind.STALE in kinds:
             # Bounded like the rows: an agent that piles up expiring memories faster than
             # the sweeper removes them does not make each Prepare longer without end.
-            for i in self.store.expired_ids(now=now):
+            # Only the scopes asked for: never a walk over every tenant's partitions.
+            for i in self.store.expired_ids(now=now, scopes=scopes):
                 if (e := self.store.get(i)) is not None and e.scope in scopes:
                     if len(expired) == self.settings.max_memories:
                         more_expired = True

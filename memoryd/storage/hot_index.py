@@ -677,10 +677,14 @@ class HotIndex:
                 total += int((part.expires[: len(part)] <= now_ts).sum())
         return total
 
-    def expired_ids(self, *, now: datetime) -> list[str]:
+    def expired_ids(self, *, now: datetime, scopes: Iterable[str] | None = None) -> list[str]:
         now_ts = now.timestamp()
         out: list[str] = []
-        for part in self._parts.values():
+        if scopes is None:
+            parts: Iterable[_Partition] = self._parts.values()
+        else:
+            parts = [p for s in set(scopes) if (p := self._parts.get(s)) is not None]
+        for part in parts:
             rows = np.nonzero(part.expires[: len(part)] <= now_ts)[0]
             out.extend(part.ids[int(r)] for r in rows)
         return out

@@ -185,6 +185,11 @@ def test_hot_index_searches_only_the_given_scopes_and_skips_expired() -> None:
     assert {m.scope for m, _ in both} == {"agent:a", "agent:b"}
     assert idx.count_expired(["agent:a"], now=NOW) == 1
     assert idx.expired_ids(now=NOW) == [mem(3).id]
+    idx.put(mem(4, "agent:b", expires_at=NOW), unit(1))
+    # A Prepare asks for its own scopes: another tenant's expired rows are never listed.
+    assert idx.expired_ids(now=NOW, scopes=["agent:a"]) == [mem(3).id]
+    assert idx.expired_ids(now=NOW, scopes=["agent:b", "agent:c"]) == [mem(4).id]
+    assert sorted(idx.expired_ids(now=NOW)) == sorted([mem(3).id, mem(4).id])
 
 
 def test_hot_index_remove_keeps_other_rows_intact() -> None:
