@@ -28,9 +28,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from memoryd.core.records import Category, Memory
-from memoryd.inference.onnx_embedder import OnnxEmbedder, builtin_model_files
+from memoryd.inference.onnx_embedder import builtin_model_files
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.repository import quantize_tokens
 
@@ -102,7 +103,8 @@ def main() -> None:
         t if i < len(base) else f"{t} [{i}]"
         for i, t in enumerate((base * (n // len(base) + 1))[:n])
     ]
-    tokenizer = OnnxEmbedder(builtin_model_files())._tokenizer
+    tokenizer = Tokenizer.from_file(str(builtin_model_files().tokenizer))
+    tokenizer.no_padding()  # its tokenizer.json pads to a fixed length; the daemon resets it too
     counts = [min(TOKENS_MAX, len(e.ids) - 2) for e in tokenizer.encode_batch(texts)]
     rng = np.random.default_rng(args.seed)
     memories = records(texts, rng)

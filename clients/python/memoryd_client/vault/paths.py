@@ -183,8 +183,7 @@ class ReviewRoot:
             assert d is not None
             fd = _open_here(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, d, rel)
             with os.fdopen(fd, "a", encoding="utf-8") as f:
-                st = os.fstat(f.fileno())
-                if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+                if os.fstat(f.fileno()).st_nlink > 1:  # a regular file: _open_here checked
                     # A hard link would make the append land in a file elsewhere.
                     raise VaultPathError(
                         f"{rel!r} is not a plain file of its own (a hard link?); not appended to"
