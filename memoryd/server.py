@@ -336,7 +336,11 @@ class Daemon:
             conflicts=JsonlConflictLog(s.data_dir / "conflicts.jsonl"),
             text_model=build_text_model(s),
         )
-        self.servicer.set_service(self.service, storage_status=self.repository.status)
+        self.servicer.set_service(
+            self.service,
+            storage_status=self.repository.status,
+            follow_lag=self.repository.follow_lag,
+        )
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))
         self.review_servicer.set_service(
             ReviewService(
@@ -438,6 +442,7 @@ class Daemon:
             compact_every=s.storage.compact_every_writes,
             cache_bytes=s.storage.cache_mib << 20,
             open_last_good=s.storage.open_last_good,
+            shared=s.follow_interval > 0,
         )
         try:
             analyzer = Analyzer(s.recall.analyzer_language)
@@ -455,6 +460,7 @@ class Daemon:
             ann_threshold=s.recall.ann_threshold,
             ann_ef_search=s.recall.ann_ef_search,
             ann_build_threads=s.recall.ann_build_threads,
+            follow_interval=s.follow_interval,
         )
         repository.open()
         t2 = time.perf_counter()

@@ -90,6 +90,10 @@ class _Creating:
     vector: np.ndarray
 
 
+async def _nothing() -> None:
+    return None
+
+
 def visible(store: MemoryStore, access: Access, memory_id: str, now: datetime) -> Memory:
     """The memory, if the caller may read it; absent, unreadable and expired all look the
     same (NotFound): no existence leaks."""
@@ -113,6 +117,8 @@ class Ingest:
         key = v.idempotency_key
         if not key:
             return await self._store_new(access, v)
+        # Another daemon over the same store may have answered this key: see its commits.
+        await self.parts.store.catch_up()
         used = await self._keys.run((access.agent_id, key), lambda: self._first_use(access, v))
         if used.content_hash != v.content_hash or used.scope != v.scope:
             raise InvalidArgument(
@@ -168,7 +174,10 @@ class Ingest:
         exact = self._exact_duplicate(scope, digest) if readable else None
         if exact is not None:
             return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
-        vector, tokens = await self.embed_document(v.text)
+        # While the model runs: another daemon's commits, so the checks below see them too.
+        (vector, tokens), _ = await asyncio.gather(
+            self.embed_document(v.text), p.store.catch_up() if readable else _nothing()
+        )
         now = p.clock()
         # Re-check after the await: the world may have changed while the model ran.
         exact = self._exact_duplicate(scope, digest) if readable else None

@@ -176,6 +176,12 @@ class MemoryWriter(Protocol):
         """Count an access (a recall returned them); persisted in the background."""
         ...
 
+    async def catch_up(self) -> None:
+        """Apply to the index what other daemons over the same store committed up to now
+        (before deciding that a Store is new: its key and its exact text are then checked
+        against them too); nothing to do for a daemon that is its store's only writer."""
+        ...
+
 
 class MemoryStore(MemoryReader, MemoryWriter, Protocol):
     """Both sides, for the service that reads and writes; readers (retrieval, reranking)
