@@ -73,6 +73,7 @@ from memoryd.inference.onnx_embedder import (
     model_files_from_dir,
 )
 from memoryd.inference.quantize import QUANTIZED_SUFFIX, default_cache_dir, quantized_model
+from memoryd.storage.claims import KeyClaims
 from memoryd.storage.conflict_log import JsonlConflictLog
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.lexical import Analyzer
@@ -461,6 +462,11 @@ class Daemon:
             ann_ef_search=s.recall.ann_ef_search,
             ann_build_threads=s.recall.ann_build_threads,
             follow_interval=s.follow_interval,
+            claims=(
+                KeyClaims(s.storage_uri, s.storage.table, dict(s.storage.storage_options))
+                if s.follow_interval > 0
+                else None
+            ),
         )
         repository.open()
         t2 = time.perf_counter()

@@ -24,6 +24,7 @@ import numpy as np
 
 from memoryd.core.jobs import Job, Jobs
 from memoryd.core.records import FollowLag, KeyRecord, Memory
+from memoryd.storage.claims import KeyClaims
 from memoryd.storage.follow import Follower
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import STATUS_OK, LanceStore
@@ -56,9 +57,11 @@ class Repository(HotIndex):
         access_flush_seconds: float = ACCESS_FLUSH_SECONDS,
         ann_maintain_seconds: float = ANN_MAINTAIN_SECONDS,
         follow_interval: float = 0.0,
+        claims: KeyClaims | None = None,
     ):
         """``follow_interval``: seconds between looks for other daemons' commits to the
-        store (storage.follow_interval); 0 = this daemon is the store's only writer."""
+        store (storage.follow_interval); 0 = this daemon is the store's only writer.
+        ``claims``: where keyed Stores claim their key across daemons (None: one daemon)."""
         super().__init__(
             durable.dim,
             analyzer,
@@ -69,6 +72,7 @@ class Repository(HotIndex):
         self._durable = durable
         self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
         self._touched: set[str] = set()
+        self._claims = claims
         jobs = [
             Job("persist access counts", access_flush_seconds, self.flush_access_counts),
             Job("approximate-index maintenance", ann_maintain_seconds, self._maintain_ann),
@@ -145,6 +149,13 @@ class Repository(HotIndex):
         return self._follower.lag()
 
     # -- following other daemons (storage.follow) ---------------------------------------
+
+    async def claim_key(self, agent_id: str, key: str, memory_id: str) -> str:
+        """The memory id ``key`` names across daemons: ``memory_id``, unless a Store on
+        another daemon claimed the key first (then that one's)."""
+        if self._claims is None:
+            return memory_id
+        return await asyncio.to_thread(self._claims.claim, agent_id, key, memory_id)
 
     async def catch_up(self) -> None:
         """Apply what other daemons committed up to now (nothing to do without them)."""

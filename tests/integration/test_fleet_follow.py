@@ -196,3 +196,43 @@ def test_stats_shows_how_far_each_daemon_trails(
         check=True,
     ).stdout
     assert re.search(r"follow: table version \d+ applied of \d+ seen \(\d+ behind\)", printed)
+
+
+def test_the_same_key_on_two_daemons_at_the_same_instant_is_one_memory(
+    fleet: tuple[MemoryClient, ...],
+) -> None:
+    a, b, c = fleet
+    texts = [  # unlike each other: none is a near-duplicate of another
+        "The user's locker at the gym is number 1042",
+        "The user's daughter starts school in September",
+        "The user prefers window seats on long flights",
+        "The user's landlord is called Mrs Okafor",
+        "The user is learning to play the cello",
+        "The user's car needs new winter tyres",
+    ]
+    for i, text in enumerate(texts):
+        start = threading.Barrier(2)
+        named: dict[str, str] = {}
+
+        def send(
+            name: str,
+            client: MemoryClient,
+            key: str = f"race-{i}",
+            t: str = text,
+            start: threading.Barrier = start,
+            named: dict[str, str] = named,
+        ) -> None:
+            start.wait()
+            named[name] = client.store("race", t, idempotency_key=key).memory.id
+
+        senders = [threading.Thread(target=send, args=(n, x)) for n, x in (("a", a), ("b", b))]
+        for s in senders:
+            s.start()
+        for s in senders:
+            s.join()
+        assert named["a"] == named["b"], f"round {i}: two memories for one key"
+    for client in (a, b, c):
+        eventually(
+            lambda x=client: True if len(listed(x, "race")) == len(texts) else None,
+            f"one memory per key on every daemon: {[len(listed(x, 'race')) for x in fleet]}",
+        )
