@@ -53,6 +53,8 @@ from memoryd.storage.lance_store import (
 
 log = logging.getLogger(__name__)
 
+APPLY_BATCH = 512  # followed rows put into the index between two yields to the event loop
+
 
 class FollowTarget(Protocol):
     """What the follower changes: the repository's hot index (on the event loop)."""
@@ -148,7 +150,7 @@ class Follower:
             finally:
                 self._rounds_done = number
             if changes is not None:
-                self._apply(changes)
+                await self._apply(changes)
             if self._failing:
                 log.warning("following the shared store works again")
                 self._failing = False
@@ -259,7 +261,9 @@ class Follower:
 
     # -- applying (event loop) ------------------------------------------------------------
 
-    def _apply(self, changes: _Changes) -> None:
+    async def _apply(self, changes: _Changes) -> None:
+        """Apply a round, letting other tasks run every APPLY_BATCH rows (another daemon's
+        bulk import must not stall this one's reads for seconds)."""
         version = changes.version
         with self._written_lock:
             written = dict(self._written)
@@ -268,9 +272,13 @@ class Follower:
             return written.get(memory_id, 0) > version
 
         target = self._target
-        for memory, vector, tokens in changes.rows:
+        for n, (memory, vector, tokens) in enumerate(changes.rows, 1):
             if not newer_here(memory.id):
                 target.put_followed(memory, vector, tokens)
+            if n % APPLY_BATCH == 0:
+                await asyncio.sleep(0)
+                with self._written_lock:  # local writes made meanwhile
+                    written = dict(self._written)
         for memory_id in changes.gone:
             if not newer_here(memory_id):
                 target.remove(memory_id)
