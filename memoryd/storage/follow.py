@@ -169,7 +169,8 @@ class Follower:
                 self._datasets.setdefault(what, ds)
         changes: _Changes | None = None
         ds = self._datasets["memories"]
-        latest = int(ds.latest_version)
+        with self._store.commit_lock:  # no local commit half reported (see _read_memories)
+            latest = int(ds.latest_version)
         self.latest_version = max(self.latest_version, latest)
         if latest != self.applied_version:
             ds = self._datasets["memories"] = ds.checkout_version(latest)
@@ -227,8 +228,9 @@ class Follower:
             before = self._ids.get(fragment_id)
             if before is not None:
                 changes.gone |= set(before.to_pylist())
-        # This daemon's own writes since the last round: their fragments are new to the
-        # follower, or gone already (a delete, a compaction) before it ever saw them.
+        # This daemon's own writes since the last round (all reported: the version was
+        # listed under the store's commit lock): their fragments are new to the follower,
+        # or gone already (a delete, a compaction) before it ever saw them.
         with self._written_lock:
             changes.gone |= {i for i, v in self._written.items() if v <= version}
         changes.gone -= arrived  # present: updated (moved to a new fragment) or kept

@@ -399,6 +399,7 @@ class LanceStore:
         # commit to the memories' table and the version it made: the follower
         # (storage.follow) uses it to never apply a followed row older than a local write.
         self.on_commit: Callable[[list[str], int], None] | None = None
+        self.commit_lock = threading.Lock()
 
     def _open_or_create(self, name: str) -> Any:
         existing = self._db.list_tables().tables
@@ -736,6 +737,12 @@ class LanceStore:
         self._last_write = time.time()
 
     def _commit_rows(self, kind: str, group: list[_Op]) -> None:
+        # Held across the commit and its report: the follower lists the table's versions
+        # only between local commits, so every local version it sees was reported.
+        with self.commit_lock:
+            self._write_rows(kind, group)
+
+    def _write_rows(self, kind: str, group: list[_Op]) -> None:
         if kind == "delete":
             ids = [i for g in group for i in g.ids]
             if not ids:
