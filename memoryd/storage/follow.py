@@ -111,12 +111,13 @@ class Follower:
 
     # -- start -------------------------------------------------------------------------
 
-    def baseline(self) -> None:
-        """Take the memories table as the store has it now (what the index was loaded
-        from): its version, fragments and their ids. Blocks: call it off the event loop,
-        before the writer starts."""
+    def baseline(self, version: int) -> None:
+        """Take the memories table at ``version`` (at most the one the index was loaded
+        from: the first round reads from there, a row read twice is no harm) with its
+        fragments and their ids. Blocks: call it off the event loop, before the writer
+        starts."""
         self._datasets = self._store.datasets()
-        ds = self._datasets["memories"]
+        ds = self._datasets["memories"] = self._datasets["memories"].checkout_version(version)
         fragments = ds.get_fragments()
         self._shapes = {f.fragment_id: _shape(f) for f in fragments}
         self._ids = _ids_by_fragment(ds, fragments) if fragments else {}

@@ -88,13 +88,15 @@ class Repository(HotIndex):
         """Load every stored memory into the hot index, start the writer and the due
         approximate-index builds; returns seconds. Blocks: run it off the event loop."""
         start = time.perf_counter()
+        # Other daemons may commit while this one loads: follow from before the load.
+        version = self._durable.table_version()
         with self.bulk_load():
             for memory, vector, tokens in self._durable.scan():
                 self.put(memory, vector, tokens)
         for record in self._durable.read_keys():
             self.put_key(record)
         if self._follower is not None:
-            self._follower.baseline()  # the version just loaded: follow from there
+            self._follower.baseline(version)
         self._durable.start()
         self.maintain_ann()  # big scopes start their HNSW build now
         took = time.perf_counter() - start

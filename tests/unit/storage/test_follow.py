@@ -11,10 +11,11 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
+import lancedb
 import pytest
 
 from memoryd.core.records import KeyRecord, StoreOutcome
-from memoryd.storage.lance_store import LanceStore
+from memoryd.storage.lance_store import LanceStore, to_arrow
 from memoryd.storage.repository import Repository
 
 from .test_storage import NOW, mem, unit
@@ -177,6 +178,31 @@ async def test_following_off_reads_nothing_of_the_others(tmp_path: Path) -> None
         await b.catch_up()
         assert b.get(m.id) is None
         assert b.follow_lag().seconds_since_check is None
+    finally:
+        a.close()
+        b.close()
+
+
+async def test_a_commit_made_while_a_daemon_loads_reaches_its_index(tmp_path: Path) -> None:
+    a = open_repo(tmp_path)
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, shared=True)
+    late = mem(9, text="committed by a while b was loading")
+    read_keys = store.read_keys
+
+    def read_keys_after_a_commits() -> list[KeyRecord]:
+        # After b read the rows and before it takes the table's version to follow from.
+        other = lancedb.connect(str(tmp_path)).open_table("m")
+        other.add(to_arrow(store.schema, [(late, unit(9), None)]))
+        return read_keys()
+
+    store.read_keys = read_keys_after_a_commits  # type: ignore[method-assign]
+    b = Repository(store, follow_interval=60.0)
+    b.open()
+    try:
+        assert b.get(late.id) is None  # not in the rows b loaded
+        await b.catch_up()
+        got = b.get(late.id)
+        assert got is not None and got.text == late.text
     finally:
         a.close()
         b.close()
