@@ -65,10 +65,13 @@ class KeyClaims:
                 # exist_ok: another daemon may make it at the same moment.
                 self._table = self._db.create_table(self._name, schema=CLAIMS_SCHEMA, exist_ok=True)
             table = self._table
-            result = table.merge_insert("claim").when_not_matched_insert_all().execute(row)
             self._claims += 1
-            if self._claims % COMPACT_EVERY == 0:
-                self._compact(table)
+            compact = self._claims % COMPACT_EVERY == 0
+        # Claims of other keys (here or on other daemons) commit side by side: Lance
+        # rebases inserts of different keys onto each other.
+        result = table.merge_insert("claim").when_not_matched_insert_all().execute(row)
+        if compact:
+            self._compact(table)
         if result.num_inserted_rows == 1:
             return memory_id
         found = table.search().where(f"claim = '{claim}'").select(["memory_id"]).limit(1)

@@ -45,3 +45,18 @@ def test_compaction_keeps_recent_claims(tmp_path: Path, monkeypatch: pytest.Monk
     for i in range(4):  # the third claim compacts (and drops claims older than a day)
         assert claims.claim("agent", f"k{i}", f"m{i}") == f"m{i}"
     assert [claims.claim("agent", f"k{i}", "again") for i in range(4)] == ["m0", "m1", "m2", "m3"]
+
+
+def test_claims_of_many_keys_at_once_all_win(tmp_path: Path) -> None:
+    claims = KeyClaims(str(tmp_path), "m")
+    won: list[bool] = []
+
+    def claim(i: int) -> None:
+        won.append(claims.claim("agent", f"key-{i}", f"memory-{i}") == f"memory-{i}")
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert won == [True] * 8
