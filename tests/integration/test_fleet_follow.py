@@ -170,7 +170,8 @@ def test_a_near_duplicate_on_another_daemon_after_the_first_is_acknowledged_is_o
     # Acknowledged on a: b's Store catches up first, so the near-duplicate check sees it.
     again = b.store("near", "the user is allergic to peanuts!")
     assert again.outcome == pb.STORE_OUTCOME_DUPLICATE
-    assert again.memory.id == first.id
+    assert again.memory.id == again.duplicate_of == first.id
+    assert 0.95 <= again.duplicate_score < 1.0  # a near duplicate, not the same text
 
 
 def test_stats_shows_how_far_each_daemon_trails(
