@@ -47,6 +47,8 @@ from memoryd.core.review import ReviewSettings
 
 log = logging.getLogger("memoryd.config")
 
+DEFAULT_FOLLOW_SECONDS = 0.25  # storage.follow_interval for an object store
+
 # Sections that were renamed: old name -> new name. The old names are still read, from a
 # file and from MEMORYD_* variables, with one warning per key naming its new spelling.
 RENAMED_SECTIONS = {"retrieval": "recall"}
@@ -100,6 +102,15 @@ class StorageSection(_Section):
         description="when the newest version of the table is damaged (an empty manifest, a "
         "fragment cut short), open the newest version that reads whole instead of refusing "
         "to start; the writes after it are lost (also: memoryd serve --open-last-good)",
+    )
+    follow_interval: float | None = Field(
+        None,
+        ge=0,
+        le=60,
+        description="seconds between looks for what other daemons over the same store "
+        "committed, applied to this daemon's index (a Store also looks first). Unset = 0.25 "
+        "for an object store (s3://, gs://, az://), 0 (off: this daemon is the only writer) "
+        "for a local directory",
     )
 
 
@@ -583,6 +594,14 @@ class Settings(BaseSettings):
     @property
     def storage_uri(self) -> str:
         return self.storage.uri or str(self.data_dir / "lancedb")
+
+    @property
+    def follow_interval(self) -> float:
+        """storage.follow_interval, its default filled in (see there)."""
+        if self.storage.follow_interval is not None:
+            return self.storage.follow_interval
+        shared = "://" in self.storage_uri and not self.storage_uri.startswith("file://")
+        return DEFAULT_FOLLOW_SECONDS if shared else 0.0
 
 
 def load_settings(

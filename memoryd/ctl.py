@@ -220,9 +220,22 @@ def _stats(c: Any, args: argparse.Namespace) -> int:
             f"index {s.index_bytes} bytes"
             + (" (the whole daemon)" if args.daemon_wide else f" (the scopes {args.agent} reads)")
         ]
+        + [_follow_line(s)]
     )
     emit(args, s, human)
     return EXIT_OK
+
+
+def _follow_line(s: Any) -> str:
+    """Several daemons over one store: how far this one's index trails the others'."""
+    if s.follow_seconds_since_check < 0:
+        return "follow: off (this daemon is its store's only writer)"
+    behind = s.follow_latest_version - s.follow_applied_version
+    return (
+        f"follow: table version {s.follow_applied_version} applied of "
+        f"{s.follow_latest_version} seen ({behind} behind), last look "
+        f"{s.follow_seconds_since_check:.2f}s ago"
+    )
 
 
 def _conflicts(c: Any, args: argparse.Namespace) -> int:

@@ -73,6 +73,7 @@ from memoryd.inference.onnx_embedder import (
     model_files_from_dir,
 )
 from memoryd.inference.quantize import QUANTIZED_SUFFIX, default_cache_dir, quantized_model
+from memoryd.storage.claims import KeyClaims
 from memoryd.storage.conflict_log import JsonlConflictLog
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.lexical import Analyzer
@@ -336,7 +337,11 @@ class Daemon:
             conflicts=JsonlConflictLog(s.data_dir / "conflicts.jsonl"),
             text_model=build_text_model(s),
         )
-        self.servicer.set_service(self.service, storage_status=self.repository.status)
+        self.servicer.set_service(
+            self.service,
+            storage_status=self.repository.status,
+            follow_lag=self.repository.follow_lag,
+        )
         self.hook_servicer.set_service(HookService(self.service, s.hooks.to_settings()))
         self.review_servicer.set_service(
             ReviewService(
@@ -438,6 +443,7 @@ class Daemon:
             compact_every=s.storage.compact_every_writes,
             cache_bytes=s.storage.cache_mib << 20,
             open_last_good=s.storage.open_last_good,
+            shared=s.follow_interval > 0,
         )
         try:
             analyzer = Analyzer(s.recall.analyzer_language)
@@ -455,6 +461,12 @@ class Daemon:
             ann_threshold=s.recall.ann_threshold,
             ann_ef_search=s.recall.ann_ef_search,
             ann_build_threads=s.recall.ann_build_threads,
+            follow_interval=s.follow_interval,
+            claims=(
+                KeyClaims(s.storage_uri, s.storage.table, dict(s.storage.storage_options))
+                if s.follow_interval > 0
+                else None
+            ),
         )
         repository.open()
         t2 = time.perf_counter()

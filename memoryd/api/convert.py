@@ -19,6 +19,7 @@ from memoryd.core.records import (
     Category,
     Conflict,
     Explain,
+    FollowLag,
     ForgetResult,
     Memory,
     ScoredMemory,
@@ -298,6 +299,13 @@ def stats_response(s: AgentStats, uptime: float, version: str) -> pb.StatsRespon
         version=version,
         store_rows=s.store_rows,
     )
+
+
+def set_follow_lag(response: pb.StatsResponse, lag: FollowLag) -> None:
+    response.follow_applied_version = lag.applied_version
+    response.follow_latest_version = lag.latest_version
+    since = lag.seconds_since_check
+    response.follow_seconds_since_check = -1.0 if since is None else since
 
 
 def context_time(req: hooks_pb.BuildContextRequest) -> dict[str, object]:

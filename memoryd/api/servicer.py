@@ -27,6 +27,7 @@ from memoryd.api.decoding import Undecodable
 from memoryd.api.errors import status_of
 from memoryd.core.errors import InvalidArgument, NotReady
 from memoryd.core.hooks import HookService
+from memoryd.core.records import FollowLag
 from memoryd.core.review import ReviewService
 from memoryd.core.service import MemoryService
 
@@ -43,17 +44,22 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self._started = time.monotonic()
         self._max_in_flight = max_in_flight
         self._storage_status: Callable[[], str] = lambda: "ok"
+        self._follow_lag: Callable[[], FollowLag] | None = None
         # Set at SIGTERM: open Streams stop reading new ops (the readers below are cancelled),
         # finish the ops already started, then end UNAVAILABLE.
         self._draining = False
         self._stream_readers: set[asyncio.Task[None]] = set()
 
     def set_service(
-        self, service: MemoryService, storage_status: Callable[[], str] | None = None
+        self,
+        service: MemoryService,
+        storage_status: Callable[[], str] | None = None,
+        follow_lag: Callable[[], FollowLag] | None = None,
     ) -> None:
         self._service = service
         if storage_status is not None:
             self._storage_status = storage_status
+        self._follow_lag = follow_lag
 
     def begin_drain(self) -> None:
         """Shutdown: no Stream reads another op; ops already started run to the end."""
@@ -98,6 +104,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         stats = self.service.stats(request.agent_id, daemon_wide=request.daemon_wide)
         response = convert.stats_response(stats, time.monotonic() - self._started, __version__)
         response.storage_status = self._storage_status()
+        if self._follow_lag is not None:
+            convert.set_follow_lag(response, self._follow_lag())
         return response
 
     async def ListConflicts(

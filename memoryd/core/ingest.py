@@ -13,6 +13,14 @@ A Store goes through, in order:
 Dedupe and merge compare with what a scope holds, so they only run where the caller may
 read: in a write-only scope (a drop box) an answer of DUPLICATE, or a link, would reveal
 memories the caller cannot see.
+
+With several daemons over one store, a Store first applies what the others committed
+(``MemoryStore.catch_up``: while its text is embedded), so the key and the duplicate checks
+see every Store acknowledged before it began, on any daemon. Two Stores with one key on
+two daemons at the same moment both write; the key's claim (``claim_key``, a conditional
+insert the store refuses to the second) names one memory, and the other daemon deletes its
+own and answers with that one. Two unkeyed Stores of the same or similar text on two
+daemons at the same moment (each began before the other's commit) are two memories.
 """
 
 from __future__ import annotations
@@ -90,6 +98,10 @@ class _Creating:
     vector: np.ndarray
 
 
+async def _nothing() -> None:
+    return None
+
+
 def visible(store: MemoryStore, access: Access, memory_id: str, now: datetime) -> Memory:
     """The memory, if the caller may read it; absent, unreadable and expired all look the
     same (NotFound): no existence leaks."""
@@ -113,6 +125,8 @@ class Ingest:
         key = v.idempotency_key
         if not key:
             return await self._store_new(access, v)
+        # Another daemon over the same store may have answered this key: see its commits.
+        await self.parts.store.catch_up()
         used = await self._keys.run((access.agent_id, key), lambda: self._first_use(access, v))
         if used.content_hash != v.content_hash or used.scope != v.scope:
             raise InvalidArgument(
@@ -128,6 +142,12 @@ class Ingest:
         if recorded is not None:
             return recorded
         result = await self._store_new(access, v)
+        # Several daemons: the same key may be deciding on another one right now.
+        named = await self.parts.store.claim_key(
+            access.agent_id, v.idempotency_key, result.memory.id
+        )
+        if named != result.memory.id and (lost := await self._claimed(access, v, result, named)):
+            return lost
         if result.outcome != StoreOutcome.CREATED:
             # Nothing new holds the key: record the answer so a retry replays it.
             await self.parts.store.record_key(
@@ -142,6 +162,29 @@ class Ingest:
                     self.parts.clock(),
                 )
             )
+        return _KeyUse(v.content_hash, v.scope, result)
+
+    async def _claimed(
+        self, access: Access, v: ValidStore, mine: StoreResult, named: str
+    ) -> _KeyUse | None:
+        """A Store on another daemon claimed the key first, for memory ``named``: its
+        answer, and the memory this one created (if any) deleted again. None (keep this
+        one's answer) when that memory is not there to be read (forgotten since)."""
+        store = self.parts.store
+        await store.catch_up()  # it wrote its memory before claiming: now it is here
+        winner = store.get(named)
+        if winner is None or winner.scope not in access.read:
+            return None
+        if mine.outcome == StoreOutcome.CREATED:
+            await store.delete([mine.memory.id])
+        key = v.idempotency_key
+        if winner.agent_id == access.agent_id and winner.idempotency_key == key:
+            return _KeyUse(
+                winner.content_hash, winner.scope, StoreResult(winner, StoreOutcome.CREATED)
+            )
+        # Its Store found a duplicate (or merged): that memory, as a duplicate.
+        score = 1.0 if winner.content_hash == v.content_hash else mine.duplicate_score
+        result = StoreResult(winner, StoreOutcome.DUPLICATE, winner.id, score)
         return _KeyUse(v.content_hash, v.scope, result)
 
     def _recorded_use(self, access: Access, key: str) -> _KeyUse | None:
@@ -168,7 +211,10 @@ class Ingest:
         exact = self._exact_duplicate(scope, digest) if readable else None
         if exact is not None:
             return StoreResult(exact, StoreOutcome.DUPLICATE, exact.id, 1.0)
-        vector, tokens = await self.embed_document(v.text)
+        # While the model runs: another daemon's commits, so the checks below see them too.
+        (vector, tokens), _ = await asyncio.gather(
+            self.embed_document(v.text), p.store.catch_up() if readable else _nothing()
+        )
         now = p.clock()
         # Re-check after the await: the world may have changed while the model ran.
         exact = self._exact_duplicate(scope, digest) if readable else None

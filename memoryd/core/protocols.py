@@ -177,6 +177,18 @@ class MemoryWriter(Protocol):
         """Count an access (a recall returned them); persisted in the background."""
         ...
 
+    async def claim_key(self, agent_id: str, key: str, memory_id: str) -> str:
+        """Across daemons over one store, make ``memory_id`` (written already) the answer
+        of idempotency key ``key`` unless a Store on another daemon claimed it first; returns
+        the memory id the key names (``memory_id`` itself with a single daemon)."""
+        ...
+
+    async def catch_up(self) -> None:
+        """Apply to the index what other daemons over the same store committed up to now
+        (before deciding that a Store is new: its key and its exact text are then checked
+        against them too); nothing to do for a daemon that is its store's only writer."""
+        ...
+
 
 class MemoryStore(MemoryReader, MemoryWriter, Protocol):
     """Both sides, for the service that reads and writes; readers (retrieval, reranking)

@@ -153,6 +153,17 @@ class KeyRecord:
 
 
 @dataclass(slots=True, frozen=True)
+class FollowLag:
+    """How far this daemon's index trails the shared store (several daemons over one
+    ``storage.uri``): the memories table's version it has applied, the newest it has seen,
+    and seconds since its last successful check (None: following is off)."""
+
+    applied_version: int
+    latest_version: int
+    seconds_since_check: float | None
+
+
+@dataclass(slots=True, frozen=True)
 class ForgetResult:
     deleted_ids: list[str]
     candidates: list[ScoredMemory]

@@ -461,6 +461,19 @@ class HotIndex:
                 found.append(memory_id)
         return found
 
+    def merge_access(self, memory_id: str, count: int, last: datetime | None) -> None:
+        """Take another daemon's access count and last access where they are higher."""
+        memory = self._memories.get(memory_id)
+        if memory is None:
+            return
+        mine = memory.last_accessed_at
+        newest = mine if last is None or (mine is not None and mine >= last) else last
+        highest = max(count, memory.access_count)
+        if highest != memory.access_count or newest != mine:
+            self._memories[memory_id] = replace(
+                memory, access_count=highest, last_accessed_at=newest
+            )
+
     def key_record(self, agent_id: str, key: str) -> KeyRecord | None:
         return self._keys.get((agent_id, key))
 

@@ -64,7 +64,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -327,7 +327,11 @@ class LanceStore:
         read_only: bool = False,
         keep_versions_seconds: float = KEEP_VERSIONS_SECONDS,
         cleanup_every_seconds: float = CLEANUP_EVERY_SECONDS,
+        shared: bool = False,
     ):
+        """``shared``: other daemons write the same tables (storage.follow): every
+        operation starts from the table's newest version, so a delete or an update finds
+        the rows another daemon committed since this one last wrote."""
         self.uri = uri
         self.open_last_good = open_last_good
         local = uri.removeprefix("file://")
@@ -346,10 +350,16 @@ class LanceStore:
         # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
         # manifests of every version group commit writes, so the daemon's memory grew
         # with every commit. Reads are served by the hot index, so small caches do.
+        self._cache_bytes = cache_bytes
         session = lancedb.Session(
             index_cache_size_bytes=cache_bytes, metadata_cache_size_bytes=cache_bytes
         )
-        self._db = lancedb.connect(uri, storage_options=storage_options or None, session=session)
+        self._db = lancedb.connect(
+            uri,
+            storage_options=storage_options or None,
+            session=session,
+            read_consistency_interval=timedelta(0) if shared else None,
+        )
         self._table_name = table
         self._table = self._open_or_create(table)
         # The access log is made by its first write, so opening a store never writes to it.
@@ -386,6 +396,11 @@ class LanceStore:
         self.rows_written = 0
         self.fault: str | None = None  # why writes fail now (a full disk), else None
         self._free_at_fault: int | None = None  # free bytes on the disk when it began
+        # Told (on the writer thread, before the writers' futures resolve) the ids of each
+        # commit to the memories' table and the version it made: the follower
+        # (storage.follow) uses it to never apply a followed row older than a local write.
+        self.on_commit: Callable[[list[str], int], None] | None = None
+        self.commit_lock = threading.Lock()
 
     def _open_or_create(self, name: str) -> Any:
         existing = self._db.list_tables().tables
@@ -557,26 +572,40 @@ class LanceStore:
         """The access log folded: per id, the highest count and the latest access."""
         if self._access is None:
             return {}
-        folded = _fold(self._read_all(self._access, self._access_name))
-        ids = folded.column("id").to_pylist()
-        counts = folded.column("access_count").to_pylist()
-        last = _datetimes(folded.column("last_accessed_at"))
-        return {i: (c, t) for i, c, t in zip(ids, counts, last, strict=True)}
+        return access_from_arrow(self._read_all(self._access, self._access_name))
 
     def read_keys(self) -> list[KeyRecord]:
         """Every recorded idempotency key (see core.records.KeyRecord)."""
         if self._keys is None:
             return []
-        t = self._keys.to_arrow()
-        cols = [t.column(n).to_pylist() for n in KEYS_SCHEMA.names[:-1]]
-        at = _datetimes(t.column("at"))
-        return [
-            KeyRecord(a, k, m, StoreOutcome(o), h, s, float(sc), when or datetime.now(UTC))
-            for a, k, m, o, h, s, sc, when in zip(*cols, at, strict=True)
-        ]
+        return keys_from_arrow(self._keys.to_arrow())
 
     def count_rows(self) -> int:
         return int(self._table.count_rows())
+
+    # -- what the follower reads (storage.follow) -------------------------------------------
+
+    def table_version(self) -> int:
+        """The version of the memories' table this store read at start or wrote last."""
+        return int(self._table.version)
+
+    def datasets(self) -> dict[str, Any]:
+        """The store's tables as pylance datasets (``lance.LanceDataset``, at the version
+        this store has them), for reading others' commits: "memories", and "access" and
+        "keys" once they exist (another daemon may make them later: ask again)."""
+        # Small caches, as for LanceDB's own (see __init__): with Lance's defaults a
+        # follower's memory grew with every version followed (measured over 1,500
+        # single-row commits: +600 MB; with 8 MiB caches +30 MB).
+        caches = {
+            "metadata_cache_size_bytes": self._cache_bytes,
+            "index_cache_size_bytes": self._cache_bytes,
+        }
+        found = {"memories": self._table.to_lance(**caches)}
+        existing = self._db.list_tables().tables
+        for what, name in (("access", self._access_name), ("keys", self._keys_name)):
+            if name in existing:
+                found[what] = self._db.open_table(name).to_lance(**caches)
+        return found
 
     def status(self) -> str:
         """ "ok", or why writes are refused now (e.g. no space left on device)."""
@@ -716,11 +745,18 @@ class LanceStore:
         self._last_write = time.time()
 
     def _commit_rows(self, kind: str, group: list[_Op]) -> None:
+        # Held across the commit and its report: the follower lists the table's versions
+        # only between local commits, so every local version it sees was reported.
+        with self.commit_lock:
+            self._write_rows(kind, group)
+
+    def _write_rows(self, kind: str, group: list[_Op]) -> None:
         if kind == "delete":
             ids = [i for g in group for i in g.ids]
-            if ids:
-                quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
-                self._table.delete(f"id IN ({quoted})")
+            if not ids:
+                return
+            quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+            version = self._table.delete(f"id IN ({quoted})").version
         else:
             rows = [r for g in group for r in g.rows]
             if kind == "update":
@@ -729,10 +765,15 @@ class LanceStore:
                 rows = list({r[0].id: r for r in rows}.values())
             data = to_arrow(self.schema, rows)
             if kind == "add":
-                self._table.add(data)
+                version = self._table.add(data).version
             else:
-                self._table.merge_insert("id").when_matched_update_all().execute(data)
+                version = (
+                    self._table.merge_insert("id").when_matched_update_all().execute(data).version
+                )
             self.rows_written += len(rows)
+            ids = [r[0].id for r in rows]
+        if self.on_commit is not None:
+            self.on_commit(ids, version)
 
     def _append_access(self, entries: list[Access]) -> None:
         if not entries:
@@ -747,7 +788,10 @@ class LanceStore:
             schema=ACCESS_SCHEMA,
         )
         if self._access is None:
-            self._access = self._db.create_table(self._access_name, schema=ACCESS_SCHEMA)
+            # exist_ok: another daemon over the same store may have made it meanwhile
+            self._access = self._db.create_table(
+                self._access_name, schema=ACCESS_SCHEMA, exist_ok=True
+            )
         self._access.add(data)
         self._access_rows += len(entries)
         self._access_commits += 1
@@ -778,7 +822,7 @@ class LanceStore:
             schema=KEYS_SCHEMA,
         )
         if self._keys is None:
-            self._keys = self._db.create_table(self._keys_name, schema=KEYS_SCHEMA)
+            self._keys = self._db.create_table(self._keys_name, schema=KEYS_SCHEMA, exist_ok=True)
         self._keys.add(data)
         self._keys_commits += 1
         if self._keys_commits % KEYS_COMPACT_COMMITS == 0:  # one fragment per append
@@ -873,6 +917,25 @@ class LanceStore:
                     log.exception("background compaction failed")
             finally:
                 self._compacting = False
+
+
+def access_from_arrow(log_table: pa.Table) -> dict[str, tuple[int, datetime | None]]:
+    """Access-log rows folded: per id, the highest count and the latest access."""
+    folded = _fold(log_table)
+    ids = folded.column("id").to_pylist()
+    counts = folded.column("access_count").to_pylist()
+    last = _datetimes(folded.column("last_accessed_at"))
+    return {i: (c, t) for i, c, t in zip(ids, counts, last, strict=True)}
+
+
+def keys_from_arrow(t: pa.Table) -> list[KeyRecord]:
+    """Rows of the idempotency key table as records."""
+    cols = [t.column(n).to_pylist() for n in KEYS_SCHEMA.names[:-1]]
+    at = _datetimes(t.column("at"))
+    return [
+        KeyRecord(a, k, m, StoreOutcome(o), h, s, float(sc), when or datetime.now(UTC))
+        for a, k, m, o, h, s, sc, when in zip(*cols, at, strict=True)
+    ]
 
 
 def _fold(log_table: pa.Table) -> pa.Table:

@@ -5,9 +5,10 @@ The repository is the hot index (``HotIndex``, whose methods answer every read, 
 LanceDB first, and only once the commit is on disk does the index change, so every read
 sees exactly the acknowledged writes. Reads never touch LanceDB.
 
-Its background jobs (persisting access counts, maintaining the approximate indexes) are
-its own: ``start_jobs`` and ``shutdown``; what Stats and health need of the store it says
-through ``status``, ``write_counters`` and ``pending``.
+Its background jobs (persisting access counts, maintaining the approximate indexes and,
+with several daemons over one store, following the others' commits: ``storage.follow``)
+are its own: ``start_jobs`` and ``shutdown``; what Stats and health need of the store it
+says through ``status``, ``write_counters``, ``follow_lag`` and ``pending``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from datetime import datetime
 import numpy as np
 
 from memoryd.core.jobs import Job, Jobs
-from memoryd.core.records import KeyRecord, Memory
+from memoryd.core.records import FollowLag, KeyRecord, Memory
+from memoryd.storage.claims import KeyClaims
+from memoryd.storage.follow import Follower
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import STATUS_OK, LanceStore
 from memoryd.storage.lexical import Analyzer
@@ -53,7 +56,12 @@ class Repository(HotIndex):
         ann_build_threads: int = 1,
         access_flush_seconds: float = ACCESS_FLUSH_SECONDS,
         ann_maintain_seconds: float = ANN_MAINTAIN_SECONDS,
+        follow_interval: float = 0.0,
+        claims: KeyClaims | None = None,
     ):
+        """``follow_interval``: seconds between looks for other daemons' commits to the
+        store (storage.follow_interval); 0 = this daemon is the store's only writer.
+        ``claims``: where keyed Stores claim their key across daemons (None: one daemon)."""
         super().__init__(
             durable.dim,
             analyzer,
@@ -64,12 +72,15 @@ class Repository(HotIndex):
         self._durable = durable
         self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
         self._touched: set[str] = set()
-        self._jobs = Jobs(
-            [
-                Job("persist access counts", access_flush_seconds, self.flush_access_counts),
-                Job("approximate-index maintenance", ann_maintain_seconds, self._maintain_ann),
-            ]
-        )
+        self._claims = claims
+        jobs = [
+            Job("persist access counts", access_flush_seconds, self.flush_access_counts),
+            Job("approximate-index maintenance", ann_maintain_seconds, self._maintain_ann),
+        ]
+        self._follower = Follower(durable, self) if follow_interval > 0 else None
+        if self._follower is not None:
+            jobs.append(Job("follow the shared store", follow_interval, self._follower.follow))
+        self._jobs = Jobs(jobs)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -77,11 +88,15 @@ class Repository(HotIndex):
         """Load every stored memory into the hot index, start the writer and the due
         approximate-index builds; returns seconds. Blocks: run it off the event loop."""
         start = time.perf_counter()
+        # Other daemons may commit while this one loads: follow from before the load.
+        version = self._durable.table_version()
         with self.bulk_load():
             for memory, vector, tokens in self._durable.scan():
                 self.put(memory, vector, tokens)
         for record in self._durable.read_keys():
             self.put_key(record)
+        if self._follower is not None:
+            self._follower.baseline(version)
         self._durable.start()
         self.maintain_ann()  # big scopes start their HNSW build now
         took = time.perf_counter() - start
@@ -127,6 +142,39 @@ class Repository(HotIndex):
     def write_counters(self) -> dict[str, int]:
         d = self._durable
         return {"commits": d.commits, "rows_written": d.rows_written}
+
+    def follow_lag(self) -> FollowLag:
+        """How far the index trails the shared store (following off: nothing seen)."""
+        if self._follower is None:
+            version = self._durable.table_version()
+            return FollowLag(version, version, None)
+        return self._follower.lag()
+
+    # -- following other daemons (storage.follow) ---------------------------------------
+
+    async def claim_key(self, agent_id: str, key: str, memory_id: str) -> str:
+        """The memory id ``key`` names across daemons: ``memory_id``, unless a Store on
+        another daemon claimed the key first (then that one's)."""
+        if self._claims is None:
+            return memory_id
+        return await asyncio.to_thread(self._claims.claim, agent_id, key, memory_id)
+
+    async def catch_up(self) -> None:
+        """Apply what other daemons committed up to now (nothing to do without them)."""
+        if self._follower is not None:
+            await self._follower.follow()
+
+    def put_followed(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None) -> None:
+        """A row another daemon committed (or a copy of one already held: skipped)."""
+        current = self.get(memory.id)
+        if current is not None:
+            if (
+                current.updated_at == memory.updated_at
+                and current.content_hash == memory.content_hash
+            ):
+                return
+            memory = _keep_access(memory, current)
+        self.put(memory, vector, tokens)
 
     # -- writes: disk, then the index ------------------------------------------------
 

@@ -56,6 +56,7 @@ def test_ctl_human_output_round_trip(ctl):
     assert f"memories visible to {agent}: 1" in stats
     assert f"agent:{agent}: 1" in stats
     assert "store: 1 row, index " in stats and f"(the scopes {agent} reads)" in stats
+    assert "follow: off (this daemon is its store's only writer)" in stats  # a local dir
     assert "(the whole daemon)" in ok(ctl("stats", agent, "--daemon-wide"))
     doctor = ok(ctl("doctor", agent))
     assert f"ok   store: 1 memory visible to {agent}, index " in doctor

@@ -17,6 +17,18 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.recall.default_limit == 5 and s.recall.max_limit == 100
     assert s.auth_token is None
     assert s.storage_uri == str(s.data_dir / "lancedb")
+    assert s.follow_interval == 0  # a local directory: this daemon is its only writer
+
+
+def test_an_object_store_is_followed_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMORYD_CONFIG", raising=False)
+    monkeypatch.setenv("MEMORYD_STORAGE__URI", "s3://bucket/memoryd")
+    assert load_settings().follow_interval == 0.25
+    monkeypatch.setenv("MEMORYD_STORAGE__FOLLOW_INTERVAL", "0")
+    assert load_settings().follow_interval == 0
+    monkeypatch.setenv("MEMORYD_STORAGE__URI", "/srv/shared/memoryd")  # e.g. a shared mount
+    monkeypatch.setenv("MEMORYD_STORAGE__FOLLOW_INTERVAL", "0.5")
+    assert load_settings().follow_interval == 0.5
 
 
 def test_file_then_env_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

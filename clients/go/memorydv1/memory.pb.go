@@ -1912,8 +1912,15 @@ type StatsResponse struct {
 	// "ok", or why writes are refused now, e.g. "no space left on device: ..." (reads go
 	// on; writes resume by themselves once the cause is gone).
 	StorageStatus string `protobuf:"bytes,11,opt,name=storage_status,json=storageStatus,proto3" json:"storage_status,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Several daemons over one store (storage.uri on object storage): each follows the others'
+	// commits into its index. The memories table's version this daemon has applied, the
+	// newest it has seen, and seconds since its last successful look (-1: following is off,
+	// storage.follow_interval = 0, as for a local directory). Daemon-wide, whatever the agent.
+	FollowAppliedVersion    uint64  `protobuf:"varint,12,opt,name=follow_applied_version,json=followAppliedVersion,proto3" json:"follow_applied_version,omitempty"`
+	FollowLatestVersion     uint64  `protobuf:"varint,13,opt,name=follow_latest_version,json=followLatestVersion,proto3" json:"follow_latest_version,omitempty"`
+	FollowSecondsSinceCheck float64 `protobuf:"fixed64,14,opt,name=follow_seconds_since_check,json=followSecondsSinceCheck,proto3" json:"follow_seconds_since_check,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *StatsResponse) Reset() {
@@ -2021,6 +2028,27 @@ func (x *StatsResponse) GetStorageStatus() string {
 		return x.StorageStatus
 	}
 	return ""
+}
+
+func (x *StatsResponse) GetFollowAppliedVersion() uint64 {
+	if x != nil {
+		return x.FollowAppliedVersion
+	}
+	return 0
+}
+
+func (x *StatsResponse) GetFollowLatestVersion() uint64 {
+	if x != nil {
+		return x.FollowLatestVersion
+	}
+	return 0
+}
+
+func (x *StatsResponse) GetFollowSecondsSinceCheck() float64 {
+	if x != nil {
+		return x.FollowSecondsSinceCheck
+	}
+	return 0
 }
 
 // The error of one Stream op. code is a grpc status code number (3 = INVALID_ARGUMENT, ...).
@@ -2947,7 +2975,7 @@ const file_memoryd_v1_memory_proto_rawDesc = "" +
 	"\fStatsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1f\n" +
 	"\vdaemon_wide\x18\x02 \x01(\bR\n" +
-	"daemonWide\"\xce\x04\n" +
+	"daemonWide\"\xf5\x05\n" +
 	"\rStatsResponse\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x04R\x05total\x12A\n" +
 	"\bby_scope\x18\x02 \x03(\v2&.memoryd.v1.StatsResponse.ByScopeEntryR\abyScope\x12J\n" +
@@ -2963,7 +2991,10 @@ const file_memoryd_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"store_rows\x18\n" +
 	" \x01(\x04R\tstoreRows\x12%\n" +
-	"\x0estorage_status\x18\v \x01(\tR\rstorageStatus\x1a:\n" +
+	"\x0estorage_status\x18\v \x01(\tR\rstorageStatus\x124\n" +
+	"\x16follow_applied_version\x18\f \x01(\x04R\x14followAppliedVersion\x122\n" +
+	"\x15follow_latest_version\x18\r \x01(\x04R\x13followLatestVersion\x12;\n" +
+	"\x1afollow_seconds_since_check\x18\x0e \x01(\x01R\x17followSecondsSinceCheck\x1a:\n" +
 	"\fByScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1a=\n" +

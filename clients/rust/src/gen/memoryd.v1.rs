@@ -410,6 +410,16 @@ pub struct StatsResponse {
     /// on; writes resume by themselves once the cause is gone).
     #[prost(string, tag = "11")]
     pub storage_status: ::prost::alloc::string::String,
+    /// Several daemons over one store (storage.uri on object storage): each follows the others'
+    /// commits into its index. The memories table's version this daemon has applied, the
+    /// newest it has seen, and seconds since its last successful look (-1: following is off,
+    /// storage.follow_interval = 0, as for a local directory). Daemon-wide, whatever the agent.
+    #[prost(uint64, tag = "12")]
+    pub follow_applied_version: u64,
+    #[prost(uint64, tag = "13")]
+    pub follow_latest_version: u64,
+    #[prost(double, tag = "14")]
+    pub follow_seconds_since_check: f64,
 }
 /// The error of one Stream op. code is a grpc status code number (3 = INVALID_ARGUMENT, ...).
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

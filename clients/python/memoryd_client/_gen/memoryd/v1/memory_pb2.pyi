@@ -1097,6 +1097,9 @@ class StatsResponse(_message.Message):
     VERSION_FIELD_NUMBER: _builtins.int
     STORE_ROWS_FIELD_NUMBER: _builtins.int
     STORAGE_STATUS_FIELD_NUMBER: _builtins.int
+    FOLLOW_APPLIED_VERSION_FIELD_NUMBER: _builtins.int
+    FOLLOW_LATEST_VERSION_FIELD_NUMBER: _builtins.int
+    FOLLOW_SECONDS_SINCE_CHECK_FIELD_NUMBER: _builtins.int
     total: _builtins.int
     """memories the agent can read"""
     expired_pending: _builtins.int
@@ -1115,6 +1118,14 @@ class StatsResponse(_message.Message):
     "ok", or why writes are refused now, e.g. "no space left on device: ..." (reads go
     on; writes resume by themselves once the cause is gone).
     """
+    follow_applied_version: _builtins.int
+    """Several daemons over one store (storage.uri on object storage): each follows the others'
+    commits into its index. The memories table's version this daemon has applied, the
+    newest it has seen, and seconds since its last successful look (-1: following is off,
+    storage.follow_interval = 0, as for a local directory). Daemon-wide, whatever the agent.
+    """
+    follow_latest_version: _builtins.int
+    follow_seconds_since_check: _builtins.float
     @_builtins.property
     def by_scope(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]: ...
     @_builtins.property
@@ -1135,10 +1146,13 @@ class StatsResponse(_message.Message):
         version: _builtins.str = ...,
         store_rows: _builtins.int = ...,
         storage_status: _builtins.str = ...,
+        follow_applied_version: _builtins.int = ...,
+        follow_latest_version: _builtins.int = ...,
+        follow_seconds_since_check: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_category", b"by_category", "by_scope", b"by_scope", "embedding_dim", b"embedding_dim", "embedding_model", b"embedding_model", "expired_pending", b"expired_pending", "index_bytes", b"index_bytes", "storage_status", b"storage_status", "store_rows", b"store_rows", "total", b"total", "uptime_seconds", b"uptime_seconds", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_category", b"by_category", "by_scope", b"by_scope", "embedding_dim", b"embedding_dim", "embedding_model", b"embedding_model", "expired_pending", b"expired_pending", "follow_applied_version", b"follow_applied_version", "follow_latest_version", b"follow_latest_version", "follow_seconds_since_check", b"follow_seconds_since_check", "index_bytes", b"index_bytes", "storage_status", b"storage_status", "store_rows", b"store_rows", "total", b"total", "uptime_seconds", b"uptime_seconds", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -297,7 +297,7 @@ public final class MemoryOuterClass extends com.google.protobuf.GeneratedFile {
       "(\010\"a\n\014ListResponse\022$\n\010memories\030\001 \003(\0132\022.m" +
       "emoryd.v1.Memory\022\027\n\017next_page_token\030\002 \001(" +
       "\t\022\022\n\ntotal_size\030\003 \001(\004\"5\n\014StatsRequest\022\020\n" +
-      "\010agent_id\030\001 \001(\t\022\023\n\013daemon_wide\030\002 \001(\010\"\256\003\n" +
+      "\010agent_id\030\001 \001(\t\022\023\n\013daemon_wide\030\002 \001(\010\"\221\004\n" +
       "\rStatsResponse\022\r\n\005total\030\001 \001(\004\0228\n\010by_scop" +
       "e\030\002 \003(\0132&.memoryd.v1.StatsResponse.BySco" +
       "peEntry\022>\n\013by_category\030\003 \003(\0132).memoryd.v" +
@@ -306,75 +306,78 @@ public final class MemoryOuterClass extends com.google.protobuf.GeneratedFile {
       "\t\022\025\n\rembedding_dim\030\006 \001(\r\022\023\n\013index_bytes\030" +
       "\007 \001(\004\022\026\n\016uptime_seconds\030\010 \001(\001\022\017\n\007version" +
       "\030\t \001(\t\022\022\n\nstore_rows\030\n \001(\004\022\026\n\016storage_st" +
-      "atus\030\013 \001(\t\032.\n\014ByScopeEntry\022\013\n\003key\030\001 \001(\t\022" +
-      "\r\n\005value\030\002 \001(\004:\0028\001\0321\n\017ByCategoryEntry\022\013\n" +
-      "\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\004:\0028\001\"9\n\005Error\022\014" +
-      "\n\004code\030\001 \001(\r\022\021\n\tcode_name\030\002 \001(\t\022\017\n\007messa" +
-      "ge\030\003 \001(\t\"\333\001\n\rStreamRequest\022\022\n\nrequest_id" +
-      "\030\001 \001(\t\022)\n\005store\030\002 \001(\0132\030.memoryd.v1.Store" +
-      "RequestH\000\022+\n\006recall\030\003 \001(\0132\031.memoryd.v1.R" +
-      "ecallRequestH\000\022+\n\006forget\030\004 \001(\0132\031.memoryd" +
-      ".v1.ForgetRequestH\000\022+\n\006update\030\005 \001(\0132\031.me" +
-      "moryd.v1.UpdateRequestH\000B\004\n\002op\"\210\002\n\016Strea" +
-      "mResponse\022\022\n\nrequest_id\030\001 \001(\t\022*\n\005store\030\002" +
-      " \001(\0132\031.memoryd.v1.StoreResponseH\000\022,\n\006rec" +
-      "all\030\003 \001(\0132\032.memoryd.v1.RecallResponseH\000\022" +
-      ",\n\006forget\030\004 \001(\0132\032.memoryd.v1.ForgetRespo" +
-      "nseH\000\022,\n\006update\030\005 \001(\0132\032.memoryd.v1.Updat" +
-      "eResponseH\000\022\"\n\005error\030\006 \001(\0132\021.memoryd.v1." +
-      "ErrorH\000B\010\n\006result\"\217\002\n\010Conflict\022&\n\002at\030\001 \001" +
-      "(\0132\032.google.protobuf.Timestamp\022\016\n\006new_id" +
-      "\030\002 \001(\t\022\023\n\013existing_id\030\003 \001(\t\022\024\n\014new_agent" +
-      "_id\030\004 \001(\t\022\031\n\021existing_agent_id\030\005 \001(\t\022\020\n\010" +
-      "new_text\030\006 \001(\t\022\025\n\rexisting_text\030\007 \001(\t\022\r\n" +
-      "\005score\030\010 \001(\002\022&\n\010category\030\t \001(\0162\024.memoryd" +
-      ".v1.Category\022\026\n\016merge_decision\030\n \001(\t\022\r\n\005" +
-      "scope\030\013 \001(\t\"7\n\024ListConflictsRequest\022\020\n\010a" +
-      "gent_id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\r\"@\n\025ListConf" +
-      "lictsResponse\022\'\n\tconflicts\030\001 \003(\0132\024.memor" +
-      "yd.v1.Conflict\"E\n\rExportRequest\022\020\n\010agent" +
-      "_id\030\001 \001(\t\022\016\n\006scopes\030\002 \003(\t\022\022\n\nall_scopes\030" +
-      "\003 \001(\010\"E\n\rImportRequest\022\020\n\010agent_id\030\001 \001(\t" +
-      "\022\"\n\006memory\030\002 \001(\0132\022.memoryd.v1.Memory\"_\n\016" +
-      "ImportResponse\022\020\n\010imported\030\001 \001(\004\022\030\n\020skip" +
-      "ped_existing\030\002 \001(\004\022!\n\006errors\030\003 \003(\0132\021.mem" +
-      "oryd.v1.Error*\220\001\n\010Category\022\030\n\024CATEGORY_U" +
-      "NSPECIFIED\020\000\022\027\n\023CATEGORY_PREFERENCE\020\001\022\021\n" +
-      "\rCATEGORY_FACT\020\002\022\025\n\021CATEGORY_DECISION\020\003\022" +
-      "\023\n\017CATEGORY_ENTITY\020\004\022\022\n\016CATEGORY_OTHER\020\005" +
-      "*M\n\003Ttl\022\023\n\017TTL_UNSPECIFIED\020\000\022\021\n\rTTL_PERM" +
-      "ANENT\020\001\022\017\n\013TTL_SESSION\020\002\022\r\n\tTTL_SHORT\020\003*" +
-      "\177\n\014StoreOutcome\022\035\n\031STORE_OUTCOME_UNSPECI" +
-      "FIED\020\000\022\031\n\025STORE_OUTCOME_CREATED\020\001\022\033\n\027STO" +
-      "RE_OUTCOME_DUPLICATE\020\002\022\030\n\024STORE_OUTCOME_" +
-      "MERGED\020\003*\220\001\n\nFusionMode\022\033\n\027FUSION_MODE_U" +
-      "NSPECIFIED\020\000\022\023\n\017FUSION_MODE_RRF\020\001\022\030\n\024FUS" +
-      "ION_MODE_WEIGHTED\020\002\022\033\n\027FUSION_MODE_VECTO" +
-      "R_ONLY\020\003\022\031\n\025FUSION_MODE_BM25_ONLY\020\004*\200\001\n\n" +
-      "RerankMode\022\033\n\027RERANK_MODE_UNSPECIFIED\020\000\022" +
-      "\024\n\020RERANK_MODE_NONE\020\001\022\035\n\031RERANK_MODE_CRO" +
-      "SS_ENCODER\020\002\022 \n\034RERANK_MODE_LATE_INTERAC" +
-      "TION\020\0032\332\005\n\rMemoryService\022<\n\005Store\022\030.memo" +
-      "ryd.v1.StoreRequest\032\031.memoryd.v1.StoreRe" +
-      "sponse\022?\n\006Recall\022\031.memoryd.v1.RecallRequ" +
-      "est\032\032.memoryd.v1.RecallResponse\022?\n\006Forge" +
-      "t\022\031.memoryd.v1.ForgetRequest\032\032.memoryd.v" +
-      "1.ForgetResponse\022?\n\006Update\022\031.memoryd.v1." +
-      "UpdateRequest\032\032.memoryd.v1.UpdateRespons" +
-      "e\0226\n\003Get\022\026.memoryd.v1.GetRequest\032\027.memor" +
-      "yd.v1.GetResponse\0229\n\004List\022\027.memoryd.v1.L" +
-      "istRequest\032\030.memoryd.v1.ListResponse\022<\n\005" +
-      "Stats\022\030.memoryd.v1.StatsRequest\032\031.memory" +
-      "d.v1.StatsResponse\022C\n\006Stream\022\031.memoryd.v" +
-      "1.StreamRequest\032\032.memoryd.v1.StreamRespo" +
-      "nse(\0010\001\022T\n\rListConflicts\022 .memoryd.v1.Li" +
-      "stConflictsRequest\032!.memoryd.v1.ListConf" +
-      "lictsResponse\0229\n\006Export\022\031.memoryd.v1.Exp" +
-      "ortRequest\032\022.memoryd.v1.Memory0\001\022A\n\006Impo" +
-      "rt\022\031.memoryd.v1.ImportRequest\032\032.memoryd." +
-      "v1.ImportResponse(\001BM\n\016dev.memoryd.v1P\001Z" +
-      "9github.com/memoryd/memoryd/clients/go/m" +
-      "emorydv1;memorydv1b\006proto3"
+      "atus\030\013 \001(\t\022\036\n\026follow_applied_version\030\014 \001" +
+      "(\004\022\035\n\025follow_latest_version\030\r \001(\004\022\"\n\032fol" +
+      "low_seconds_since_check\030\016 \001(\001\032.\n\014ByScope" +
+      "Entry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\004:\0028\001\0321\n" +
+      "\017ByCategoryEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002" +
+      " \001(\004:\0028\001\"9\n\005Error\022\014\n\004code\030\001 \001(\r\022\021\n\tcode_" +
+      "name\030\002 \001(\t\022\017\n\007message\030\003 \001(\t\"\333\001\n\rStreamRe" +
+      "quest\022\022\n\nrequest_id\030\001 \001(\t\022)\n\005store\030\002 \001(\013" +
+      "2\030.memoryd.v1.StoreRequestH\000\022+\n\006recall\030\003" +
+      " \001(\0132\031.memoryd.v1.RecallRequestH\000\022+\n\006for" +
+      "get\030\004 \001(\0132\031.memoryd.v1.ForgetRequestH\000\022+" +
+      "\n\006update\030\005 \001(\0132\031.memoryd.v1.UpdateReques" +
+      "tH\000B\004\n\002op\"\210\002\n\016StreamResponse\022\022\n\nrequest_" +
+      "id\030\001 \001(\t\022*\n\005store\030\002 \001(\0132\031.memoryd.v1.Sto" +
+      "reResponseH\000\022,\n\006recall\030\003 \001(\0132\032.memoryd.v" +
+      "1.RecallResponseH\000\022,\n\006forget\030\004 \001(\0132\032.mem" +
+      "oryd.v1.ForgetResponseH\000\022,\n\006update\030\005 \001(\013" +
+      "2\032.memoryd.v1.UpdateResponseH\000\022\"\n\005error\030" +
+      "\006 \001(\0132\021.memoryd.v1.ErrorH\000B\010\n\006result\"\217\002\n" +
+      "\010Conflict\022&\n\002at\030\001 \001(\0132\032.google.protobuf." +
+      "Timestamp\022\016\n\006new_id\030\002 \001(\t\022\023\n\013existing_id" +
+      "\030\003 \001(\t\022\024\n\014new_agent_id\030\004 \001(\t\022\031\n\021existing" +
+      "_agent_id\030\005 \001(\t\022\020\n\010new_text\030\006 \001(\t\022\025\n\rexi" +
+      "sting_text\030\007 \001(\t\022\r\n\005score\030\010 \001(\002\022&\n\010categ" +
+      "ory\030\t \001(\0162\024.memoryd.v1.Category\022\026\n\016merge" +
+      "_decision\030\n \001(\t\022\r\n\005scope\030\013 \001(\t\"7\n\024ListCo" +
+      "nflictsRequest\022\020\n\010agent_id\030\001 \001(\t\022\r\n\005limi" +
+      "t\030\002 \001(\r\"@\n\025ListConflictsResponse\022\'\n\tconf" +
+      "licts\030\001 \003(\0132\024.memoryd.v1.Conflict\"E\n\rExp" +
+      "ortRequest\022\020\n\010agent_id\030\001 \001(\t\022\016\n\006scopes\030\002" +
+      " \003(\t\022\022\n\nall_scopes\030\003 \001(\010\"E\n\rImportReques" +
+      "t\022\020\n\010agent_id\030\001 \001(\t\022\"\n\006memory\030\002 \001(\0132\022.me" +
+      "moryd.v1.Memory\"_\n\016ImportResponse\022\020\n\010imp" +
+      "orted\030\001 \001(\004\022\030\n\020skipped_existing\030\002 \001(\004\022!\n" +
+      "\006errors\030\003 \003(\0132\021.memoryd.v1.Error*\220\001\n\010Cat" +
+      "egory\022\030\n\024CATEGORY_UNSPECIFIED\020\000\022\027\n\023CATEG" +
+      "ORY_PREFERENCE\020\001\022\021\n\rCATEGORY_FACT\020\002\022\025\n\021C" +
+      "ATEGORY_DECISION\020\003\022\023\n\017CATEGORY_ENTITY\020\004\022" +
+      "\022\n\016CATEGORY_OTHER\020\005*M\n\003Ttl\022\023\n\017TTL_UNSPEC" +
+      "IFIED\020\000\022\021\n\rTTL_PERMANENT\020\001\022\017\n\013TTL_SESSIO" +
+      "N\020\002\022\r\n\tTTL_SHORT\020\003*\177\n\014StoreOutcome\022\035\n\031ST" +
+      "ORE_OUTCOME_UNSPECIFIED\020\000\022\031\n\025STORE_OUTCO" +
+      "ME_CREATED\020\001\022\033\n\027STORE_OUTCOME_DUPLICATE\020" +
+      "\002\022\030\n\024STORE_OUTCOME_MERGED\020\003*\220\001\n\nFusionMo" +
+      "de\022\033\n\027FUSION_MODE_UNSPECIFIED\020\000\022\023\n\017FUSIO" +
+      "N_MODE_RRF\020\001\022\030\n\024FUSION_MODE_WEIGHTED\020\002\022\033" +
+      "\n\027FUSION_MODE_VECTOR_ONLY\020\003\022\031\n\025FUSION_MO" +
+      "DE_BM25_ONLY\020\004*\200\001\n\nRerankMode\022\033\n\027RERANK_" +
+      "MODE_UNSPECIFIED\020\000\022\024\n\020RERANK_MODE_NONE\020\001" +
+      "\022\035\n\031RERANK_MODE_CROSS_ENCODER\020\002\022 \n\034RERAN" +
+      "K_MODE_LATE_INTERACTION\020\0032\332\005\n\rMemoryServ" +
+      "ice\022<\n\005Store\022\030.memoryd.v1.StoreRequest\032\031" +
+      ".memoryd.v1.StoreResponse\022?\n\006Recall\022\031.me" +
+      "moryd.v1.RecallRequest\032\032.memoryd.v1.Reca" +
+      "llResponse\022?\n\006Forget\022\031.memoryd.v1.Forget" +
+      "Request\032\032.memoryd.v1.ForgetResponse\022?\n\006U" +
+      "pdate\022\031.memoryd.v1.UpdateRequest\032\032.memor" +
+      "yd.v1.UpdateResponse\0226\n\003Get\022\026.memoryd.v1" +
+      ".GetRequest\032\027.memoryd.v1.GetResponse\0229\n\004" +
+      "List\022\027.memoryd.v1.ListRequest\032\030.memoryd." +
+      "v1.ListResponse\022<\n\005Stats\022\030.memoryd.v1.St" +
+      "atsRequest\032\031.memoryd.v1.StatsResponse\022C\n" +
+      "\006Stream\022\031.memoryd.v1.StreamRequest\032\032.mem" +
+      "oryd.v1.StreamResponse(\0010\001\022T\n\rListConfli" +
+      "cts\022 .memoryd.v1.ListConflictsRequest\032!." +
+      "memoryd.v1.ListConflictsResponse\0229\n\006Expo" +
+      "rt\022\031.memoryd.v1.ExportRequest\032\022.memoryd." +
+      "v1.Memory0\001\022A\n\006Import\022\031.memoryd.v1.Impor" +
+      "tRequest\032\032.memoryd.v1.ImportResponse(\001BM" +
+      "\n\016dev.memoryd.v1P\001Z9github.com/memoryd/m" +
+      "emoryd/clients/go/memorydv1;memorydv1b\006p" +
+      "roto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -506,7 +509,7 @@ public final class MemoryOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_memoryd_v1_StatsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_memoryd_v1_StatsResponse_descriptor,
-        new java.lang.String[] { "Total", "ByScope", "ByCategory", "ExpiredPending", "EmbeddingModel", "EmbeddingDim", "IndexBytes", "UptimeSeconds", "Version", "StoreRows", "StorageStatus", });
+        new java.lang.String[] { "Total", "ByScope", "ByCategory", "ExpiredPending", "EmbeddingModel", "EmbeddingDim", "IndexBytes", "UptimeSeconds", "Version", "StoreRows", "StorageStatus", "FollowAppliedVersion", "FollowLatestVersion", "FollowSecondsSinceCheck", });
     internal_static_memoryd_v1_StatsResponse_ByScopeEntry_descriptor =
       internal_static_memoryd_v1_StatsResponse_descriptor.getNestedType(0);
     internal_static_memoryd_v1_StatsResponse_ByScopeEntry_fieldAccessorTable = new

@@ -445,6 +445,46 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int FOLLOW_APPLIED_VERSION_FIELD_NUMBER = 12;
+  private long followAppliedVersion_ = 0L;
+  /**
+   * <pre>
+   * Several daemons over one store (storage.uri on object storage): each follows the others'
+   * commits into its index. The memories table's version this daemon has applied, the
+   * newest it has seen, and seconds since its last successful look (-1: following is off,
+   * storage.follow_interval = 0, as for a local directory). Daemon-wide, whatever the agent.
+   * </pre>
+   *
+   * <code>uint64 follow_applied_version = 12;</code>
+   * @return The followAppliedVersion.
+   */
+  @java.lang.Override
+  public long getFollowAppliedVersion() {
+    return followAppliedVersion_;
+  }
+
+  public static final int FOLLOW_LATEST_VERSION_FIELD_NUMBER = 13;
+  private long followLatestVersion_ = 0L;
+  /**
+   * <code>uint64 follow_latest_version = 13;</code>
+   * @return The followLatestVersion.
+   */
+  @java.lang.Override
+  public long getFollowLatestVersion() {
+    return followLatestVersion_;
+  }
+
+  public static final int FOLLOW_SECONDS_SINCE_CHECK_FIELD_NUMBER = 14;
+  private double followSecondsSinceCheck_ = 0D;
+  /**
+   * <code>double follow_seconds_since_check = 14;</code>
+   * @return The followSecondsSinceCheck.
+   */
+  @java.lang.Override
+  public double getFollowSecondsSinceCheck() {
+    return followSecondsSinceCheck_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -497,6 +537,15 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(storageStatus_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 11, storageStatus_);
+    }
+    if (followAppliedVersion_ != 0L) {
+      output.writeUInt64(12, followAppliedVersion_);
+    }
+    if (followLatestVersion_ != 0L) {
+      output.writeUInt64(13, followLatestVersion_);
+    }
+    if (java.lang.Double.doubleToRawLongBits(followSecondsSinceCheck_) != 0) {
+      output.writeDouble(14, followSecondsSinceCheck_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -560,6 +609,18 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(storageStatus_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(11, storageStatus_);
     }
+    if (followAppliedVersion_ != 0L) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt64Size(12, followAppliedVersion_);
+    }
+    if (followLatestVersion_ != 0L) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt64Size(13, followLatestVersion_);
+    }
+    if (java.lang.Double.doubleToRawLongBits(followSecondsSinceCheck_) != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeDoubleSize(14, followSecondsSinceCheck_);
+    }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
     return size;
@@ -598,6 +659,13 @@ private static final long serialVersionUID = 0L;
         != other.getStoreRows()) return false;
     if (!getStorageStatus()
         .equals(other.getStorageStatus())) return false;
+    if (getFollowAppliedVersion()
+        != other.getFollowAppliedVersion()) return false;
+    if (getFollowLatestVersion()
+        != other.getFollowLatestVersion()) return false;
+    if (java.lang.Double.doubleToLongBits(getFollowSecondsSinceCheck())
+        != java.lang.Double.doubleToLongBits(
+            other.getFollowSecondsSinceCheck())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -640,6 +708,15 @@ private static final long serialVersionUID = 0L;
         getStoreRows());
     hash = (37 * hash) + STORAGE_STATUS_FIELD_NUMBER;
     hash = (53 * hash) + getStorageStatus().hashCode();
+    hash = (37 * hash) + FOLLOW_APPLIED_VERSION_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+        getFollowAppliedVersion());
+    hash = (37 * hash) + FOLLOW_LATEST_VERSION_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+        getFollowLatestVersion());
+    hash = (37 * hash) + FOLLOW_SECONDS_SINCE_CHECK_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+        java.lang.Double.doubleToLongBits(getFollowSecondsSinceCheck()));
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -808,6 +885,9 @@ private static final long serialVersionUID = 0L;
       version_ = "";
       storeRows_ = 0L;
       storageStatus_ = "";
+      followAppliedVersion_ = 0L;
+      followLatestVersion_ = 0L;
+      followSecondsSinceCheck_ = 0D;
       return this;
     }
 
@@ -876,6 +956,15 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000400) != 0)) {
         result.storageStatus_ = storageStatus_;
       }
+      if (((from_bitField0_ & 0x00000800) != 0)) {
+        result.followAppliedVersion_ = followAppliedVersion_;
+      }
+      if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.followLatestVersion_ = followLatestVersion_;
+      }
+      if (((from_bitField0_ & 0x00002000) != 0)) {
+        result.followSecondsSinceCheck_ = followSecondsSinceCheck_;
+      }
     }
 
     @java.lang.Override
@@ -928,6 +1017,15 @@ private static final long serialVersionUID = 0L;
         storageStatus_ = other.storageStatus_;
         bitField0_ |= 0x00000400;
         onChanged();
+      }
+      if (other.getFollowAppliedVersion() != 0L) {
+        setFollowAppliedVersion(other.getFollowAppliedVersion());
+      }
+      if (other.getFollowLatestVersion() != 0L) {
+        setFollowLatestVersion(other.getFollowLatestVersion());
+      }
+      if (java.lang.Double.doubleToRawLongBits(other.getFollowSecondsSinceCheck()) != 0) {
+        setFollowSecondsSinceCheck(other.getFollowSecondsSinceCheck());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1018,6 +1116,21 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000400;
               break;
             } // case 90
+            case 96: {
+              followAppliedVersion_ = input.readUInt64();
+              bitField0_ |= 0x00000800;
+              break;
+            } // case 96
+            case 104: {
+              followLatestVersion_ = input.readUInt64();
+              bitField0_ |= 0x00001000;
+              break;
+            } // case 104
+            case 113: {
+              followSecondsSinceCheck_ = input.readDouble();
+              bitField0_ |= 0x00002000;
+              break;
+            } // case 113
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1807,6 +1920,123 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       storageStatus_ = value;
       bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+
+    private long followAppliedVersion_ ;
+    /**
+     * <pre>
+     * Several daemons over one store (storage.uri on object storage): each follows the others'
+     * commits into its index. The memories table's version this daemon has applied, the
+     * newest it has seen, and seconds since its last successful look (-1: following is off,
+     * storage.follow_interval = 0, as for a local directory). Daemon-wide, whatever the agent.
+     * </pre>
+     *
+     * <code>uint64 follow_applied_version = 12;</code>
+     * @return The followAppliedVersion.
+     */
+    @java.lang.Override
+    public long getFollowAppliedVersion() {
+      return followAppliedVersion_;
+    }
+    /**
+     * <pre>
+     * Several daemons over one store (storage.uri on object storage): each follows the others'
+     * commits into its index. The memories table's version this daemon has applied, the
+     * newest it has seen, and seconds since its last successful look (-1: following is off,
+     * storage.follow_interval = 0, as for a local directory). Daemon-wide, whatever the agent.
+     * </pre>
+     *
+     * <code>uint64 follow_applied_version = 12;</code>
+     * @param value The followAppliedVersion to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFollowAppliedVersion(long value) {
+
+      followAppliedVersion_ = value;
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Several daemons over one store (storage.uri on object storage): each follows the others'
+     * commits into its index. The memories table's version this daemon has applied, the
+     * newest it has seen, and seconds since its last successful look (-1: following is off,
+     * storage.follow_interval = 0, as for a local directory). Daemon-wide, whatever the agent.
+     * </pre>
+     *
+     * <code>uint64 follow_applied_version = 12;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearFollowAppliedVersion() {
+      bitField0_ = (bitField0_ & ~0x00000800);
+      followAppliedVersion_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private long followLatestVersion_ ;
+    /**
+     * <code>uint64 follow_latest_version = 13;</code>
+     * @return The followLatestVersion.
+     */
+    @java.lang.Override
+    public long getFollowLatestVersion() {
+      return followLatestVersion_;
+    }
+    /**
+     * <code>uint64 follow_latest_version = 13;</code>
+     * @param value The followLatestVersion to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFollowLatestVersion(long value) {
+
+      followLatestVersion_ = value;
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>uint64 follow_latest_version = 13;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearFollowLatestVersion() {
+      bitField0_ = (bitField0_ & ~0x00001000);
+      followLatestVersion_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private double followSecondsSinceCheck_ ;
+    /**
+     * <code>double follow_seconds_since_check = 14;</code>
+     * @return The followSecondsSinceCheck.
+     */
+    @java.lang.Override
+    public double getFollowSecondsSinceCheck() {
+      return followSecondsSinceCheck_;
+    }
+    /**
+     * <code>double follow_seconds_since_check = 14;</code>
+     * @param value The followSecondsSinceCheck to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFollowSecondsSinceCheck(double value) {
+
+      followSecondsSinceCheck_ = value;
+      bitField0_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>double follow_seconds_since_check = 14;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearFollowSecondsSinceCheck() {
+      bitField0_ = (bitField0_ & ~0x00002000);
+      followSecondsSinceCheck_ = 0D;
       onChanged();
       return this;
     }

@@ -197,4 +197,29 @@ public interface StatsResponseOrBuilder extends
    */
   com.google.protobuf.ByteString
       getStorageStatusBytes();
+
+  /**
+   * <pre>
+   * Several daemons over one store (storage.uri on object storage): each follows the others'
+   * commits into its index. The memories table's version this daemon has applied, the
+   * newest it has seen, and seconds since its last successful look (-1: following is off,
+   * storage.follow_interval = 0, as for a local directory). Daemon-wide, whatever the agent.
+   * </pre>
+   *
+   * <code>uint64 follow_applied_version = 12;</code>
+   * @return The followAppliedVersion.
+   */
+  long getFollowAppliedVersion();
+
+  /**
+   * <code>uint64 follow_latest_version = 13;</code>
+   * @return The followLatestVersion.
+   */
+  long getFollowLatestVersion();
+
+  /**
+   * <code>double follow_seconds_since_check = 14;</code>
+   * @return The followSecondsSinceCheck.
+   */
+  double getFollowSecondsSinceCheck();
 }

@@ -1,0 +1,87 @@
+"""Idempotency keys claimed across daemons: a conditional insert that refuses the second.
+
+Following (``storage.follow``) lets a Store on one daemon see a key another daemon's Store
+committed before it; two Stores with one key on two daemons at the same instant (a client
+that gave up on a slow daemon and retried on the next) would still both find the key
+unused. So with several daemons a keyed Store, once its memory is written, claims the key
+in the table ``<table>_claims`` with ``merge_insert(...).when_not_matched_insert_all()`` on
+a column declared Lance's unenforced primary key: Lance then records the inserted keys in
+the commit, and of two concurrent claims of one key the second conflicts, is retried
+against the first and inserts nothing (measured with lancedb 0.40.0 / Lance 13: 10 of 10
+rounds of two concurrent claims, one row each; without the primary key both inserted).
+The loser reads the winner's memory id and answers with it (``core.ingest``).
+
+A claim is the SHA-256 of agent and key (no quoting, fixed length). Claims only have to
+outlive a client's retries: those older than ``CLAIM_DAYS`` go at the table's periodic
+compaction (the memory's own row keeps the key for later lookups).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import lancedb
+import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+PRIMARY_KEY = "lance-schema:unenforced-primary-key"
+CLAIM_DAYS = 1
+COMPACT_EVERY = 200  # claims by this daemon between compactions (one fragment each)
+CLAIMS_SCHEMA = pa.schema(
+    [
+        pa.field("claim", pa.string(), nullable=False, metadata={PRIMARY_KEY: "true"}),
+        pa.field("memory_id", pa.string(), nullable=False),
+        pa.field("at", pa.timestamp("us", tz="UTC"), nullable=False),
+    ]
+)
+
+
+class KeyClaims:
+    def __init__(self, uri: str, table: str, storage_options: dict[str, str] | None = None):
+        # Every operation from the newest version: the claims of the other daemons.
+        self._db = lancedb.connect(
+            uri, storage_options=storage_options or None, read_consistency_interval=timedelta(0)
+        )
+        self._name = f"{table}_claims"
+        self._table: Any = None
+        self._lock = threading.Lock()
+        self._claims = 0
+
+    def claim(self, agent_id: str, key: str, memory_id: str) -> str:
+        """Make ``memory_id`` the answer of ``key`` unless a Store (on any daemon) claimed
+        it first; returns the memory id the key names. Blocks: run it off the event loop."""
+        claim = hashlib.sha256(f"{agent_id}\x00{key}".encode()).hexdigest()
+        row = pa.table(
+            {"claim": [claim], "memory_id": [memory_id], "at": [datetime.now(UTC)]},
+            schema=CLAIMS_SCHEMA,
+        )
+        with self._lock:
+            if self._table is None:
+                # exist_ok: another daemon may make it at the same moment.
+                self._table = self._db.create_table(self._name, schema=CLAIMS_SCHEMA, exist_ok=True)
+            table = self._table
+            self._claims += 1
+            compact = self._claims % COMPACT_EVERY == 0
+        # Claims of other keys (here or on other daemons) commit side by side: Lance
+        # rebases inserts of different keys onto each other.
+        result = table.merge_insert("claim").when_not_matched_insert_all().execute(row)
+        if compact:
+            self._compact(table)
+        if result.num_inserted_rows == 1:
+            return memory_id
+        found = table.search().where(f"claim = '{claim}'").select(["memory_id"]).limit(1)
+        ids = found.to_arrow().column("memory_id").to_pylist()
+        return str(ids[0]) if ids else memory_id
+
+    def _compact(self, table: Any) -> None:
+        cutoff = datetime.now(UTC) - timedelta(days=CLAIM_DAYS)
+        try:
+            table.delete(f"at < TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S')}'")
+            table.optimize(cleanup_older_than=timedelta(seconds=10))
+        except Exception as e:  # an optimisation: every claim is there either way
+            log.warning("compacting the key claims failed (it runs again later): %s", e)

@@ -1,0 +1,62 @@
+"""Key claims across daemons (storage/claims.py): of two concurrent claims of one key on
+two connections to one store, the second inserts nothing and learns the first's memory."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from memoryd.storage import claims as claims_module
+from memoryd.storage.claims import KeyClaims
+
+
+def test_of_two_concurrent_claims_of_one_key_one_wins_and_both_name_it(tmp_path: Path) -> None:
+    daemons = [KeyClaims(str(tmp_path), "m") for _ in range(2)]
+    for round_ in range(6):
+        start = threading.Barrier(2)
+        named: dict[int, str] = {}
+
+        def claim(
+            i: int,
+            key: str = f"retry-{round_}",
+            start: threading.Barrier = start,
+            named: dict[int, str] = named,
+        ) -> None:
+            start.wait()
+            named[i] = daemons[i].claim("agent", key, f"memory-{key}-{i}")
+
+        threads = [threading.Thread(target=claim, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert named[0] == named[1], named  # one answer for the key on both
+        assert named[0] in {f"memory-retry-{round_}-0", f"memory-retry-{round_}-1"}
+    # Another agent's same key is another claim; a claim once won stays won.
+    assert daemons[0].claim("other", "retry-0", "mine") == "mine"
+    assert daemons[1].claim("agent", "retry-0", "late") != "late"
+
+
+def test_compaction_keeps_recent_claims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(claims_module, "COMPACT_EVERY", 3)
+    claims = KeyClaims(str(tmp_path), "m")
+    for i in range(4):  # the third claim compacts (and drops claims older than a day)
+        assert claims.claim("agent", f"k{i}", f"m{i}") == f"m{i}"
+    assert [claims.claim("agent", f"k{i}", "again") for i in range(4)] == ["m0", "m1", "m2", "m3"]
+
+
+def test_claims_of_many_keys_at_once_all_win(tmp_path: Path) -> None:
+    claims = KeyClaims(str(tmp_path), "m")
+    won: list[bool] = []
+
+    def claim(i: int) -> None:
+        won.append(claims.claim("agent", f"key-{i}", f"memory-{i}") == f"memory-{i}")
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert won == [True] * 8
