@@ -188,6 +188,10 @@ def safe_older_than(
     return timedelta(seconds=now - cutoff) + keep
 
 
+# An append whose read version was overwritten since (another daemon folded the access log).
+_OVERWRITTEN = re.compile(r"incompatible with concurrent transaction Overwrite", re.IGNORECASE)
+
+
 def no_space(error: BaseException) -> bool:
     """Whether ``error`` says the disk (or the user's quota) is full."""
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -494,9 +498,7 @@ class LanceStore:
 
     def _open_or_create(self, name: str) -> Any:
         existing = self._db.list_tables().tables
-        if name not in existing:
-            return self._db.create_table(name, schema=self.schema)
-        table = self._open(name)
+        table = self._create(name, self.schema) if name not in existing else self._open(name)
         meta = table.schema.metadata or {}
         model = meta.get(META_MODEL, b"?").decode()
         dim = meta.get(META_DIM, b"?").decode()
@@ -514,6 +516,16 @@ class LanceStore:
             log.info("adding column(s) %s to %s", ", ".join(f.name for f in missing), name)
             table.add_columns(missing)
         return table
+
+    def _create(self, name: str, schema: pa.Schema) -> Any:
+        """Create table ``name``, or open it if another daemon on the same store created it
+        first (Lance's conditional PUT of version 1 lets one of them win)."""
+        try:
+            return self._db.create_table(name, schema=schema, exist_ok=True)
+        except Exception:
+            if name not in self._db.list_tables().tables:
+                raise
+            return self._open(name)
 
     # -- opening a damaged store ---------------------------------------------------------
 
@@ -908,8 +920,16 @@ class LanceStore:
             schema=ACCESS_SCHEMA,
         )
         if self._access is None:
-            self._access = self._db.create_table(self._access_name, schema=ACCESS_SCHEMA)
-        self._access.add(data)
+            self._access = self._create(self._access_name, ACCESS_SCHEMA)
+        try:
+            self._access.add(data)
+        except Exception as e:
+            if self._lease is None or not _OVERWRITTEN.search(str(e)):
+                raise
+            # Another daemon folded the log (an overwrite) since this handle's version:
+            # an append cannot rebase over that; onto the folded log it can.
+            self._access.checkout_latest()
+            self._access.add(data)
         self._access_rows += len(entries)
         self._access_commits += 1
         due = (
@@ -942,7 +962,7 @@ class LanceStore:
             schema=KEYS_SCHEMA,
         )
         if self._keys is None:
-            self._keys = self._db.create_table(self._keys_name, schema=KEYS_SCHEMA)
+            self._keys = self._create(self._keys_name, KEYS_SCHEMA)
         self._keys.add(data)
         self._keys_commits += 1
         # One fragment per append; a shared store's keys table is the lease holder's job.
@@ -957,6 +977,8 @@ class LanceStore:
         can slip in between the read and the overwrite)."""
         assert self._access is not None
         try:
+            if self._lease is not None:  # other daemons append too: fold what is there now
+                self._access.checkout_latest()
             folded = _fold(self._access.to_arrow())
             self._access = self._db.create_table(self._access_name, folded, mode="overwrite")
             self._access.optimize(cleanup_older_than=self._older_than(self._access) or KEEP_ALL)

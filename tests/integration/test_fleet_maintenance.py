@@ -204,3 +204,56 @@ def test_the_lease_key_sits_under_the_stores_prefix(s3: S3Server) -> None:
     keys = [o["Key"] for o in s3.client().list_objects_v2(Bucket=bucket)["Contents"]]
     assert keys == ["team-a/_memoryd/maintenance.lease"]
     assert lease(s3, f"s3://{bucket}/team-b").try_acquire()  # another store, another lease
+
+
+def test_daemons_starting_together_on_an_empty_bucket_all_open_the_one_table(
+    s3: S3Server,
+) -> None:
+    uri = f"s3://{s3.new_bucket()}/memoryd"
+    opened: list[LanceStore] = []
+    failed: list[BaseException] = []
+    gate = threading.Barrier(3)
+
+    def open_store_() -> None:
+        gate.wait()
+        try:
+            opened.append(
+                LanceStore(
+                    uri, table="m", model_name="x", dim=8, storage_options=s3.storage_options()
+                )
+            )
+        except BaseException as e:
+            failed.append(e)
+
+    starters = [threading.Thread(target=open_store_) for _ in range(3)]
+    for t in starters:
+        t.start()
+    for t in starters:
+        t.join()
+    assert not failed and len(opened) == 3
+
+
+async def test_access_counts_of_other_daemons_persist_across_the_holders_fold(
+    s3: S3Server,
+) -> None:
+    """The holder folds the access log (rewrites it as one row per id); an append another
+    daemon prepared against the log before the fold still lands, on the folded log."""
+    uri = f"s3://{s3.new_bucket()}/memoryd"
+    holder = shared_store(s3, uri, access_fold_rows=4)
+    holder.start()
+    other = shared_store(s3, uri)
+    other.start()
+    try:
+        await wait_for(lambda: holder._lease.held())  # type: ignore[union-attr]
+        await other.record_access([("m0001", 1, NOW)])
+        await holder.record_access([(f"m{i:04d}", 1, NOW) for i in range(2, 7)])
+        assert holder.access_folds == 1
+        later = NOW.replace(hour=5)
+        await other.record_access([("m0001", 7, later)])  # its handle predates the fold
+    finally:
+        holder.close()
+        other.close()
+    fresh = LanceStore(uri, table="m", model_name="x", dim=8, storage_options=s3.storage_options())
+    access = fresh.read_access()
+    assert access["m0001"] == (7, later)
+    assert sorted(access) == [f"m{i:04d}" for i in range(1, 7)]
