@@ -40,6 +40,18 @@ recovers by itself once space is freed. (Not "a small probe file can be written"
 commit leaves some space free, enough for a probe but not for the next commit, and health
 flapped back to SERVING while Stores still failed.)
 
+A store shared by several daemons (an object store, ``storage.uri = s3://...``): only the
+holder of the maintenance lease (:mod:`memoryd.storage.lease`) compacts and cleans up,
+judged from the table itself (its small fragments, whoever wrote them), and the cleanup
+deletes only versions replaced more than ``keep_versions`` ago (:func:`safe_older_than`),
+since other daemons read them. Appends, updates and deletes of every daemon commit beside
+it (Lance rebases them over a compaction; a compaction that loses to a delete is retried).
+An object store that does not answer a write (:func:`store_unreachable`) is answered as
+``StoreUnavailable`` (UNAVAILABLE, naming the store and the cause) and reported by
+``status()`` like a full disk; later writes are refused at once, without waiting for a
+timeout each, until a probe (reading the newest manifest, backing off from
+``PROBE_FIRST_SECONDS`` to ``PROBE_MAX_SECONDS``) finds it answering again.
+
 Damaged files found at start (an empty newest manifest, a data fragment cut short) stop the
 daemon with a ``DataCorrupt`` naming the file and what to do (``storage.damage``); with
 ``open_last_good`` the store instead opens the newest version that reads whole: an
