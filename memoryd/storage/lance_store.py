@@ -1093,6 +1093,10 @@ class LanceStore:
             return False
         return self._lease is None or self._lease.held()
 
+    def maintains(self) -> bool:
+        """Whether this daemon compacts and cleans up the store now."""
+        return self._may_maintain()
+
     def _maintains_locally(self) -> bool:
         return self._lease is None and self.maintenance != "off"
 

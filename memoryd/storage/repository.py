@@ -126,7 +126,13 @@ class Repository(HotIndex):
 
     def write_counters(self) -> dict[str, int]:
         d = self._durable
-        return {"commits": d.commits, "rows_written": d.rows_written}
+        return {
+            "commits": d.commits,
+            "rows_written": d.rows_written,
+            "compactions": d.compactions,
+            "cleanups": d.cleanups,
+            "maintainer": int(d.maintains()),
+        }
 
     # -- writes: disk, then the index ------------------------------------------------
 

@@ -7,8 +7,10 @@ daemon writes on, serves the killed one's agents and takes the maintenance lease
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,6 +47,15 @@ def lease_pid(s3: S3Server, bucket: str) -> int | None:
     except s3.client().exceptions.NoSuchKey:
         return None
     return int(json.loads(got["Body"].read())["pid"])
+
+
+def maintainer(daemon: Daemon) -> float:
+    """The daemon's memoryd_store_maintainer gauge (1: it compacts and cleans up)."""
+    with urllib.request.urlopen(daemon.metrics_url(), timeout=10) as r:
+        text = r.read().decode()
+    found = re.search(r"^memoryd_store_maintainer (\S+)$", text, re.MULTILINE)
+    assert found, text
+    return float(found.group(1))
 
 
 def wait_until(condition: object, timeout: float = 60.0) -> None:
@@ -125,11 +136,16 @@ def test_kill_9_mid_writes_loses_no_acknowledged_write_and_the_other_daemon_serv
 ) -> None:
     bucket = s3.new_bucket()
     uri = f"s3://{bucket}/memoryd"
-    env = {**s3.daemon_env(uri), "MEMORYD_STORAGE__LEASE_SECONDS": "4"}
+    env = {
+        **s3.daemon_env(uri),
+        "MEMORYD_STORAGE__LEASE_SECONDS": "4",
+        "MEMORYD_METRICS__LISTEN": "127.0.0.1:0",
+    }
     doomed = Daemon(tmp_path / "a", tmp_path / "a.log", env).start()
     # The first daemon holds the maintenance lease (it compacts and cleans up) ...
     wait_until(lambda: lease_pid(s3, bucket) == doomed.pid)
     survivor = Daemon(tmp_path / "b", tmp_path / "b.log", env).start()
+    assert maintainer(doomed) == 1 and maintainer(survivor) == 0
     acked: dict[str, str] = {}  # memory id: agent, for every Store answered OK
     lock = threading.Lock()
     stop = threading.Event()
@@ -169,6 +185,7 @@ def test_kill_9_mid_writes_loses_no_acknowledged_write_and_the_other_daemon_serv
         assert not survivor_errors, survivor_errors
         # ... and, killed, never renews it: the survivor takes maintenance over.
         wait_until(lambda: lease_pid(s3, bucket) == survivor.pid)
+        wait_until(lambda: maintainer(survivor) == 1)
     finally:
         stop.set()
         doomed.kill()
