@@ -112,6 +112,7 @@ KEEP_ALL = timedelta(days=3650)  # optimize's cleanup when no version is due to 
 # While the object store is unreachable: the first probe after this long, then doubling.
 PROBE_FIRST_SECONDS = 0.5
 PROBE_MAX_SECONDS = 8.0
+PROBE_OPTIONS = {"client_max_retries": "0", "client_retry_timeout": "2"}
 # An object store's client by default retries a failed request for minutes (Lance: 10
 # retries within 180 s; object_store: no overall timeout), so a Store hung that long in an
 # outage. These bound a request and its retries to about ten seconds; storage_options of
@@ -137,7 +138,8 @@ _CONCURRENT_WRITERS = re.compile(r"too many concurrent writers|commit conflict",
 # An object store that does not answer (connection refused or reset, a timeout, a DNS
 # failure) or answers with an error: Lance's and object_store's wording.
 _STORE_IO = re.compile(
-    r"LanceError\(IO\)|error sending request|timed out|Generic \w+ error|dns error",
+    r"LanceError\(IO\)|error sending request|timed out|Generic \w+ error|dns error"
+    r"|connect error|Connection refused",
     re.IGNORECASE,
 )
 _STORE_CAUSES = (
@@ -504,6 +506,8 @@ class LanceStore:
         self._unreachable = False
         self._probe_at = 0.0
         self._probe_backoff = PROBE_FIRST_SECONDS
+        self._probe_db: Any = None
+        self._fold_requested = False  # by the lease holder's pass: the log grew (others')
         self._shared_check_at = 0.0  # monotonic; see SHARED_MAINTAIN_CHECK_SECONDS
         self._optimized_at: dict[str, float] = {}  # table name: wall time of its optimize
         self.cleanups = 0
@@ -758,6 +762,9 @@ class LanceStore:
                     elif self.fault is not None:
                         self._probe_space()
                     else:
+                        if self._fold_requested and self._may_maintain():
+                            self._fold_requested = False
+                            self._fold_access()
                         self._maybe_compact(idle=True)
                     continue
             if op is None:
@@ -855,7 +862,10 @@ class LanceStore:
         if time.monotonic() < self._probe_at:
             return False
         try:
-            self._db.open_table(self._table_name)
+            if self._probe_db is None:  # one try a probe: the backoff is ours
+                options = {**self.storage_options, **PROBE_OPTIONS}
+                self._probe_db = lancedb.connect(self.uri, storage_options=options)
+            self._probe_db.open_table(self._table_name)
         except Exception as e:
             if store_unreachable(e):
                 self.fault = (
@@ -987,8 +997,9 @@ class LanceStore:
     def _fold_access(self) -> None:
         """Rewrite the access log as one entry per id (on the writer thread, so no append
         can slip in between the read and the overwrite)."""
-        assert self._access is not None
         try:
+            if self._access is None:  # made by another daemon since this one started
+                self._access = self._open(self._access_name)
             if self._lease is not None:  # other daemons append too: fold what is there now
                 self._access.checkout_latest()
             folded = _fold(self._access.to_arrow())
@@ -1127,6 +1138,10 @@ class LanceStore:
                 # A dict at run time, typed as a class: read as one.
                 stats: dict[str, Any] = table.stats()  # type: ignore[assignment]
                 small = int(stats["fragment_stats"]["num_small_fragments"])
+                if name == self._access_name:
+                    # Every daemon appends to the access log; its holder folds it (on the
+                    # writer thread, which owns this daemon's appends) when it grew.
+                    self._fold_requested = int(stats["num_rows"]) >= self._access_fold_at
                 # LanceDB cleans up only as part of optimize, which also compacts whatever
                 # small fragments there are: so a cleanup alone runs when there is nothing
                 # to compact, else with a compaction (due by count, or cleanup_every).
