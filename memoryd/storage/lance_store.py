@@ -118,9 +118,12 @@ PROBE_OPTIONS = {"client_max_retries": "0", "client_retry_timeout": "2"}
 # outage. These bound a request and its retries to about ten seconds; storage_options of
 # the user's own win. (Keys measured against lancedb 0.40: timeout, connect_timeout are
 # object_store's client options; client_max_retries, client_retry_timeout are Lance's.)
+# Lance retries a failed data-file upload a few times more on top (measured: 4 tries), so
+# a store that accepts connections and never answers fails a write after about 4 x timeout
+# (10 s: a 5 MiB part needs 4 Mbit/s; raise it for slower links).
 OBJECT_STORE_DEFAULTS = {
     "connect_timeout": "2s",
-    "timeout": "30s",
+    "timeout": "10s",
     "client_max_retries": "3",
     "client_retry_timeout": "10",
 }

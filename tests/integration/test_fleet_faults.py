@@ -6,21 +6,28 @@ daemon writes on, serves the killed one's agents and takes the maintenance lease
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import grpc
+import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memoryd_client import MemoryClient, MemorydError
 from memoryd_testing.launcher import Daemon
 from memoryd_testing.memories import FACTS
 from memoryd_testing.s3 import S3Server, TcpProxy
+
+from memoryd.core.errors import StoreUnavailable
+from memoryd.core.records import Category, Memory
+from memoryd.storage.lance_store import LanceStore
 
 pytestmark = pytest.mark.integration
 
@@ -204,3 +211,55 @@ def test_kill_9_mid_writes_loses_no_acknowledged_write_and_the_other_daemon_serv
             assert not missing, f"{len(missing)} of {len(acked)} acknowledged: {missing[:5]}"
     finally:
         assert fresh.stop() == 0, fresh.log_tail()
+
+
+async def test_a_store_that_hangs_is_unavailable_too_and_recovered_from(
+    s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not refused but never answered: the bounded timeouts end the write, it answers
+    StoreUnavailable, and writes resume once the store answers again."""
+    s3.set_credentials(monkeypatch)
+    proxy = TcpProxy(s3.port).start()
+    uri = f"s3://{s3.new_bucket()}/memoryd"
+    options = {**s3.storage_options(proxy.endpoint), "timeout": "2s"}
+    store = LanceStore(uri, table="m", model_name="x", dim=8, storage_options=options)
+    store.start()
+    try:
+        await store.add([row(1)])
+        proxy.stop()
+        proxy.start(hang=True)
+        with pytest.raises(StoreUnavailable, match=re.escape(f"object store {uri} cannot be")):
+            await store.add([row(2)])
+        assert store.status().startswith(f"the object store {uri} cannot be reached")
+        proxy.stop()
+        proxy.start()
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                await store.add([row(3)])
+                break
+            except StoreUnavailable:
+                assert time.monotonic() < deadline, "writes did not resume"
+                await asyncio.sleep(0.5)
+        assert store.status() == "ok"
+    finally:
+        store.close()
+        proxy.stop()
+    fresh = LanceStore(uri, table="m", model_name="x", dim=8, storage_options=s3.storage_options())
+    assert sorted(m.id for m, _, _ in fresh.scan()) == ["m1", "m3"]
+
+
+def row(i: int) -> tuple[Memory, np.ndarray, None]:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    memory = Memory(
+        id=f"m{i}",
+        agent_id="a",
+        scope="agent:a",
+        text=f"memory {i}",
+        summary=f"memory {i}",
+        category=Category.FACT,
+        importance=0.5,
+        created_at=at,
+        updated_at=at,
+    )
+    return memory, np.full(8, 1 / np.sqrt(8), dtype=np.float32), None

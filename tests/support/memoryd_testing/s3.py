@@ -105,7 +105,8 @@ class TcpProxy:
     """A TCP forwarder from a loopback port to ``target_port`` that can be cut (``stop``:
     the listener and every open connection closed, so connecting is refused) and restored
     (``start``) on the same port: an object store outage and its return, without losing the
-    in-memory moto server's buckets."""
+    in-memory moto server's buckets. ``start(hang=True)``: connections are accepted and
+    never answered (a store that hangs rather than refuses)."""
 
     target_port: int
     port: int = field(default_factory=_free_port)
@@ -113,12 +114,14 @@ class TcpProxy:
     _sockets: set[socket.socket] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
+    hang: bool = False
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> TcpProxy:
+    def start(self, *, hang: bool = False) -> TcpProxy:
+        self.hang = hang
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", self.port))
@@ -149,6 +152,10 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return  # stopped
+            if self.hang:
+                with self._lock:
+                    self._sockets.add(client)
+                continue
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
             except OSError:
