@@ -42,7 +42,11 @@ from datetime import timedelta
 from typing import Any
 
 import obstore
-from obstore.exceptions import AlreadyExistsError, PreconditionError
+from obstore.exceptions import (
+    AlreadyExistsError,
+    PreconditionError,
+    UnknownConfigurationKeyError,
+)
 from obstore.store import from_url
 
 log = logging.getLogger(__name__)
@@ -94,12 +98,22 @@ def open_store(uri: str, storage_options: Mapping[str, str]) -> Any:
             retry["retry_timeout"] = timedelta(seconds=float(value))
         elif k not in _LANCE_KEYS:
             config[k] = value
-    return from_url(
-        uri,
-        config=config or None,  # type: ignore[arg-type]
-        client_options=client or None,  # type: ignore[arg-type]
-        retry_config=retry or None,  # type: ignore[arg-type]
-    )
+    while True:
+        try:
+            return from_url(
+                uri,
+                config=config or None,  # type: ignore[arg-type]
+                client_options=client or None,  # type: ignore[arg-type]
+                retry_config=retry or None,  # type: ignore[arg-type]
+            )
+        except UnknownConfigurationKeyError as e:
+            # A key LanceDB takes and object_store does not (a Lance-only option): the
+            # lease object does without it.
+            unknown = next((k for k in config if f"'{k}'" in str(e)), None)
+            if unknown is None:
+                raise
+            log.info("maintenance lease: storage option %r left out (not object_store's)", unknown)
+            del config[unknown]
 
 
 class MaintenanceLease:

@@ -15,6 +15,7 @@ from memoryd.storage.lance_store import (
     store_unreachable,
     unreachable_cause,
 )
+from memoryd.storage.lease import open_store
 
 NOW = 1_800_000_000.0
 KEEP = timedelta(seconds=10)
@@ -113,3 +114,12 @@ def test_an_object_store_gets_bounded_timeouts_unless_the_user_set_them() -> Non
     assert options["client_max_retries"] == OBJECT_STORE_DEFAULTS["client_max_retries"]
     assert options["aws_endpoint"] == "http://x"
     assert object_store_options("/var/lib/memoryd/lancedb", {}) == {}  # a local directory
+
+
+def test_the_lease_store_takes_lancedbs_storage_options_and_skips_what_it_does_not_know() -> None:
+    options = object_store_options(
+        "s3://bucket/prefix",
+        {"aws_endpoint": "http://127.0.0.1:9", "allow_http": "true", "lance_only_key": "1"},
+    )
+    store = open_store("s3://bucket/prefix", options)  # no request is made here
+    assert "bucket" in repr(store) and "prefix" in repr(store)
