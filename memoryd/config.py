@@ -100,7 +100,8 @@ class StorageSection(_Section):
         description="compaction and cleanup of old versions: auto = by this daemon for a "
         "local directory, and for an object store shared by several daemons by the one "
         "holding the maintenance lease (<prefix>/_memoryd/maintenance.lease, taken by "
-        "conditional PUT); off = never by this daemon (another daemon with auto does it)",
+        "conditional PUT); off = never by this daemon (another daemon with auto does it; "
+        "a local directory then keeps every version)",
     )
     lease_seconds: float = Field(
         60.0,
