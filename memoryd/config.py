@@ -97,6 +97,29 @@ class StorageSection(_Section):
     cache_mib: int = Field(
         64, ge=1, description="LanceDB index and metadata caches, each (its default is 6 GB + 1 GB)"
     )
+    maintenance: Literal["auto", "off"] = Field(
+        "auto",
+        description="compaction and cleanup of old versions: auto = by this daemon for a "
+        "local directory, and for an object store shared by several daemons by the one "
+        "holding the maintenance lease (<prefix>/_memoryd/maintenance.lease, taken by "
+        "conditional PUT); off = never by this daemon (another daemon with auto does it; "
+        "a local directory then keeps every version)",
+    )
+    lease_seconds: float = Field(
+        60.0,
+        ge=4.0,
+        le=3600.0,
+        description="object stores: another daemon takes the maintenance lease over once "
+        "its holder has not renewed it for this long (a holder renews every quarter of it)",
+    )
+    keep_versions_seconds: float | None = Field(
+        None,
+        ge=0.0,
+        description="old versions of the table are deleted once replaced this long ago; "
+        "a daemon reading a version (at start, or following the others' writes) must be "
+        "done within it, less the clock skew between daemons. Default: 10 s for a local "
+        "directory, 900 s for an object store",
+    )
     open_last_good: bool = Field(
         False,
         description="when the newest version of the table is damaged (an empty manifest, a "

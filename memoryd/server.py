@@ -75,7 +75,14 @@ from memoryd.inference.onnx_embedder import (
 from memoryd.inference.quantize import QUANTIZED_SUFFIX, default_cache_dir, quantized_model
 from memoryd.storage.claims import KeyClaims
 from memoryd.storage.conflict_log import JsonlConflictLog
-from memoryd.storage.lance_store import LanceStore
+from memoryd.storage.lance_store import (
+    KEEP_VERSIONS_SECONDS,
+    SHARED_KEEP_VERSIONS_SECONDS,
+    LanceStore,
+    is_local,
+    object_store_options,
+)
+from memoryd.storage.lease import MaintenanceLease, open_store
 from memoryd.storage.lexical import Analyzer
 from memoryd.storage.repository import Repository
 
@@ -444,6 +451,9 @@ class Daemon:
             cache_bytes=s.storage.cache_mib << 20,
             open_last_good=s.storage.open_last_good,
             shared=s.follow_interval > 0,
+            maintenance=s.storage.maintenance,
+            lease=self._maintenance_lease(),
+            keep_versions_seconds=self._keep_versions(),
         )
         try:
             analyzer = Analyzer(s.recall.analyzer_language)
@@ -487,6 +497,23 @@ class Daemon:
             kernels,
         )
         self.embedder, self.repository = embedder, repository
+
+    def _maintenance_lease(self) -> MaintenanceLease | None:
+        """Object stores: the lease that makes one daemon of several the maintainer."""
+        s = self.settings
+        if is_local(s.storage_uri) or s.storage.maintenance == "off":
+            return None
+        options = object_store_options(s.storage_uri, dict(s.storage.storage_options))
+        store = open_store(s.storage_uri, options)
+        return MaintenanceLease(store, ttl_seconds=s.storage.lease_seconds)
+
+    def _keep_versions(self) -> float:
+        s = self.settings.storage
+        if s.keep_versions_seconds is not None:
+            return s.keep_versions_seconds
+        if is_local(self.settings.storage_uri):
+            return KEEP_VERSIONS_SECONDS
+        return SHARED_KEEP_VERSIONS_SECONDS
 
     def _metric_state(self) -> dict[str, object]:
         if self.embedder is None or self.repository is None:

@@ -31,6 +31,9 @@ STATUS: dict[type[e.MemorydError], grpc.StatusCode] = {
     # gRPC's own definition: "perhaps the entire file system is out of space". Not
     # UNAVAILABLE: the clients retry that within seconds, which a full disk outlasts.
     e.StorageFull: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    # An outage of the object store is transient: the clients' retries of UNAVAILABLE are
+    # what a caller should do (the daemon probes the store and resumes by itself).
+    e.StoreUnavailable: grpc.StatusCode.UNAVAILABLE,
     e.ConfigError: grpc.StatusCode.FAILED_PRECONDITION,
 }
 

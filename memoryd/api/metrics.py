@@ -98,6 +98,17 @@ class StateCollector(Collector):
         yield _counter("memoryd_embed_cache_misses", "Query embeddings computed", s["misses"])
         yield _counter("memoryd_store_commits", "LanceDB commits (group commits)", s["commits"])
         yield _counter("memoryd_store_rows_written", "Rows written to LanceDB", s["rows_written"])
+        yield _counter("memoryd_store_compactions", "Compactions of a table", s["compactions"])
+        yield _counter(
+            "memoryd_store_cleanups", "Cleanups of old versions (shared store)", s["cleanups"]
+        )
+        m = GaugeMetricFamily(
+            "memoryd_store_maintainer",
+            "1 while this daemon compacts and cleans up the store (on an object store shared "
+            "by several daemons: while it holds the maintenance lease)",
+        )
+        m.add_metric([], s["maintainer"])
+        yield m
         g = GaugeMetricFamily("memoryd_index_bytes", "Memory held by the in-memory index")
         g.add_metric([], s["index_bytes"])
         yield g

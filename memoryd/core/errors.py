@@ -15,6 +15,7 @@ escapes is a bug and is answered as INTERNAL with a generic message.
     ├── DeadlineExceeded     the work did not finish within its budget
     ├── DataCorrupt          stored data cannot be read or does not match this daemon
     ├── StorageFull          the disk holding the data is full; nothing was written
+    ├── StoreUnavailable     the object store holding the data cannot be reached; retry later
     └── ConfigError          settings are invalid (raised at start, names the field)
 
 There is no AlreadyExists: no call creates a record under a key the caller chooses and
@@ -76,6 +77,11 @@ class StorageFull(MemorydError):
     pass
 
 
+class StoreUnavailable(MemorydError):
+    """The object store (storage.uri = s3://...) did not answer a write; nothing of it is
+    acknowledged. Reads go on from memory; writes resume by themselves once it answers."""
+
+
 class ConfigError(MemorydError):
     pass
 
@@ -91,6 +97,7 @@ ALL_ERRORS: tuple[type[MemorydError], ...] = (
     DeadlineExceeded,
     DataCorrupt,
     StorageFull,
+    StoreUnavailable,
     ConfigError,
 )
 

@@ -40,6 +40,18 @@ recovers by itself once space is freed. (Not "a small probe file can be written"
 commit leaves some space free, enough for a probe but not for the next commit, and health
 flapped back to SERVING while Stores still failed.)
 
+A store shared by several daemons (an object store, ``storage.uri = s3://...``): only the
+holder of the maintenance lease (:mod:`memoryd.storage.lease`) compacts and cleans up,
+judged from the table itself (its small fragments, whoever wrote them), and the cleanup
+deletes only versions replaced more than ``keep_versions`` ago (:func:`safe_older_than`),
+since other daemons read them. Appends, updates and deletes of every daemon commit beside
+it (Lance rebases them over a compaction; a compaction that loses to a delete is retried).
+An object store that does not answer a write (:func:`store_unreachable`) is answered as
+``StoreUnavailable`` (UNAVAILABLE, naming the store and the cause) and reported by
+``status()`` like a full disk; later writes are refused at once, without waiting for a
+timeout each, until a probe (reading the newest manifest, backing off from
+``PROBE_FIRST_SECONDS`` to ``PROBE_MAX_SECONDS``) finds it answering again.
+
 Damaged files found at start (an empty newest manifest, a data fragment cut short) stop the
 daemon with a ``DataCorrupt`` naming the file and what to do (``storage.damage``); with
 ``open_last_good`` the store instead opens the newest version that reads whole: an
@@ -65,6 +77,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -74,9 +87,10 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from memoryd.core.errors import ConfigError, DataCorrupt, StorageFull
+from memoryd.core.errors import ConfigError, DataCorrupt, StorageFull, StoreUnavailable
 from memoryd.core.records import Category, KeyRecord, Memory, StoreOutcome
 from memoryd.storage import damage
+from memoryd.storage.lease import MaintenanceLease
 
 log = logging.getLogger(__name__)
 
@@ -84,12 +98,35 @@ SCHEMA_VERSION = "1"
 IDLE_COMPACT_SECONDS = 1.0
 COMPACT_FORCE_FACTOR = 5
 KEEP_VERSIONS_SECONDS = 10.0  # versions replaced longer ago go at the next cleanup
+SHARED_KEEP_VERSIONS_SECONDS = 900.0  # ... on an object store (others read it too)
 CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits wait
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
 SPACE_FREED_BYTES = 8 << 20
 STATUS_OK = "ok"
+# A shared store (several daemons, see storage/lease.py): the lease holder looks at the
+# table this often (idle or not) for fragments to compact and versions to clean up.
+SHARED_MAINTAIN_CHECK_SECONDS = 5.0
+KEEP_ALL = timedelta(days=3650)  # optimize's cleanup when no version is due to go
+# While the object store is unreachable: the first probe after this long, then doubling.
+PROBE_FIRST_SECONDS = 0.5
+PROBE_MAX_SECONDS = 8.0
+PROBE_OPTIONS = {"client_max_retries": "0", "client_retry_timeout": "2"}
+# An object store's client by default retries a failed request for minutes (Lance: 10
+# retries within 180 s; object_store: no overall timeout), so a Store hung that long in an
+# outage. These bound a request and its retries to about ten seconds; storage_options of
+# the user's own win. (Keys measured against lancedb 0.40: timeout, connect_timeout are
+# object_store's client options; client_max_retries, client_retry_timeout are Lance's.)
+# Lance retries a failed data-file upload a few times more on top (measured: 4 tries), so
+# a store that accepts connections and never answers fails a write after about 4 x timeout
+# (10 s: a 5 MiB part needs 4 Mbit/s; raise it for slower links).
+OBJECT_STORE_DEFAULTS = {
+    "connect_timeout": "2s",
+    "timeout": "10s",
+    "client_max_retries": "3",
+    "client_retry_timeout": "10",
+}
 
 # LanceDB raises no OSError on a full disk but a RuntimeError carrying Rust's io error,
 # measured with lancedb 0.x on a 3 MiB tmpfs, alike for add, delete and merge_insert:
@@ -99,6 +136,77 @@ _NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded|os error (2
 
 # Lance's commit gave up rebasing onto commits made meanwhile (its retry budget spent).
 _CONCURRENT_WRITERS = re.compile(r"too many concurrent writers|commit conflict", re.IGNORECASE)
+
+
+# An object store that does not answer (connection refused or reset, a timeout, a DNS
+# failure) or answers with an error: Lance's and object_store's wording.
+_STORE_IO = re.compile(
+    r"LanceError\(IO\)|error sending request|timed out|Generic \w+ error|dns error"
+    r"|connect error|Connection refused",
+    re.IGNORECASE,
+)
+_STORE_CAUSES = (
+    (re.compile(r"timed out", re.IGNORECASE), "the request timed out"),
+    (re.compile(r"dns error|failed to lookup", re.IGNORECASE), "its host name does not resolve"),
+    (re.compile(r"\b403\b|Forbidden|AccessDenied", re.IGNORECASE), "access denied"),
+    (re.compile(r"error sending request|connect", re.IGNORECASE), "connection failed"),
+    (re.compile(r"\b5\d\d\b"), "the store answered with a server error"),
+)
+
+
+def object_store_options(uri: str, options: dict[str, str] | None) -> dict[str, str]:
+    """``options`` for LanceDB, with bounded timeouts and retries for an object store."""
+    if is_local(uri):
+        return dict(options or {})
+    return {**OBJECT_STORE_DEFAULTS, **(options or {})}
+
+
+def is_local(uri: str) -> bool:
+    return "://" not in uri.removeprefix("file://")
+
+
+def store_unreachable(error: BaseException) -> bool:
+    """Whether a failed operation on an object store says the store did not answer (or
+    answered with an error), as opposed to a conflict between writers or a bug."""
+    text = str(error)
+    return bool(_STORE_IO.search(text)) and not _CONCURRENT_WRITERS.search(text)
+
+
+def unreachable_cause(error: BaseException) -> str:
+    text = str(error)
+    for pattern, cause in _STORE_CAUSES:
+        if pattern.search(text):
+            return cause
+    return "an I/O error"
+
+
+def safe_older_than(
+    versions: Sequence[dict[str, Any]], keep: timedelta, now: float
+) -> timedelta | None:
+    """The ``older_than`` for Lance's cleanup that deletes only versions replaced more
+    than ``keep`` ago (None: nothing is due). Lance deletes a version when its own commit
+    time is older than the cutoff (and it is not the newest), so a version committed long
+    ago and replaced a second ago would go at once, under a reader of another daemon that
+    opened it a moment before. Here the cutoff is the commit time of the version that was
+    the newest ``keep`` ago (``vk``, the newest committed before then), or of any later
+    version if earlier (clocks of several daemons): ``vk`` and every later version stay, and
+    each version before ``vk`` was replaced (by ``vk`` at the latest) more than ``keep``
+    ago. LanceDB computes its cutoff as (its now - older_than) when its cleanup starts,
+    after the compaction that precedes it in ``optimize``: ``keep`` more of ``older_than``
+    covers an optimize shorter than ``keep``. So a daemon that opens a version may read it
+    for ``keep`` seconds, less the skew between the daemons' clocks, while an optimize
+    lasts less than ``keep``."""
+    horizon = now - keep.total_seconds()
+    stamps = sorted((int(v["version"]), v["timestamp"].timestamp()) for v in versions)
+    before = [i for i, (_, ts) in enumerate(stamps) if ts <= horizon]
+    if not before or before[-1] == 0:
+        return None  # no version, or none older than vk
+    cutoff = min(ts for _, ts in stamps[before[-1] :])
+    return timedelta(seconds=now - cutoff) + keep
+
+
+# An append whose read version was overwritten since (another daemon folded the access log).
+_OVERWRITTEN = re.compile(r"incompatible with concurrent transaction Overwrite", re.IGNORECASE)
 
 
 def no_space(error: BaseException) -> bool:
@@ -328,6 +436,8 @@ class LanceStore:
         keep_versions_seconds: float = KEEP_VERSIONS_SECONDS,
         cleanup_every_seconds: float = CLEANUP_EVERY_SECONDS,
         shared: bool = False,
+        maintenance: Literal["auto", "off"] = "auto",
+        lease: MaintenanceLease | None = None,
     ):
         """``shared``: other daemons write the same tables (storage.follow): every
         operation starts from the table's newest version, so a delete or an update finds
@@ -336,6 +446,12 @@ class LanceStore:
         self.open_last_good = open_last_good
         local = uri.removeprefix("file://")
         self._local_dir = Path(local) if "://" not in local else None
+        self.storage_options = object_store_options(uri, storage_options)
+        # Compaction and cleanup: "off" never; else for a local directory always (the data
+        # dir lock makes this daemon its only writer), for a store shared by several
+        # daemons only while this one holds the maintenance lease (storage/lease.py).
+        self.maintenance = maintenance
+        self._lease = lease
         if not read_only:  # a store only read (reembed's source) may sit on a read-only disk
             self._check_writable()
         self.model_name = model_name
@@ -356,7 +472,7 @@ class LanceStore:
         )
         self._db = lancedb.connect(
             uri,
-            storage_options=storage_options or None,
+            storage_options=self.storage_options or None,
             session=session,
             read_consistency_interval=timedelta(0) if shared else None,
         )
@@ -401,12 +517,20 @@ class LanceStore:
         # (storage.follow) uses it to never apply a followed row older than a local write.
         self.on_commit: Callable[[list[str], int], None] | None = None
         self.commit_lock = threading.Lock()
+        # The object store did not answer a write: refuse writes (fast) until a probe, due
+        # at _probe_at (monotonic), finds it answering again.
+        self._unreachable = False
+        self._probe_at = 0.0
+        self._probe_backoff = PROBE_FIRST_SECONDS
+        self._probe_db: Any = None
+        self._fold_requested = False  # by the lease holder's pass: the log grew (others')
+        self._shared_check_at = 0.0  # monotonic; see SHARED_MAINTAIN_CHECK_SECONDS
+        self._optimized_at: dict[str, float] = {}  # table name: wall time of its optimize
+        self.cleanups = 0
 
     def _open_or_create(self, name: str) -> Any:
         existing = self._db.list_tables().tables
-        if name not in existing:
-            return self._db.create_table(name, schema=self.schema)
-        table = self._open(name)
+        table = self._create(name, self.schema) if name not in existing else self._open(name)
         meta = table.schema.metadata or {}
         model = meta.get(META_MODEL, b"?").decode()
         dim = meta.get(META_DIM, b"?").decode()
@@ -424,6 +548,16 @@ class LanceStore:
             log.info("adding column(s) %s to %s", ", ".join(f.name for f in missing), name)
             table.add_columns(missing)
         return table
+
+    def _create(self, name: str, schema: pa.Schema) -> Any:
+        """Create table ``name``, or open it if another daemon on the same store created it
+        first (Lance's conditional PUT of version 1 lets one of them win)."""
+        try:
+            return self._db.create_table(name, schema=schema, exist_ok=True)
+        except Exception:
+            if name not in self._db.list_tables().tables:
+                raise
+            return self._open(name)
 
     # -- opening a damaged store ---------------------------------------------------------
 
@@ -528,6 +662,8 @@ class LanceStore:
         )
         self._thread.start()
         self._compactor.start()
+        if self._lease is not None and self.maintenance != "off":
+            self._lease.start()
 
     def close(self) -> None:
         """Finish every queued write and a compaction in progress, then stop both threads."""
@@ -540,6 +676,8 @@ class LanceStore:
             self._compact_due.set()
             self._compactor.join()
             self._compactor = None
+        if self._lease is not None:
+            self._lease.stop()  # released: another daemon maintains from now on
 
     def pending(self) -> str:
         """What closing would wait for, in words ("" = nothing)."""
@@ -649,9 +787,14 @@ class LanceStore:
                     # Wake up after a quiet second to compact while nobody waits on us.
                     op = self._queue.get(timeout=IDLE_COMPACT_SECONDS)
                 except queue.Empty:
-                    if self.fault is not None:
+                    if self._unreachable:
+                        self._probe_store()
+                    elif self.fault is not None:
                         self._probe_space()
                     else:
+                        if self._fold_requested and self._may_maintain():
+                            self._fold_requested = False
+                            self._fold_access()
                         self._maybe_compact(idle=True)
                     continue
             if op is None:
@@ -673,12 +816,15 @@ class LanceStore:
                 group.append(nxt)
                 size += nxt.size
             error: BaseException | None = None
-            try:
-                self._commit(op.kind, group)
-            except BaseException as e:
-                error = self._failed(e, len(group))
+            if self._unreachable and not self._probe_store():
+                error = self._refused()  # at once, not after a timeout per group
             else:
-                self._recovered()
+                try:
+                    self._commit(op.kind, group)
+                except BaseException as e:
+                    error = self._failed(e, len(group))
+                else:
+                    self._recovered()
             for g in group:
                 assert g.loop is not None and g.future is not None
                 g.loop.call_soon_threadsafe(_resolve, g.future, error)
@@ -687,7 +833,10 @@ class LanceStore:
 
     def _failed(self, error: BaseException, ops: int) -> BaseException:
         """What the callers of a failed commit get: StorageFull for a full disk (logged
-        once, as one line, when it starts), else the error itself (logged in full)."""
+        once, as one line, when it starts), StoreUnavailable for an object store that does
+        not answer, else the error itself (logged in full)."""
+        if self._local_dir is None and store_unreachable(error):
+            return self._unreachable_now(error)
         if not no_space(error):
             log.error("write of %d op(s) failed", ops, exc_info=error)
             return error
@@ -707,9 +856,56 @@ class LanceStore:
         )
 
     def _recovered(self) -> None:
+        self._unreachable = False
+        self._probe_backoff = PROBE_FIRST_SECONDS
         if self.fault is not None:
             self.fault = None
             log.warning("writes succeed again under %s", self.uri)
+
+    def _unreachable_now(self, error: BaseException) -> StoreUnavailable:
+        cause = unreachable_cause(error)
+        if not self._unreachable:
+            log.warning(
+                "the object store %s cannot be reached (%s): writes are refused until it "
+                "answers (acknowledged memories are kept; reads go on from memory): %s",
+                self.uri,
+                cause,
+                damage.short_error(error),
+            )
+        self._unreachable = True
+        self._probe_backoff = PROBE_FIRST_SECONDS
+        self._probe_at = time.monotonic() + self._probe_backoff
+        # The store's URI names no secret (credentials come from the environment).
+        self.fault = f"the object store {self.uri} cannot be reached ({cause})"
+        return self._refused()
+
+    def _refused(self) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"{self.fault}, so nothing was written; memories already acknowledged are kept "
+            "and reads go on. memoryd retries the store by itself: retry the write shortly"
+        )
+
+    def _probe_store(self) -> bool:
+        """While the object store is unreachable, when a probe is due (backing off from
+        PROBE_FIRST_SECONDS to PROBE_MAX_SECONDS): does it answer again? Reading the
+        newest manifest is the probe (what every commit starts with)."""
+        if time.monotonic() < self._probe_at:
+            return False
+        try:
+            if self._probe_db is None:  # one try a probe: the backoff is ours
+                options = {**self.storage_options, **PROBE_OPTIONS}
+                self._probe_db = lancedb.connect(self.uri, storage_options=options)
+            self._probe_db.open_table(self._table_name)
+        except Exception as e:
+            if store_unreachable(e):
+                self.fault = (
+                    f"the object store {self.uri} cannot be reached ({unreachable_cause(e)})"
+                )
+            self._probe_backoff = min(self._probe_backoff * 2, PROBE_MAX_SECONDS)
+            self._probe_at = time.monotonic() + self._probe_backoff
+            return False
+        self._recovered()
+        return True
 
     def _free_bytes(self) -> int | None:
         """Free bytes on the store's disk (None for object stores, or when unknown)."""
@@ -788,14 +984,22 @@ class LanceStore:
             schema=ACCESS_SCHEMA,
         )
         if self._access is None:
-            # exist_ok: another daemon over the same store may have made it meanwhile
-            self._access = self._db.create_table(
-                self._access_name, schema=ACCESS_SCHEMA, exist_ok=True
-            )
-        self._access.add(data)
+            self._access = self._create(self._access_name, ACCESS_SCHEMA)
+        try:
+            self._access.add(data)
+        except Exception as e:
+            if self._lease is None or not _OVERWRITTEN.search(str(e)):
+                raise
+            # Another daemon folded the log (an overwrite) since this handle's version:
+            # an append cannot rebase over that; onto the folded log it can.
+            self._access.checkout_latest()
+            self._access.add(data)
         self._access_rows += len(entries)
         self._access_commits += 1
-        if self._access_rows >= self._access_fold_at or self._access_commits >= ACCESS_FOLD_COMMITS:
+        due = (
+            self._access_rows >= self._access_fold_at or self._access_commits >= ACCESS_FOLD_COMMITS
+        )
+        if due and self._may_maintain():
             self._fold_access()
 
     def _append_keys(self, records: list[KeyRecord]) -> None:
@@ -822,10 +1026,11 @@ class LanceStore:
             schema=KEYS_SCHEMA,
         )
         if self._keys is None:
-            self._keys = self._db.create_table(self._keys_name, schema=KEYS_SCHEMA, exist_ok=True)
+            self._keys = self._create(self._keys_name, KEYS_SCHEMA)
         self._keys.add(data)
         self._keys_commits += 1
-        if self._keys_commits % KEYS_COMPACT_COMMITS == 0:  # one fragment per append
+        # One fragment per append; a shared store's keys table is the lease holder's job.
+        if self._keys_commits % KEYS_COMPACT_COMMITS == 0 and self._maintains_locally():
             try:
                 self._keys.optimize(cleanup_older_than=self.keep_versions)
             except Exception:  # an optimisation: the records are all there either way
@@ -834,11 +1039,14 @@ class LanceStore:
     def _fold_access(self) -> None:
         """Rewrite the access log as one entry per id (on the writer thread, so no append
         can slip in between the read and the overwrite)."""
-        assert self._access is not None
         try:
+            if self._access is None:  # made by another daemon since this one started
+                self._access = self._open(self._access_name)
+            if self._lease is not None:  # other daemons append too: fold what is there now
+                self._access.checkout_latest()
             folded = _fold(self._access.to_arrow())
             self._access = self._db.create_table(self._access_name, folded, mode="overwrite")
-            self._access.optimize(cleanup_older_than=self.keep_versions)
+            self._access.optimize(cleanup_older_than=self._older_than(self._access) or KEEP_ALL)
         except Exception:  # the log is still whole; fold again after the next appends
             log.exception("folding the access log failed")
             self._access_commits = 0
@@ -858,6 +1066,15 @@ class LanceStore:
         overdue = self._commits_since_compact >= self.compact_every * COMPACT_FORCE_FACTOR
         if self.fault is not None or self._compacting:
             return  # compaction needs room for a rewritten copy of the table
+        if not self._may_maintain():
+            return
+        if self._lease is not None:  # shared: judged from the table, not our own commits
+            now = time.monotonic()
+            if now >= self._shared_check_at:
+                self._shared_check_at = now + SHARED_MAINTAIN_CHECK_SECONDS
+                self._compacting = True
+                self._compact_due.set()
+            return
         if (
             not (due and idle)
             and not (overdue and self._queue.empty())
@@ -886,6 +1103,9 @@ class LanceStore:
             self._compact_due.clear()
             if self._stopping:
                 return
+            if self._lease is not None:
+                self._maintain_shared()
+                continue
             started = time.perf_counter()
             wall = time.time()
             try:
@@ -917,6 +1137,82 @@ class LanceStore:
                     log.exception("background compaction failed")
             finally:
                 self._compacting = False
+
+    # -- maintenance of a store several daemons share --------------------------------
+
+    def _may_maintain(self) -> bool:
+        """Whether this daemon compacts and cleans up now (see ``maintenance``)."""
+        if self.maintenance == "off":
+            return False
+        return self._lease is None or self._lease.held()
+
+    def maintains(self) -> bool:
+        """Whether this daemon compacts and cleans up the store now."""
+        return self._may_maintain()
+
+    def _maintains_locally(self) -> bool:
+        return self._lease is None and self.maintenance != "off"
+
+    def _older_than(self, table: Any) -> timedelta | None:
+        """Cleanup's ``older_than`` for ``table``: ``keep_versions`` for a local directory
+        (this daemon is its only reader), else ``safe_older_than`` (None: nothing due)."""
+        if self._lease is None:
+            return self.keep_versions
+        return safe_older_than(table.list_versions(), self.keep_versions, time.time())
+
+    def _maintain_shared(self) -> None:
+        """The lease holder's pass over a shared store: compact the memories' table once
+        ``compact_every`` small fragments piled up (whoever wrote them), the keys table once
+        ``KEYS_COMPACT_COMMITS`` did, and delete the versions of each that were replaced more
+        than ``keep_versions`` ago (``safe_older_than``). Appends of every daemon go on
+        meanwhile (Lance rebases an append over a compaction and the reverse)."""
+        try:
+            existing = self._db.list_tables().tables
+            for name, compact_at in (
+                (self._table_name, self.compact_every),
+                (self._keys_name, KEYS_COMPACT_COMMITS),
+                (self._access_name, None),  # folded by the writer (it owns the appends)
+            ):
+                if name not in existing or not self._may_maintain():
+                    continue
+                table = self._db.open_table(name)  # the newest version, whoever wrote it
+                older_than = self._older_than(table)
+                # A dict at run time, typed as a class: read as one.
+                stats: dict[str, Any] = table.stats()  # type: ignore[assignment]
+                small = int(stats["fragment_stats"]["num_small_fragments"])
+                if name == self._access_name:
+                    # Every daemon appends to the access log; its holder folds it (on the
+                    # writer thread, which owns this daemon's appends) when it grew.
+                    self._fold_requested = int(stats["num_rows"]) >= self._access_fold_at
+                # LanceDB cleans up only as part of optimize, which also compacts whatever
+                # small fragments there are: so a cleanup alone runs when there is nothing
+                # to compact, else with a compaction (due by count, or cleanup_every).
+                last = self._optimized_at.get(name, 0.0)
+                if compact_at is not None and small >= compact_at:
+                    why = f"{small} small fragments"
+                elif older_than is not None and small <= 1:
+                    why = "old versions (nothing to compact)"
+                elif older_than is not None and time.time() - last >= self.cleanup_every:
+                    why = f"old versions ({self.cleanup_every:.0f} s since the last)"
+                else:
+                    continue
+                with self._rewrite_lock if name == self._table_name else nullcontext():
+                    table.optimize(cleanup_older_than=older_than or KEEP_ALL)
+                self._optimized_at[name] = time.time()
+                if small > 1:
+                    self.compactions += 1
+                if older_than is not None:
+                    self.cleanups += 1
+                log.debug("optimized %s: %s", name, why)
+        except Exception as e:  # an optimisation: never fail writes over it
+            if _CONCURRENT_WRITERS.search(str(e)):
+                log.info("shared-store maintenance postponed: another commit conflicted with it")
+            elif store_unreachable(e):
+                log.info("shared-store maintenance skipped: %s", unreachable_cause(e))
+            else:
+                log.exception("shared-store maintenance failed")
+        finally:
+            self._compacting = False
 
 
 def access_from_arrow(log_table: pa.Table) -> dict[str, tuple[int, datetime | None]]:

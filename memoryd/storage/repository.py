@@ -141,7 +141,13 @@ class Repository(HotIndex):
 
     def write_counters(self) -> dict[str, int]:
         d = self._durable
-        return {"commits": d.commits, "rows_written": d.rows_written}
+        return {
+            "commits": d.commits,
+            "rows_written": d.rows_written,
+            "compactions": d.compactions,
+            "cleanups": d.cleanups,
+            "maintainer": int(d.maintains()),
+        }
 
     def follow_lag(self) -> FollowLag:
         """How far the index trails the shared store (following off: nothing seen)."""

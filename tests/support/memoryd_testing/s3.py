@@ -4,9 +4,11 @@ storage rely on for concurrent writers."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -71,10 +73,11 @@ class S3Server:
         self.client().create_bucket(Bucket=name)
         return name
 
-    def daemon_env(self, uri: str) -> Mapping[str, str]:
-        """What a daemon needs to keep its store at ``uri`` here: credentials from the
-        environment only, endpoint and plain HTTP as storage options."""
-        options = f'{{"aws_endpoint": "{self.endpoint}", "allow_http": "true"}}'
+    def daemon_env(self, uri: str, endpoint: str = "") -> Mapping[str, str]:
+        """What a daemon needs to keep its store at ``uri`` here (or through ``endpoint``,
+        a proxy): credentials from the environment only, endpoint and plain HTTP as
+        storage options."""
+        options = f'{{"aws_endpoint": "{endpoint or self.endpoint}", "allow_http": "true"}}'
         return {
             "AWS_ACCESS_KEY_ID": ACCESS_KEY,
             "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
@@ -82,3 +85,95 @@ class S3Server:
             "MEMORYD_STORAGE__URI": uri,
             "MEMORYD_STORAGE__STORAGE_OPTIONS": options,
         }
+
+    def storage_options(self, endpoint: str = "") -> dict[str, str]:
+        """LanceDB's (and obstore's) storage options for this server (or a proxy of it)."""
+        return {"aws_endpoint": endpoint or self.endpoint, "allow_http": "true"}
+
+    def set_credentials(self, environ: Any) -> None:
+        """Put the test credentials into ``environ`` (a monkeypatch or os.environ)."""
+        for key, value in (
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+            ("AWS_REGION", REGION),
+        ):
+            environ.setenv(key, value)
+
+
+@dataclass
+class TcpProxy:
+    """A TCP forwarder from a loopback port to ``target_port`` that can be cut (``stop``:
+    the listener and every open connection closed, so connecting is refused) and restored
+    (``start``) on the same port: an object store outage and its return, without losing the
+    in-memory moto server's buckets. ``start(hang=True)``: connections are accepted and
+    never answered (a store that hangs rather than refuses)."""
+
+    target_port: int
+    port: int = field(default_factory=_free_port)
+    _listener: socket.socket | None = None
+    _sockets: set[socket.socket] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _thread: threading.Thread | None = None
+    hang: bool = False
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, *, hang: bool = False) -> TcpProxy:
+        self.hang = hang
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        self._thread = threading.Thread(target=self._accept, args=(listener,), daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        with self._lock:
+            for s in self._sockets:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            self._sockets.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # stopped
+            if self.hang:
+                with self._lock:
+                    self._sockets.add(client)
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._sockets.update((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while chunk := source.recv(65536):
+            sink.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)

@@ -1,0 +1,125 @@
+"""A store several daemons share: which versions a cleanup may delete, which failures mean
+the object store is unreachable, and the bounded timeouts an object store gets."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memoryd.storage.lance_store import (
+    OBJECT_STORE_DEFAULTS,
+    object_store_options,
+    safe_older_than,
+    store_unreachable,
+    unreachable_cause,
+)
+from memoryd.storage.lease import open_store
+
+NOW = 1_800_000_000.0
+KEEP = timedelta(seconds=10)
+
+
+def versions(*ages: float) -> list[dict[str, Any]]:
+    """Versions 1..n committed ``ages`` seconds before NOW (lancedb's list_versions shape:
+    naive local datetimes)."""
+    return [
+        {"version": i + 1, "timestamp": datetime.fromtimestamp(NOW - age)}
+        for i, age in enumerate(ages)
+    ]
+
+
+def kept(
+    listed: list[dict[str, Any]], older_than: timedelta | None, after: float = 0.0
+) -> list[int]:
+    """The versions Lance's cleanup keeps with ``older_than`` (the newest always), run
+    ``after`` seconds later (the compaction optimize runs first)."""
+    if older_than is None:
+        return [v["version"] for v in listed]
+    cutoff = NOW + after - older_than.total_seconds()
+    newest = max(v["version"] for v in listed)
+    return [
+        v["version"]
+        for v in listed
+        if v["timestamp"].timestamp() >= cutoff or v["version"] == newest
+    ]
+
+
+def test_the_version_newest_keep_seconds_ago_stays_however_old_its_commit() -> None:
+    # Version 2 was committed an hour ago and was the newest until 3 s ago: a daemon may
+    # have opened it a moment before version 3 replaced it. Lance's plain older_than=10 s
+    # would delete it at once; only version 1 (replaced an hour ago) may go.
+    listed = versions(7200, 3600, 3)
+    assert kept(listed, KEEP) == [3]  # what the plain rule would do
+    assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3]
+
+
+def test_versions_replaced_longer_ago_than_keep_go() -> None:
+    listed = versions(100, 60, 30, 22, 5, 1)
+    # 10 s ago version 4 was the newest: it stays, with every later one, also when the
+    # cleanup starts after a compaction that took 9 s. Versions 1 and 2, replaced 60 and
+    # 30 s ago, go; version 3 (replaced 22 s ago) stays for the compaction's margin.
+    older_than = safe_older_than(listed, KEEP, NOW)
+    assert kept(listed, older_than) == [3, 4, 5, 6]
+    assert kept(listed, older_than, after=9.0) == [4, 5, 6]
+
+
+def test_nothing_is_due_while_every_version_is_young_or_only_one_is_old() -> None:
+    assert safe_older_than(versions(5, 3, 1), KEEP, NOW) is None
+    assert safe_older_than(versions(50, 3, 1), KEEP, NOW) is None  # v1 was newest 10 s ago
+    assert safe_older_than(versions(50), KEEP, NOW) is None
+
+
+def test_a_later_version_stamped_earlier_by_a_skewed_clock_stays_too() -> None:
+    # Version 3 was committed by a daemon whose clock runs 40 s behind: stamped before
+    # version 2. It still stays (every version from the one newest 10 s ago on does).
+    listed = versions(100, 20, 60, 2)
+    assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3, 4]
+
+
+# What lancedb 0.40 raised when the S3 server stopped answering during Table.add.
+LANCE_UNREACHABLE = (
+    "lance error: LanceError(IO): single PUT of p/t.lance/data/0001.lance failed after "
+    "1.04s (204 bytes, LANCE_INITIAL_UPLOAD_SIZE=5242880 bytes, LANCE_UPLOAD_CONCURRENCY=10): "
+    "Generic S3 error: Error performing PUT http://127.0.0.1:54055/b/p/t.lance/data/0001.lance "
+    "in 116ms, after 1 retries, max_retries: 1, retry_timeout: 3s  - HTTP error: error "
+    "sending request, /root/.cargo/registry/src/lance-io-13.0.0/src/object_writer.rs:627:9"
+)
+
+
+def test_an_object_store_that_does_not_answer_is_recognised_with_its_cause() -> None:
+    assert store_unreachable(RuntimeError(LANCE_UNREACHABLE))
+    assert unreachable_cause(RuntimeError(LANCE_UNREACHABLE)) == "connection failed"
+    timeout = "Generic S3 error: Error performing GET ... operation timed out"
+    assert unreachable_cause(RuntimeError(timeout)) == "the request timed out"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        RuntimeError("lance error: Too many concurrent writers: commit conflict"),
+        ValueError("cannot convert"),
+        KeyError("id"),
+    ],
+)
+def test_conflicts_and_bugs_are_not_an_unreachable_store(error: BaseException) -> None:
+    assert not store_unreachable(error)
+
+
+def test_an_object_store_gets_bounded_timeouts_unless_the_user_set_them() -> None:
+    mine = {"aws_endpoint": "http://x", "timeout": "5s"}
+    options = object_store_options("s3://bucket/prefix", mine)
+    assert options["timeout"] == "5s"  # the user's own
+    assert options["client_max_retries"] == OBJECT_STORE_DEFAULTS["client_max_retries"]
+    assert options["aws_endpoint"] == "http://x"
+    assert object_store_options("/var/lib/memoryd/lancedb", {}) == {}  # a local directory
+
+
+def test_the_lease_store_takes_lancedbs_storage_options_and_skips_what_it_does_not_know() -> None:
+    options = object_store_options(
+        "s3://bucket/prefix",
+        {"aws_endpoint": "http://127.0.0.1:9", "allow_http": "true", "lance_only_key": "1"},
+    )
+    store = open_store("s3://bucket/prefix", options)  # no request is made here
+    assert "bucket" in repr(store) and "prefix" in repr(store)
