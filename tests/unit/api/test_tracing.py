@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass
@@ -33,8 +34,9 @@ from memoryd.api.servicer import (
     add_servicers_to_server,
 )
 from memoryd.api.tracing import TracingInterceptor, build_provider
-from memoryd.config import TracingSection
+from memoryd.config import TracingSection, load_settings
 from memoryd.core import tracing
+from memoryd.core.errors import ConfigError
 from memoryd.core.service import MemoryService, NewMemory, RecallQuery
 
 AGENT = "tenant-7f3a"
@@ -252,3 +254,22 @@ def test_a_sample_ratio_of_zero_keeps_no_trace_started_here() -> None:
     with provider.get_tracer("memoryd").start_as_current_span("x") as span:
         assert not span.is_recording()
     provider.shutdown()
+
+
+def test_a_wrong_tracing_setting_stops_the_daemon_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMORYD_TRACING__EXPORTER", "jaeger")
+    with pytest.raises(ConfigError, match=r"tracing\.exporter"):
+        load_settings()
+    monkeypatch.setenv("MEMORYD_TRACING__EXPORTER", "otlp")
+    monkeypatch.setenv("MEMORYD_TRACING__SAMPLE_RATIO", "1.5")
+    with pytest.raises(ConfigError, match=r"tracing\.sample_ratio"):
+        load_settings()
+
+
+def test_otlp_without_its_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As if memoryd[otlp] were not installed: the import of the exporter fails.
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.grpc.trace_exporter", None)
+    with pytest.raises(ConfigError, match=r"memoryd\[otlp\]"):
+        build_provider(TracingSection(exporter="otlp"))
