@@ -157,6 +157,35 @@ async def test_a_store_trace_reaches_the_commit_from_the_blocking_client(traced:
     assert_nothing_said_is_recorded(spans)
 
 
+async def test_a_stream_session_and_an_export_are_children_of_the_caller_span(
+    traced: Traced,
+) -> None:
+    ops = [
+        pb.StreamRequest(request_id="1", store=pb.StoreRequest(agent_id=AGENT, text=SECRET_TEXT)),
+        pb.StreamRequest(request_id="2", recall=pb.RecallRequest(agent_id=AGENT, query=QUERY)),
+    ]
+
+    def export() -> list[Any]:
+        with MemoryClient(traced.address, timeout=30.0, retries=0) as client:
+            return list(client.export(AGENT))
+
+    async with AsyncMemoryClient(traced.address, timeout=30.0, retries=0) as client:
+        with traced.app.get_tracer("app").start_as_current_span("app.batch") as app_span:
+            answers = [r async for r in client.stream(ops)]  # asyncio, both ways streaming
+            exported = await asyncio.to_thread(export)  # blocking, a server stream
+    assert len(answers) == 2 and len(exported) == 1
+
+    spans = traced.daemon_spans.get_finished_spans()
+    app_id = app_span.get_span_context().span_id
+    for name in ("memoryd.v1.MemoryService/Stream", "memoryd.v1.MemoryService/Export"):
+        rpc = named(spans, name)
+        assert rpc.parent is not None and rpc.parent.span_id == app_id, name
+    stream = named(spans, "memoryd.v1.MemoryService/Stream")
+    # Each op's stages hang under the session's span.
+    assert {"memoryd.commit", "memoryd.candidates"} <= set(children(spans, stream))
+    assert_nothing_said_is_recorded(spans)
+
+
 async def test_without_a_caller_context_or_with_a_forged_one_the_rpc_span_is_a_root(
     traced: Traced,
 ) -> None:
