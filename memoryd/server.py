@@ -286,8 +286,8 @@ class Daemon:
             # Inside metrics (its request id), outside the error mapping (the final code).
             interceptors.insert(1, TracingInterceptor(tracer))
             tracing.install(tracer)
-            log.info("tracing: %s exporter, sample ratio %g", s.tracing.exporter,
-                     s.tracing.sample_ratio)  # fmt: skip
+            t = s.tracing
+            log.info("tracing: %s exporter, sample ratio %g", t.exporter, t.sample_ratio)
         if self.keys is not None:
             interceptors.append(AuthInterceptor(self.keys))
             self._keys_watch = asyncio.create_task(self.keys.watch())

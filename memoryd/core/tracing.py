@@ -7,6 +7,9 @@ serves the call: ``embed`` (with ``memoryd.cache_hit`` for a query), ``candidate
 it does, never what it works on: no memory text, query, agent id or secret goes into a
 span or its attributes.
 
+A storage job outside any RPC (following the shared table) opens its own root span the
+same way: ``with tracing.span("follow", versions=n, rows=rows): ...``.
+
 With tracing off (``[tracing] exporter = "none"``, the default) no tracer is installed
 and ``span`` returns one shared do-nothing context manager: no OpenTelemetry object is
 made on the hot path. ``install`` is called by the composition root only (one tracer per
