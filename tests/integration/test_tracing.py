@@ -10,11 +10,13 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from memoryd_client import MemoryClient
 from memoryd_testing.launcher import Daemon
+from memoryd_testing.otlp import Collector
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -111,3 +113,28 @@ def test_with_tracing_off_the_daemon_writes_no_span_and_ignores_a_caller_context
     hex_id = f"0x{turn.get_span_context().trace_id:032x}"
     assert hex_id not in daemon.log_text()
     assert '"trace_id"' not in daemon.log_text()
+
+
+def test_an_otlp_daemon_sends_its_spans_to_the_collector_by_its_exit(tmp_path: Path) -> None:
+    collector = Collector().start()
+    env = {"MEMORYD_TRACING__EXPORTER": "otlp", "MEMORYD_TRACING__ENDPOINT": collector.endpoint}
+    daemon = Daemon(tmp_path / "data", tmp_path / "stderr.log", env)
+    try:
+        daemon.start()
+        app = TracerProvider()
+        with (
+            MemoryClient(daemon.address, timeout=60.0, retries=0) as client,
+            app.get_tracer("app").start_as_current_span("app.turn") as turn,
+        ):
+            client.recall(f"t-{uuid.uuid4().hex[:8]}", QUERY)
+        assert daemon.stop() == 0  # SIGTERM: the queued batch is flushed before exit
+    finally:
+        daemon.stop()
+        collector.stop()
+    ctx = turn.get_span_context()
+    mine = [s for s in collector.spans if s.trace_id == ctx.trace_id]
+    (rpc,) = [s for s in mine if s.name == "memoryd.v1.MemoryService/Recall"]
+    assert rpc.parent_span_id == ctx.span_id
+    assert rpc.service_name == "memoryd"
+    assert rpc.attributes["rpc.grpc.status_code"] == 0
+    assert "memoryd.embed" in {s.name for s in mine if s.parent_span_id == rpc.span_id}

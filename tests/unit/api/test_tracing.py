@@ -11,7 +11,6 @@ import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
-from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +18,7 @@ import grpc
 import pytest
 from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from memoryd_testing.otlp import Collector
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -242,39 +241,21 @@ def test_the_console_exporter_writes_one_json_span_per_line_on_stderr(
     assert span["resource"]["attributes"]["service.name"] == "memoryd-eu-1"
 
 
-class Collector(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def Export(self, request: Any, context: Any) -> Any:
-        for resource in request.resource_spans:
-            for scope in resource.scope_spans:
-                self.names += [s.name for s in scope.spans]
-        return trace_service_pb2.ExportTraceServiceResponse()
-
-
 @pytest.fixture
-def collector() -> Iterator[tuple[str, Collector]]:
-    """An OTLP/gRPC trace collector on loopback."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    received = Collector()
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(received, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield f"http://127.0.0.1:{port}", received
-    server.stop(None)
+def collector() -> Iterator[Collector]:
+    received = Collector().start()
+    yield received
+    received.stop()
 
 
-def test_the_otlp_exporter_sends_spans_to_the_configured_collector(
-    collector: tuple[str, Collector],
-) -> None:
-    endpoint, received = collector
-    provider = build_provider(TracingSection(exporter="otlp", endpoint=endpoint))
+def test_the_otlp_exporter_sends_spans_to_the_configured_collector(collector: Collector) -> None:
+    provider = build_provider(TracingSection(exporter="otlp", endpoint=collector.endpoint))
     assert provider is not None
     with provider.get_tracer("memoryd").start_as_current_span("memoryd.v1.MemoryService/Get"):
         pass
     provider.shutdown()  # flushes the batch
-    assert received.names == ["memoryd.v1.MemoryService/Get"]
+    assert [s.name for s in collector.spans] == ["memoryd.v1.MemoryService/Get"]
+    assert collector.spans[0].service_name == "memoryd"
 
 
 def test_a_sample_ratio_of_zero_keeps_no_trace_started_here() -> None:
