@@ -501,6 +501,30 @@ class MetricsSection(_Section):
     )
 
 
+class TracingSection(_Section):
+    """OpenTelemetry traces (memoryd/api/tracing.py): a span per RPC and its stages."""
+
+    exporter: Literal["none", "console", "otlp"] = Field(
+        "none",
+        description="none: no spans are made; console: one JSON span per line on stderr; "
+        "otlp: OTLP over gRPC to endpoint (pip install 'memoryd[otlp]')",
+    )
+    endpoint: str = Field(
+        "",
+        description="OTLP gRPC endpoint, e.g. http://127.0.0.1:4317; empty = "
+        "OTEL_EXPORTER_OTLP_ENDPOINT or localhost:4317 (collector headers: "
+        "OTEL_EXPORTER_OTLP_HEADERS, environment only)",
+    )
+    service_name: str = Field("memoryd", min_length=1, max_length=256)
+    sample_ratio: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="share of traces started here that are kept; a caller's traceparent "
+        "decides for its own trace",
+    )
+
+
 class AuthSection(_Section):
     """Credentials beyond the single MEMORYD_AUTH_TOKEN; see memoryd/api/auth.py."""
 
@@ -586,6 +610,7 @@ class Settings(BaseSettings):
     policy: PolicySection = Field(default_factory=PolicySection)
     server: ServerSection = Field(default_factory=ServerSection)
     metrics: MetricsSection = Field(default_factory=MetricsSection)
+    tracing: TracingSection = Field(default_factory=TracingSection)
     backup: BackupSection = Field(default_factory=BackupSection)
     llm: LlmSection = Field(default_factory=LlmSection)
     review: ReviewSection = Field(default_factory=ReviewSection)

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 import grpc
@@ -50,7 +50,9 @@ from memoryd.api.servicer import (
     ReviewServicer,
     add_servicers_to_server,
 )
+from memoryd.api.tracing import INSTRUMENTATION, TracingInterceptor, build_provider
 from memoryd.config import Settings
+from memoryd.core import tracing
 from memoryd.core.errors import ConfigError
 from memoryd.core.hooks import HookService
 from memoryd.core.jobs import Job, Jobs
@@ -85,6 +87,9 @@ from memoryd.storage.lance_store import (
 from memoryd.storage.lease import MaintenanceLease, open_store
 from memoryd.storage.lexical import Analyzer
 from memoryd.storage.repository import Repository
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 log = logging.getLogger("memoryd")
 
@@ -273,6 +278,7 @@ class Daemon:
         self.startup_seconds = 0.0
         self.metrics = Metrics()
         self.metrics_port = 0
+        self.tracer_provider: TracerProvider | None = None
 
     async def start(self) -> int:
         started = time.perf_counter()
@@ -282,6 +288,14 @@ class Daemon:
             MetricsInterceptor(self.metrics, access_log=s.auth.access_log),
             ErrorMappingInterceptor(),
         ]
+        self.tracer_provider = build_provider(s.tracing)
+        if self.tracer_provider is not None:
+            tracer = self.tracer_provider.get_tracer(INSTRUMENTATION)
+            # Inside metrics (its request id), outside the error mapping (the final code).
+            interceptors.insert(1, TracingInterceptor(tracer))
+            tracing.install(tracer)
+            t = s.tracing
+            log.info("tracing: %s exporter, sample ratio %g", t.exporter, t.sample_ratio)
         if self.keys is not None:
             interceptors.append(AuthInterceptor(self.keys))
             self._keys_watch = asyncio.create_task(self.keys.watch())
@@ -590,6 +604,10 @@ class Daemon:
         if self.cross_encoder is not None:
             self.cross_encoder.close()
         self.metrics.close()
+        if self.tracer_provider is not None:
+            tracing.install(None)
+            # Flushes the spans still queued (a Batch processor's) before exit.
+            await asyncio.to_thread(self.tracer_provider.shutdown)
         if self._lock_file is not None:
             self._lock_file.close()
         if self.server is not None:  # it served: a start refused before binding says only why

@@ -35,6 +35,7 @@ from typing import Protocol
 
 import numpy as np
 
+from memoryd.core import tracing
 from memoryd.core.errors import InvalidArgument, NotFound
 from memoryd.core.injection import detect_injection
 from memoryd.core.lifecycle import (
@@ -483,6 +484,7 @@ class Ingest:
 
     async def embed_document(self, text: str) -> tuple[np.ndarray, np.ndarray | None]:
         p = self.parts
-        if p.limits.token_vectors:
-            return await p.embedder.embed_document_with_tokens(text)
-        return await p.embedder.embed_document(text), None
+        with tracing.span("embed", kind="document"):
+            if p.limits.token_vectors:
+                return await p.embedder.embed_document_with_tokens(text)
+            return await p.embedder.embed_document(text), None

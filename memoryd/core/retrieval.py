@@ -44,6 +44,7 @@ from memoryd_native import (
     mmr_select,
 )
 
+from memoryd.core import tracing
 from memoryd.core.errors import FailedPrecondition, InvalidArgument
 from memoryd.core.language import detect
 from memoryd.core.protocols import Embedder, MemoryReader, Reranker
@@ -221,60 +222,64 @@ class Retriever:
             else None
         )
         t0 = time.perf_counter()
-        cands = self.store.candidates(
-            query_vector,
-            query_text,
-            scopes,
-            pool,
-            now=now,
-            categories=categories,
-            lexical=cfg.fusion != Fusion.VECTOR_ONLY,
-            vector=cfg.fusion != Fusion.BM25_ONLY,
-            created_after=created_after,
-            created_before=created_before,
-        )
+        with tracing.span("candidates", pool=pool) as stage:
+            cands = self.store.candidates(
+                query_vector,
+                query_text,
+                scopes,
+                pool,
+                now=now,
+                categories=categories,
+                lexical=cfg.fusion != Fusion.VECTOR_ONLY,
+                vector=cfg.fusion != Fusion.BM25_ONLY,
+                created_after=created_after,
+                created_before=created_before,
+            )
+            stage.set_attribute("memoryd.candidates", len(cands))
         n = len(cands)
         if n == 0:
             return []
         t1 = time.perf_counter()
         self.observe("candidates", t1 - t0)
-        trust = self.dense_trust(cfg, cands)
-        if trust < 1.0:
-            # The weight taken from the vector leg goes to the lexical leg, so scores keep
-            # the scale that min_score and hooks.min_score are calibrated on: otherwise a
-            # German query's best match scored half its English twin's and auto-recall
-            # skipped it. Ranking within the query is unchanged at trust 0.
-            cfg = replace(
-                cfg,
-                vector_weight=cfg.vector_weight * trust,
-                bm25_weight=cfg.bm25_weight + cfg.vector_weight * (1.0 - trust),
-                rerank_weight=cfg.rerank_weight * trust
-                if cfg.rerank == Rerank.LATE_INTERACTION
-                else cfg.rerank_weight,
+        with tracing.span("fuse_rerank", fusion=cfg.fusion.value) as stage:
+            trust = self.dense_trust(cfg, cands)
+            if trust < 1.0:
+                # The weight taken from the vector leg goes to the lexical leg, so scores keep
+                # the scale that min_score and hooks.min_score are calibrated on: otherwise a
+                # German query's best match scored half its English twin's and auto-recall
+                # skipped it. Ranking within the query is unchanged at trust 0.
+                cfg = replace(
+                    cfg,
+                    vector_weight=cfg.vector_weight * trust,
+                    bm25_weight=cfg.bm25_weight + cfg.vector_weight * (1.0 - trust),
+                    rerank_weight=cfg.rerank_weight * trust
+                    if cfg.rerank == Rerank.LATE_INTERACTION
+                    else cfg.rerank_weight,
+                )
+            fused = self._fuse(cfg, cands)
+            blended, reranker_name = await self._rerank(cfg, query_text, cands, fused)
+            t2 = time.perf_counter()
+            if reranker_name:
+                self.observe("rerank", t2 - t1)
+                stage.set_attribute("memoryd.reranker", reranker_name)
+            time_boost = np.zeros(n, dtype=np.float32)
+            if window is not None:
+                inside = [i for i, m in enumerate(cands.memories) if window.contains(m.created_at)]
+                time_boost[inside] = cfg.time_boost
+                blended = np.ascontiguousarray(blended + time_boost, dtype=np.float32)
+            age_days = np.array(
+                [(now - m.created_at).total_seconds() / SECONDS_PER_DAY for m in cands.memories],
+                dtype=np.float32,
             )
-        fused = self._fuse(cfg, cands)
-        blended, reranker_name = await self._rerank(cfg, query_text, cands, fused)
-        t2 = time.perf_counter()
-        if reranker_name:
-            self.observe("rerank", t2 - t1)
-        time_boost = np.zeros(n, dtype=np.float32)
-        if window is not None:
-            inside = [i for i, m in enumerate(cands.memories) if window.contains(m.created_at)]
-            time_boost[inside] = cfg.time_boost
-            blended = np.ascontiguousarray(blended + time_boost, dtype=np.float32)
-        age_days = np.array(
-            [(now - m.created_at).total_seconds() / SECONDS_PER_DAY for m in cands.memories],
-            dtype=np.float32,
-        )
-        importance = np.array([m.importance for m in cands.memories], dtype=np.float32)
-        access = np.array([m.access_count for m in cands.memories], dtype=np.int64)
-        text_len = np.array([len(m.text) for m in cands.memories], dtype=np.int64)
-        stages = np.zeros((n, N_STAGES), dtype=np.float32)
-        keep = np.zeros(n, dtype=np.uint8)
-        final, _ = fuse_and_boost(
-            blended, np.zeros(n, np.int64), np.zeros(n, np.float32), np.full(n, -1, np.int64),
-            age_days, importance, access, text_len, cfg.boost_params(min_score), stages, keep,
-        )  # fmt: skip
+            importance = np.array([m.importance for m in cands.memories], dtype=np.float32)
+            access = np.array([m.access_count for m in cands.memories], dtype=np.int64)
+            text_len = np.array([len(m.text) for m in cands.memories], dtype=np.int64)
+            stages = np.zeros((n, N_STAGES), dtype=np.float32)
+            keep = np.zeros(n, dtype=np.uint8)
+            final, _ = fuse_and_boost(
+                blended, np.zeros(n, np.int64), np.zeros(n, np.float32), np.full(n, -1, np.int64),
+                age_days, importance, access, text_len, cfg.boost_params(min_score), stages, keep,
+            )  # fmt: skip
 
         t3 = time.perf_counter()
         self.observe("fuse_and_boost", t3 - t2)
@@ -284,12 +289,13 @@ class Retriever:
         order = survivors[np.lexsort((survivors, -final[survivors]))]
         mmr_pos = np.full(n, -1, dtype=np.int64)
         if cfg.mmr_lambda < 1.0 and order.size > 1:
-            picked = mmr_select(
-                np.ascontiguousarray(cands.vectors[order]),
-                np.ascontiguousarray(final[order]),
-                limit,
-                cfg.mmr_lambda,
-            )
+            with tracing.span("mmr"):
+                picked = mmr_select(
+                    np.ascontiguousarray(cands.vectors[order]),
+                    np.ascontiguousarray(final[order]),
+                    limit,
+                    cfg.mmr_lambda,
+                )
             chosen = order[picked]
             mmr_pos[chosen] = np.arange(chosen.size)
             self.observe("mmr", time.perf_counter() - t3)

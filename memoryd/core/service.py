@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from memoryd.core import principals, validate
+from memoryd.core import principals, tracing, validate
 from memoryd.core.ingest import Ingest, visible
 from memoryd.core.page_token import encode as encode_page_token
 from memoryd.core.policy import Access, AccessPolicy, validate_agent_id
@@ -152,12 +152,15 @@ class MemoryService:
     ) -> list[ScoredMemory]:
         """The recall pipeline over ``scopes``: the scores Recall shows."""
         started = time.perf_counter()
-        if config.rerank == Rerank.LATE_INTERACTION and self.retriever.has(Rerank.LATE_INTERACTION):
-            # One model pass gives the token vectors too; the reranker reads them from
-            # the embedder's cache.
-            vector, _ = await self.embedder.embed_query_with_tokens(query)
-        else:
-            vector = await self.embedder.embed_query(query)
+        with tracing.span("embed", kind="query"):
+            if config.rerank == Rerank.LATE_INTERACTION and self.retriever.has(
+                Rerank.LATE_INTERACTION
+            ):
+                # One model pass gives the token vectors too; the reranker reads them from
+                # the embedder's cache.
+                vector, _ = await self.embedder.embed_query_with_tokens(query)
+            else:
+                vector = await self.embedder.embed_query(query)
         self.retriever.observe("embed", time.perf_counter() - started)
         return await self.retriever.recall(
             query_text=query,

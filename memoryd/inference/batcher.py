@@ -35,7 +35,7 @@ from typing import Protocol
 
 import numpy as np
 
-from memoryd.core import principals
+from memoryd.core import principals, tracing
 from memoryd.core.errors import DeadlineExceeded, NotReady, Overloaded
 
 log = logging.getLogger(__name__)
@@ -217,6 +217,7 @@ class BatchingEmbedder:
 
     async def _cached(self, text: str, *, tokens: bool) -> Embedding:
         hit = self._cache.get((text, tokens))
+        tracing.note("cache_hit", hit is not None)
         if hit is not None:
             return hit
         # shield: a cancelled caller must not cancel a computation others share.

@@ -22,6 +22,7 @@ from datetime import datetime
 
 import numpy as np
 
+from memoryd.core import tracing
 from memoryd.core.jobs import Job, Jobs
 from memoryd.core.records import FollowLag, KeyRecord, Memory
 from memoryd.storage.claims import KeyClaims
@@ -190,7 +191,8 @@ class Repository(HotIndex):
         tokens = quantize_tokens(tokens, self.max_tokens)
         if not memory.language:
             memory = dataclasses.replace(memory, language=self.analyzer.detect(memory.text))
-        await self._durable.add([(memory, vector, tokens)])
+        with tracing.span("commit", op="add", rows=1):
+            await self._durable.add([(memory, vector, tokens)])
         return self.put(memory, vector, tokens)
 
     async def replace(
@@ -206,7 +208,8 @@ class Repository(HotIndex):
         if (current := self.get(memory.id)) is not None:
             memory = _keep_access(memory, current)
         tokens = quantize_tokens(tokens, self.max_tokens)
-        await self._durable.update([(memory, vector, tokens)])
+        with tracing.span("commit", op="update", rows=1):
+            await self._durable.update([(memory, vector, tokens)])
         # A delete that committed while this update waited wins: never resurrect.
         if (current := self.get(memory.id)) is None:
             return memory
@@ -215,12 +218,14 @@ class Repository(HotIndex):
     async def delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return
-        await self._durable.delete(ids)
+        with tracing.span("commit", op="delete", rows=len(ids)):
+            await self._durable.delete(ids)
         for memory_id in ids:
             self.remove(memory_id)
 
     async def record_key(self, record: KeyRecord) -> None:
-        await self._durable.record_keys([record])
+        with tracing.span("commit", op="record_key", rows=1):
+            await self._durable.record_keys([record])
         self.put_key(record)
 
     def touch(self, ids: Sequence[str], now: datetime) -> None:

@@ -25,6 +25,7 @@ from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
 from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
 from memoryd_client._gen.memoryd.v1 import review_pb2_grpc as review_grpc
 from memoryd_client.errors import MemorydError, error_from_rpc
+from memoryd_client.tracing import aio_interceptors, traced_channel
 
 __all__ = [
     "AsyncMemoryClient",
@@ -277,7 +278,7 @@ class MemoryClient(_Client):
         retries: int = 3,
         credentials: grpc.ChannelCredentials | None = None,
     ):
-        self._channel = (
+        self._channel = traced_channel(
             grpc.secure_channel(address, credentials, options=_channel_args())
             if credentials
             else grpc.insecure_channel(address, options=_channel_args())
@@ -467,9 +468,13 @@ class AsyncMemoryClient(_Client):
         credentials: grpc.ChannelCredentials | None = None,
     ):
         self._channel = (
-            grpc.aio.secure_channel(address, credentials, options=_channel_args())
+            grpc.aio.secure_channel(
+                address, credentials, options=_channel_args(), interceptors=aio_interceptors()
+            )
             if credentials
-            else grpc.aio.insecure_channel(address, options=_channel_args())
+            else grpc.aio.insecure_channel(
+                address, options=_channel_args(), interceptors=aio_interceptors()
+            )
         )
         self._attach(token, timeout, retries)
 

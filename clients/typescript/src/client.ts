@@ -66,6 +66,7 @@ import { callWithRetries, DEFAULT_RETRY } from "./retry.js";
 import { MemorydSession } from "./session.js";
 import type { TlsOptions } from "./tls.js";
 import { tlsNodeOptions } from "./tls.js";
+import { traceContext } from "./tracing.js";
 
 export const DEFAULT_ADDRESS = "http://127.0.0.1:50051";
 /** The default address when `tls` is on. */
@@ -167,7 +168,7 @@ export class MemorydClient {
       options.retry === false
         ? { ...DEFAULT_RETRY, maxAttempts: 1 }
         : { ...DEFAULT_RETRY, ...options.retry };
-    const interceptors = [...(options.interceptors ?? [])];
+    const interceptors = [traceContext(), ...(options.interceptors ?? [])];
     if (options.token) interceptors.unshift(bearer(options.token));
     // Our own session manager, so close() can end the HTTP/2 connection.
     this.sessions = new Http2SessionManager(this.baseUrl, {}, nodeOptions);
