@@ -45,6 +45,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from memoryd.core import tracing
 from memoryd.core.records import FollowLag, KeyRecord, Memory
 from memoryd.storage.lance_store import (
     LanceStore,
@@ -147,6 +148,7 @@ class Follower:
                 return
             self._rounds_started += 1
             number = self._rounds_started
+            started = time.perf_counter()
             try:
                 changes = await asyncio.to_thread(self._read)
             except Exception as e:
@@ -157,7 +159,15 @@ class Follower:
             finally:
                 self._rounds_done = number
             if changes is not None:
-                await self._apply(changes)
+                # A root span per round that brought something (an empty look makes none).
+                with tracing.span(
+                    "follow",
+                    versions=changes.version - self.applied_version,
+                    rows=len(changes.rows),
+                    gone=len(changes.gone),
+                    read_ms=round((time.perf_counter() - started) * 1000, 3),
+                ):
+                    await self._apply(changes)
             if self._failing:
                 log.warning("following the shared store works again")
                 self._failing = False

@@ -206,3 +206,31 @@ async def test_a_commit_made_while_a_daemon_loads_reaches_its_index(tmp_path: Pa
     finally:
         a.close()
         b.close()
+
+
+async def test_a_round_that_brings_rows_is_one_follow_span_and_an_empty_look_none(
+    pair: tuple[Repository, Repository],
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from memoryd.core import tracing
+
+    a, b = pair
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.install(provider.get_tracer("memoryd"))
+    try:
+        await a.add(mem(1, text="the user keeps bees"), unit(1))
+        await a.add(mem(2, text="the user rides a bike"), unit(2))
+        await b.catch_up()
+        await b.catch_up()  # nothing new: no span
+    finally:
+        tracing.install(None)
+    spans = [s for s in exporter.get_finished_spans() if s.name == "memoryd.follow"]
+    assert len(spans) == 1, [s.name for s in exporter.get_finished_spans()]
+    attrs = spans[0].attributes or {}
+    assert attrs["memoryd.rows"] == 2 and attrs["memoryd.versions"] >= 1
+    assert spans[0].parent is None  # a root span: no RPC around it
