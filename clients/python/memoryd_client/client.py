@@ -31,7 +31,7 @@ from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc as pb_grpc
 from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
 from memoryd_client._gen.memoryd.v1 import review_pb2_grpc as review_grpc
 from memoryd_client.errors import MemorydError, Unavailable, error_from_rpc
-from memoryd_client.routing import Fleet, check_addresses, new_idempotency_key
+from memoryd_client.routing import Fleet, check_addresses, new_idempotency_key, rendezvous_order
 
 __all__ = [
     "AsyncMemoryClient",
@@ -396,6 +396,12 @@ class _Client:
     def addresses(self) -> list[str]:
         """The daemons' addresses, as given."""
         return [e.address for e in self._endpoints]
+
+    def daemons_for(self, agent_id: str) -> list[str]:
+        """The daemons that serve ``agent_id``, first choice first (its rendezvous order;
+        the one address of a single-daemon client)."""
+        order = rendezvous_order(self.addresses, agent_id)
+        return [self._endpoints[i].address for i in order]
 
     def _keyed(self, key: str) -> str:
         """The idempotency key to send: the caller's, or (over a fleet, where a call may be

@@ -8,7 +8,8 @@
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import * as http2 from "node:http2";
 import { createServer } from "node:net";
 import { dirname, resolve as resolvePath } from "node:path";
@@ -17,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 
 import { Code, ConnectError } from "@connectrpc/connect";
+import ts from "typescript";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 
 import { HookService, MemorydClient, MemorydError, MemoryService, StoreOutcome } from "../src/index.js";
@@ -24,6 +26,7 @@ import { normalAddress, rendezvousOrder, weight } from "../src/routing.js";
 import { startDaemon, type Daemon } from "./daemon.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
+const packageRoot = resolvePath(here, "../..");
 const vectors = JSON.parse(readFileSync(resolvePath(here, "../../../../tests/data/routing_vectors.json"), "utf8")) as {
   weights: { address: string; agent_id: string; weight: string }[];
   orders: { addresses: string[]; agent_id: string; order: string[] }[];
@@ -333,6 +336,33 @@ describe("MemorydClient over a fleet", () => {
       client.close();
     }
     assert.deepEqual(await texts(b.address, agentId), ["During: the office moved to Nantes"]);
+  });
+
+  it("runs the README's fleet example as printed", async () => {
+    const readme = readFileSync(resolvePath(packageRoot, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("### Several daemons"));
+    const code = /```ts\n([\s\S]*?)```/.exec(section)![1]!;
+    assert.ok(code.includes('"127.0.0.1:50051", "127.0.0.1:50052"'), code);
+    const host = (url: string): string => url.replace("http://", "");
+    const script = resolvePath(packageRoot, "dist", "readme-fleet-example.mjs");
+    const source = code.replace("127.0.0.1:50051", host(a.address)).replace("127.0.0.1:50052", host(b.address));
+    const js = ts.transpileModule(source, {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    }).outputText;
+    writeFileSync(script, js);
+    try {
+      const out = execFileSync(process.execPath, [script], { cwd: packageRoot, encoding: "utf8" });
+      const id = out.trim();
+      const home = [a.address, b.address][rendezvousOrder([host(a.address), host(b.address)], "main")[0]!]!;
+      const direct = new MemorydClient({ address: home });
+      try {
+        assert.equal((await direct.get({ agentId: "main", id })).text, "The staging database is db-stage-2");
+      } finally {
+        direct.close();
+      }
+    } finally {
+      unlinkSync(script);
+    }
   });
 
   it("names the daemon when every one is down", async () => {
