@@ -269,6 +269,39 @@ def test_a_refused_connection_fails_over_every_call(address: str, closed_port: s
     assert texts(address, agent) == []
 
 
+@pytest.fixture
+def silent_port() -> Iterator[str]:
+    """An address that accepts TCP connections and never answers (a hung host): no
+    connection there ever becomes ready."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_no_connection_within_connect_timeout_fails_every_call_over(
+    address: str, silent_port: str
+) -> None:
+    fleet = [silent_port, address]
+    agent = agent_preferring(fleet, silent_port)
+    with MemoryClient(fleet, timeout=30.0, connect_timeout=0.5, down_for=0.0) as c:
+        memory = c.store(agent, "The van is parked on level 3").memory
+        # Not connected, so not sent: even an update goes on to the next daemon.
+        c.update(agent, memory.id, text="The van is parked on level 4")
+    assert texts(address, agent) == ["The van is parked on level 4"]
+
+
+async def test_async_no_connection_within_connect_timeout_fails_over(
+    address: str, silent_port: str
+) -> None:
+    fleet = [silent_port, address]
+    agent = agent_preferring(fleet, silent_port)
+    async with AsyncMemoryClient(fleet, timeout=30.0, connect_timeout=0.5, down_for=0.0) as c:
+        memory = (await c.store(agent, "The bike is in the shed")).memory
+        await c.update(agent, memory.id, text="The bike is in the hall")
+    assert texts(address, agent) == ["The bike is in the hall"]
+
+
 def test_a_down_daemon_is_skipped_for_down_for_then_tried_again(
     address: str, fake: Callable[..., Fake]
 ) -> None:
