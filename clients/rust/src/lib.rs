@@ -219,6 +219,19 @@ pub struct Client {
     max_backoff: Duration,
 }
 
+/// Whether `status` says no connection was made (refused, or none within the connect
+/// timeout): the request was then not sent, and any call may go to another daemon.
+fn never_connected(status: &Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.downcast_ref::<tonic::ConnectError>().is_some() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
+}
+
 /// Between half and all of `wait`, so clients that lost the daemon together do not come
 /// back in lockstep.
 fn jitter(wait: Duration) -> Duration {
@@ -365,8 +378,12 @@ impl Client {
                 let mut request = Request::new(req.clone());
                 request.set_timeout(left);
                 let one = stub(&self.endpoints[i]).clone();
+                let mut unsent = false;
                 outcome = match tokio::time::timeout(left, rpc(one, request)).await {
-                    Ok(result) => result.map_err(Error::from),
+                    Ok(result) => result.map_err(|status| {
+                        unsent = never_connected(&status);
+                        Error::from(status)
+                    }),
                     Err(_) => Err(Error::new(Code::DeadlineExceeded, "deadline exceeded")),
                 };
                 let Some(fleet) = &self.fleet else { break };
@@ -377,7 +394,7 @@ impl Client {
                     }
                     Err(e) if e.code == Code::Unavailable => {
                         fleet.mark_down(i);
-                        if !failover {
+                        if !failover && !unsent {
                             break; // it may have reached the daemon: never sent again
                         }
                     }

@@ -13,13 +13,14 @@
 //! - the agent's order is every address by weight, highest first (ties: the smaller address
 //!   first, by bytes).
 //!
-//! What fails over: `UNAVAILABLE` (a refused connection included) for an idempotent call:
-//! reads, and `store` and `capture`, which over a fleet always carry an idempotency key
-//! (made by the client when there is none). `update`, `forget` and every other error
-//! (`INVALID_ARGUMENT`, `NOT_FOUND`, `PERMISSION_DENIED`, ...) are returned as they are:
-//! this client does not tell a refused connection from a dropped one, so a call that is not
-//! safe to repeat is never sent twice. A daemon that failed is skipped for `down_for`, then
-//! tried again.
+//! What fails over: a daemon that could not be connected to (refused, or no connection
+//! within `connect_timeout`; tonic's `ConnectError`): nothing was sent, so every call moves
+//! on; `UNAVAILABLE` answered to a call safe to send again: reads, and `store` and
+//! `capture`, which over a fleet always carry an idempotency key (made by the client when
+//! there is none). `update` and `forget` are then returned as they are (they may have
+//! reached the daemon), as is every other error (`INVALID_ARGUMENT`, `NOT_FOUND`,
+//! `PERMISSION_DENIED`, ...). A daemon that failed is skipped for `down_for`, then tried
+//! again.
 
 use std::sync::Mutex;
 use std::time::Duration;
