@@ -293,6 +293,7 @@ class HookServicer(hooks_grpc.HookServiceServicer):
             request.session_id,
             [(m.role, m.text) for m in request.messages],
             scope=request.scope,
+            idempotency_key=request.idempotency_key,
         )
         return convert.capture_response(result)
 

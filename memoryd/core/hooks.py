@@ -26,6 +26,8 @@ from memoryd.core.service import MemoryService, NewMemory, RecallQuery
 log = logging.getLogger(__name__)
 
 MAX_SESSION_ID_CHARS = 256
+# A Capture's key gets ":<message index>" per stored message (a turn has at most 1000).
+CAPTURE_KEY_SUFFIX_CHARS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +125,17 @@ class HookService:
         messages: Sequence[tuple[str, str]],
         *,
         scope: str = "",
+        idempotency_key: str = "",
     ) -> CaptureResult:
         access = self.memories.access(agent_id)
         _check_session(session_id)
+        limit = self.memories.limits.max_idempotency_key_chars - CAPTURE_KEY_SUFFIX_CHARS
+        if len(idempotency_key) > limit:
+            raise InvalidArgument(
+                f"idempotency_key is {len(idempotency_key)} chars; the limit for Capture is "
+                f"{limit} (store.max_idempotency_key_chars less {CAPTURE_KEY_SUFFIX_CHARS}"
+                " for the message index)"
+            )
         if scope:
             access.check_write(scope)
         if len(messages) > 1000:
@@ -146,6 +156,8 @@ class HookService:
                         text=d.text,
                         category=d.category or Category.UNSPECIFIED,
                         scope=scope,
+                        # One key per message: a repeat of the turn replays each answer.
+                        idempotency_key=f"{idempotency_key}:{d.index}" if idempotency_key else "",
                         # Capture keeps user messages only: the provenance the review's
                         # trust rule reads (core/review.py).
                         metadata={

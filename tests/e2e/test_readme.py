@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from memoryd_client import MemoryClient, NotFound
+from memoryd_client.routing import rendezvous_order
 from memoryd_testing.launcher import child_env
 
 pytestmark = pytest.mark.e2e
@@ -26,6 +28,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 README_ADDRESS = "127.0.0.1:50051"
+README_ADDRESS_2 = "127.0.0.1:50052"  # the second daemon of the fleet example
 TIMEOUT = 120
 MEMORY = "The user prefers dark mode in every editor"
 
@@ -96,7 +99,9 @@ def test_try_it_runs_as_printed(run: Run) -> None:
     assert stats["total"] == 0
 
 
-def test_python_examples_run_as_printed(run: Run, tmp_path: Path) -> None:
+def test_python_examples_run_as_printed(  # type: ignore[no-untyped-def]
+    run: Run, tmp_path: Path, make_daemon, readme_daemon
+) -> None:
     examples = blocks(README.read_text(encoding="utf-8"), "python")
     seen = set()
     for i, code in enumerate(examples):
@@ -106,19 +111,38 @@ def test_python_examples_run_as_printed(run: Run, tmp_path: Path) -> None:
             continue
         assert README_ADDRESS in code, code
         script = tmp_path / f"example_{i}.py"
+        second = ""
+        if README_ADDRESS_2 in code:
+            second = make_daemon().start().address
+            code = code.replace(f'"{README_ADDRESS_2}"', f'"{second}"')
         script.write_text(
             "import os\n" + code.replace(f'"{README_ADDRESS}"', 'os.environ["MEMORYD_ADDRESS"]'),
             encoding="utf-8",
         )
         printed = ok(run([sys.executable, str(script)], cwd=tmp_path)).splitlines()
-        if "c.store(" in code and "except InvalidArgument" in code:
+        if second:
+            check_fleet_example(printed, [readme_daemon.address, second])
+            seen.add("fleet")
+        elif "c.store(" in code and "except InvalidArgument" in code:
             check_sync_example(printed)
             seen.add("sync")
         elif "c.stream(" in code:
             # Ops run concurrently: answers come back in either order.
             assert sorted(printed) == ["1 store", "2 recall"], printed
             seen.add("stream")
-    assert seen == {"sync", "stream", "tls"}, seen
+    assert seen == {"sync", "stream", "tls", "fleet"}, seen
+
+
+def check_fleet_example(printed: list[str], fleet: list[str]) -> None:
+    """print(home, r.memory.id): home is agent main's first daemon by the shared rule, and
+    the memory is on that daemon only (the two daemons share no store here)."""
+    home, memory_id = printed[0].split()
+    assert home == fleet[rendezvous_order(fleet, "main")[0]], (printed, fleet)
+    away = next(a for a in fleet if a != home)
+    with MemoryClient(home, timeout=30.0) as c:
+        assert c.get("main", memory_id).text == "The staging database is db-stage-2"
+    with MemoryClient(away, timeout=30.0) as c, pytest.raises(NotFound):
+        c.get("main", memory_id)
 
 
 def check_sync_example(printed: list[str]) -> None:

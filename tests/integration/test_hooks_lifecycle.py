@@ -48,6 +48,41 @@ def test_capture_then_build_context_round_trip(hooks, client, new_agent) -> None
     assert "teal" not in other.context and list(other.results) == []
 
 
+def test_a_keyed_capture_repeated_stores_nothing_new_and_names_the_first_memories(
+    hooks, client, new_agent
+) -> None:  # type: ignore[no-untyped-def]
+    """A client's retry of a Capture (another session here, so the per-session window of
+    recent texts does not hide it) replays the first answer: same memory, stored once."""
+    a = new_agent()
+    turn = [
+        hpb.ChatMessage(role="assistant", text="Hello!"),
+        hpb.ChatMessage(role="user", text="Remember that my favourite colour is teal"),
+    ]
+    first = hooks.Capture(
+        hpb.CaptureRequest(agent_id=a, session_id="s1", messages=turn, idempotency_key="turn-7")
+    )
+    again = hooks.Capture(
+        hpb.CaptureRequest(agent_id=a, session_id="s2", messages=turn, idempotency_key="turn-7")
+    )
+    assert [d.reason for d in first.decisions] == ["not_user_role", "captured"]
+    assert [d.reason for d in again.decisions] == ["not_user_role", "captured"]
+    assert again.decisions[1].memory_id == first.decisions[1].memory_id
+    assert [m.id for m in again.captured] == [m.id for m in first.captured]
+    assert [m.text for m in client.list_all(a)] == ["Remember that my favourite colour is teal"]
+    # Without a key the repeat is told apart: an exact duplicate of an existing memory.
+    plain = hooks.Capture(hpb.CaptureRequest(agent_id=a, session_id="s3", messages=turn))
+    assert [d.reason for d in plain.decisions] == ["not_user_role", "duplicate_existing"]
+    # The message index is appended to the key, so the limit is 4 below Store's (128).
+    with pytest.raises(grpc.RpcError) as e:
+        hooks.Capture(
+            hpb.CaptureRequest(
+                agent_id=a, session_id="s4", messages=turn, idempotency_key="k" * 125
+            )
+        )
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "the limit for Capture is 124" in (e.value.details() or "")
+
+
 def test_build_context_recalls_the_readme_example_and_nothing_off_topic(
     hooks, client, new_agent
 ) -> None:  # type: ignore[no-untyped-def]

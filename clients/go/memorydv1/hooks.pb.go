@@ -269,13 +269,18 @@ func (x *ChatMessage) GetText() string {
 }
 
 type CaptureRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Messages      []*ChatMessage         `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"` // the turn's messages, in order
-	Scope         string                 `protobuf:"bytes,4,opt,name=scope,proto3" json:"scope,omitempty"`       // default "agent:<agent_id>"
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AgentId   string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Messages  []*ChatMessage         `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"` // the turn's messages, in order
+	Scope     string                 `protobuf:"bytes,4,opt,name=scope,proto3" json:"scope,omitempty"`       // default "agent:<agent_id>"
+	// As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+	// client's retry on another daemon) stores nothing new and names the memories the first
+	// stored. Message i is stored under the key "<idempotency_key>:<i>", so the limit is
+	// store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+	IdempotencyKey string `protobuf:"bytes,5,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CaptureRequest) Reset() {
@@ -332,6 +337,13 @@ func (x *CaptureRequest) GetMessages() []*ChatMessage {
 func (x *CaptureRequest) GetScope() string {
 	if x != nil {
 		return x.Scope
+	}
+	return ""
+}
+
+func (x *CaptureRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
 	}
 	return ""
 }
@@ -495,13 +507,14 @@ const file_memoryd_v1_hooks_proto_rawDesc = "" +
 	"\x0eskipped_reason\x18\x03 \x01(\tR\rskippedReason\"5\n" +
 	"\vChatMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\"\x95\x01\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"\xbe\x01\n" +
 	"\x0eCaptureRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x123\n" +
 	"\bmessages\x18\x03 \x03(\v2\x17.memoryd.v1.ChatMessageR\bmessages\x12\x14\n" +
-	"\x05scope\x18\x04 \x01(\tR\x05scope\"\x90\x01\n" +
+	"\x05scope\x18\x04 \x01(\tR\x05scope\x12'\n" +
+	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\"\x90\x01\n" +
 	"\x0fCaptureDecision\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x1a\n" +
 	"\bcaptured\x18\x02 \x01(\bR\bcaptured\x12\x16\n" +

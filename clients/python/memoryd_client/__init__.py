@@ -18,7 +18,11 @@ Every failed call raises a ``MemorydError`` of the subclass named after its gRPC
     except NotFound:
         ...
 
-Submodules: ``errors`` (the exception tree), ``untrusted`` (escaping recalled text for a
+Both clients also take a list of daemon addresses (a fleet serving one store): each call
+goes to its agent's daemon and fails over to the next (``routing`` has the rule).
+
+Submodules: ``errors`` (the exception tree), ``routing`` (agent affinity and failover over
+several daemons; standard library only), ``untrusted`` (escaping recalled text for a
 model; standard library only),
 ``mcp_server`` (``memoryd mcp``, needs the ``mcp`` extra). The names above are loaded on
 first use, so importing ``memoryd_client.untrusted`` does not load grpc.

@@ -16,9 +16,13 @@
 //! println!("{:?} {}", stored.outcome(), stored.memory.unwrap().id);
 //! # Ok(()) }
 //! ```
+//!
+//! `Config::addresses` (several daemons serving one store) routes each call by its agent
+//! id and fails over to the agent's next daemon; [`routing`] states the rule.
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -29,6 +33,10 @@ use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Response, Status, Streaming};
+
+pub mod routing;
+
+use routing::{new_idempotency_key, Fleet};
 
 /// The generated messages and stubs of package `memoryd.v1`.
 #[allow(clippy::all, missing_docs)]
@@ -47,6 +55,13 @@ pub const DEFAULT_ADDRESS: &str = "127.0.0.1:50051";
 pub struct Config {
     /// `host:port`, or a full `http://` / `https://` URI.
     pub address: String,
+    /// Several daemons serving one store (a fleet; `address` is then not used): each call
+    /// goes to its agent's daemon and fails over ([`routing`]). Default empty.
+    pub addresses: Vec<String>,
+    /// Over a fleet: how long a daemon that failed is skipped. Default 2 s.
+    pub down_for: Duration,
+    /// Over a fleet: the longest wait for a connection to one daemon. Default 1 s.
+    pub connect_timeout: Duration,
     /// Sent on every call as `authorization: Bearer <token>` (the daemon's MEMORYD_AUTH_TOKEN).
     pub token: Option<String>,
     /// Deadline of each unary call, retries included. Default 10 s.
@@ -68,6 +83,9 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             address: DEFAULT_ADDRESS.to_string(),
+            addresses: Vec::new(),
+            down_for: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(1),
             token: None,
             timeout: Duration::from_secs(10),
             retries: 3,
@@ -84,6 +102,14 @@ impl Config {
     pub fn new(address: impl Into<String>) -> Self {
         Config {
             address: address.into(),
+            ..Default::default()
+        }
+    }
+
+    /// The defaults, for a fleet of daemons serving one store.
+    pub fn fleet<S: Into<String>>(addresses: impl IntoIterator<Item = S>) -> Self {
+        Config {
+            addresses: addresses.into_iter().map(Into::into).collect(),
             ..Default::default()
         }
     }
@@ -175,15 +201,35 @@ type MemoryStub = pb::memory_service_client::MemoryServiceClient<Transport>;
 type HookStub = pb::hook_service_client::HookServiceClient<Transport>;
 type ReviewStub = pb::review_service_client::ReviewServiceClient<Transport>;
 
-/// The client. Cheap to clone; clones share the connection.
-#[derive(Clone)]
-pub struct Client {
+/// One daemon: its address and the three stubs over its connection.
+struct Stubs {
+    address: String,
     memory: MemoryStub,
     hooks: HookStub,
     review: ReviewStub,
+}
+
+/// The client. Cheap to clone; clones share the connections.
+#[derive(Clone)]
+pub struct Client {
+    endpoints: Arc<Vec<Stubs>>,
+    fleet: Option<Arc<Fleet>>,
     timeout: Duration,
     retries: u32,
     max_backoff: Duration,
+}
+
+/// Whether `status` says no connection was made (refused, or none within the connect
+/// timeout): the request was then not sent, and any call may go to another daemon.
+fn never_connected(status: &Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.downcast_ref::<tonic::ConnectError>().is_some() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }
 
 /// Between half and all of `wait`, so clients that lost the daemon together do not come
@@ -201,16 +247,55 @@ impl Client {
     /// the daemon starts, for idempotent calls), so this succeeds with the daemon down.
     pub async fn connect(config: Config) -> Result<Client, Error> {
         let bad = |what: String| Error::new(Code::InvalidArgument, what);
-        let uri = if config.address.contains("://") {
-            config.address.clone()
-        } else if config.tls {
-            format!("https://{}", config.address)
+        let addresses = if config.addresses.is_empty() {
+            vec![config.address.clone()]
         } else {
-            format!("http://{}", config.address)
+            config.addresses.clone()
+        };
+        let fleet = if addresses.len() > 1 {
+            Some(Arc::new(
+                Fleet::new(addresses.clone(), config.down_for).map_err(bad)?,
+            ))
+        } else {
+            None
+        };
+        let mut endpoints = Vec::with_capacity(addresses.len());
+        for address in addresses {
+            endpoints.push(Self::stubs(&config, address, fleet.is_some())?);
+        }
+        Ok(Client {
+            endpoints: Arc::new(endpoints),
+            fleet,
+            timeout: config.timeout,
+            retries: config.retries,
+            max_backoff: config.max_backoff,
+        })
+    }
+
+    /// The daemons that serve `agent_id`, first choice first.
+    pub fn daemons_for(&self, agent_id: &str) -> Vec<String> {
+        let addresses: Vec<&str> = self.endpoints.iter().map(|e| e.address.as_str()).collect();
+        routing::rendezvous_order(&addresses, agent_id)
+            .into_iter()
+            .map(|i| addresses[i].to_string())
+            .collect()
+    }
+
+    fn stubs(config: &Config, address: String, fleet: bool) -> Result<Stubs, Error> {
+        let bad = |what: String| Error::new(Code::InvalidArgument, what);
+        let uri = if address.contains("://") {
+            address.clone()
+        } else if config.tls {
+            format!("https://{address}")
+        } else {
+            format!("http://{address}")
         };
         #[allow(unused_mut)]
         let mut endpoint =
             Endpoint::from_shared(uri.clone()).map_err(|e| bad(format!("address {uri:?}: {e}")))?;
+        if fleet {
+            endpoint = endpoint.connect_timeout(config.connect_timeout);
+        }
         if config.tls || uri.starts_with("https://") {
             #[cfg(feature = "tls")]
             {
@@ -238,7 +323,8 @@ impl Client {
         };
         let channel = endpoint.connect_lazy();
         let auth = Auth(token);
-        Ok(Client {
+        Ok(Stubs {
+            address,
             memory: pb::memory_service_client::MemoryServiceClient::with_interceptor(
                 channel.clone(),
                 auth.clone(),
@@ -248,19 +334,26 @@ impl Client {
                 auth.clone(),
             ),
             review: pb::review_service_client::ReviewServiceClient::with_interceptor(channel, auth),
-            timeout: config.timeout,
-            retries: config.retries,
-            max_backoff: config.max_backoff,
         })
+    }
+
+    /// The daemon for a streaming call: the agent's first not marked down.
+    fn pick(&self, agent_id: &str) -> &Stubs {
+        let i = self.fleet.as_ref().map_or(0, |f| f.order(agent_id)[0]);
+        &self.endpoints[i]
     }
 
     /// One unary call under the client's deadline; idempotent calls are retried on
     /// UNAVAILABLE with exponential backoff (100 ms doubled up to `max_backoff`, with
     /// jitter) while the deadline allows.
+    ///
+    /// Over a fleet each attempt goes to the agent's daemons in order; UNAVAILABLE moves
+    /// on to the next only when `failover` (the call is safe to send again).
     async fn call<S, Req, Resp, F, Fut>(
         &self,
-        stub: &S,
-        idempotent: bool,
+        stub: fn(&Stubs) -> &S,
+        agent_id: &str,
+        (idempotent, failover): (bool, bool),
         req: Req,
         rpc: F,
     ) -> Result<Resp, Error>
@@ -274,14 +367,40 @@ impl Client {
         let attempts = 1 + if idempotent { self.retries } else { 0 };
         let mut backoff = Duration::from_millis(100);
         let mut attempt = 1;
+        let order = match &self.fleet {
+            Some(fleet) => fleet.order(agent_id),
+            None => vec![0],
+        };
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let mut request = Request::new(req.clone());
-            request.set_timeout(left);
-            let outcome = match tokio::time::timeout(left, rpc(stub.clone(), request)).await {
-                Ok(result) => result.map_err(Error::from),
-                Err(_) => Err(Error::new(Code::DeadlineExceeded, "deadline exceeded")),
-            };
+            let mut outcome = Err(Error::new(Code::Unavailable, "no daemon"));
+            for &i in &order {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let mut request = Request::new(req.clone());
+                request.set_timeout(left);
+                let one = stub(&self.endpoints[i]).clone();
+                let mut unsent = false;
+                outcome = match tokio::time::timeout(left, rpc(one, request)).await {
+                    Ok(result) => result.map_err(|status| {
+                        unsent = never_connected(&status);
+                        Error::from(status)
+                    }),
+                    Err(_) => Err(Error::new(Code::DeadlineExceeded, "deadline exceeded")),
+                };
+                let Some(fleet) = &self.fleet else { break };
+                match &outcome {
+                    Ok(_) => {
+                        fleet.mark_up(i);
+                        break;
+                    }
+                    Err(e) if e.code == Code::Unavailable => {
+                        fleet.mark_down(i);
+                        if !failover && !unsent {
+                            break; // it may have reached the daemon: never sent again
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
             match outcome {
                 Ok(resp) => return Ok(resp.into_inner()),
                 Err(e) if e.code == Code::Unavailable && attempt < attempts => {
@@ -298,28 +417,44 @@ impl Client {
         }
     }
 
-    /// Store a memory. Retried only with an idempotency key (a retry cannot store twice).
-    pub async fn store(&self, req: pb::StoreRequest) -> Result<pb::StoreResponse, Error> {
+    /// Store a memory. Retried only with an idempotency key (a retry cannot store twice);
+    /// over a fleet it always has one (made here when the request has none).
+    pub async fn store(&self, mut req: pb::StoreRequest) -> Result<pb::StoreResponse, Error> {
+        if self.fleet.is_some() && req.idempotency_key.is_empty() {
+            req.idempotency_key = new_idempotency_key();
+        }
         let idempotent = !req.idempotency_key.is_empty();
-        self.call(&self.memory, idempotent, req, |mut c, r| async move {
-            c.store(r).await
-        })
+        self.call(
+            |e| &e.memory,
+            &req.agent_id.clone(),
+            (idempotent, idempotent),
+            req,
+            |mut c, r| async move { c.store(r).await },
+        )
         .await
     }
 
     /// The memories most relevant to a query, best first.
     pub async fn recall(&self, req: pb::RecallRequest) -> Result<pb::RecallResponse, Error> {
-        self.call(&self.memory, true, req, |mut c, r| async move {
-            c.recall(r).await
-        })
+        self.call(
+            |e| &e.memory,
+            &req.agent_id.clone(),
+            (true, true),
+            req,
+            |mut c, r| async move { c.recall(r).await },
+        )
         .await
     }
 
     /// Delete by id, or by query when exactly one match is strong.
     pub async fn forget(&self, req: pb::ForgetRequest) -> Result<pb::ForgetResponse, Error> {
-        self.call(&self.memory, false, req, |mut c, r| async move {
-            c.forget(r).await
-        })
+        self.call(
+            |e| &e.memory,
+            &req.agent_id.clone(),
+            (false, false),
+            req,
+            |mut c, r| async move { c.forget(r).await },
+        )
         .await
     }
 
@@ -351,9 +486,13 @@ impl Client {
 
     /// Change a memory's text, importance, category, metadata or expiry.
     pub async fn update(&self, req: pb::UpdateRequest) -> Result<pb::UpdateResponse, Error> {
-        self.call(&self.memory, false, req, |mut c, r| async move {
-            c.update(r).await
-        })
+        self.call(
+            |e| &e.memory,
+            &req.agent_id.clone(),
+            (false, false),
+            req,
+            |mut c, r| async move { c.update(r).await },
+        )
         .await
     }
 
@@ -366,8 +505,9 @@ impl Client {
         };
         let resp = self
             .call(
-                &self.memory,
-                true,
+                |e| &e.memory,
+                agent_id,
+                (true, true),
                 req,
                 |mut c, r| async move { c.get(r).await },
             )
@@ -378,9 +518,13 @@ impl Client {
 
     /// One page of memories, newest first unless `oldest_first`.
     pub async fn list(&self, req: pb::ListRequest) -> Result<pb::ListResponse, Error> {
-        self.call(&self.memory, true, req, |mut c, r| async move {
-            c.list(r).await
-        })
+        self.call(
+            |e| &e.memory,
+            &req.agent_id.clone(),
+            (true, true),
+            req,
+            |mut c, r| async move { c.list(r).await },
+        )
         .await
     }
 
@@ -395,9 +539,13 @@ impl Client {
 
     /// Stats with every request field, e.g. `daemon_wide` (needs an operator credential).
     pub async fn stats_with(&self, req: pb::StatsRequest) -> Result<pb::StatsResponse, Error> {
-        self.call(&self.memory, true, req, |mut c, r| async move {
-            c.stats(r).await
-        })
+        self.call(
+            |e| &e.memory,
+            &req.agent_id.clone(),
+            (true, true),
+            req,
+            |mut c, r| async move { c.stats(r).await },
+        )
         .await
     }
 
@@ -406,9 +554,13 @@ impl Client {
         &self,
         req: pb::ListConflictsRequest,
     ) -> Result<pb::ListConflictsResponse, Error> {
-        self.call(&self.memory, true, req, |mut c, r| async move {
-            c.list_conflicts(r).await
-        })
+        self.call(
+            |e| &e.memory,
+            &req.agent_id.clone(),
+            (true, true),
+            req,
+            |mut c, r| async move { c.list_conflicts(r).await },
+        )
         .await
     }
 
@@ -418,9 +570,13 @@ impl Client {
         &self,
         req: pb::PrepareReviewRequest,
     ) -> Result<pb::PrepareReviewResponse, Error> {
-        self.call(&self.review, true, req, |mut c, r| async move {
-            c.prepare(r).await
-        })
+        self.call(
+            |e| &e.review,
+            &req.agent_id.clone(),
+            (true, true),
+            req,
+            |mut c, r| async move { c.prepare(r).await },
+        )
         .await
     }
 
@@ -430,35 +586,54 @@ impl Client {
         &self,
         req: pb::ApplyReviewRequest,
     ) -> Result<pb::ApplyReviewResponse, Error> {
-        self.call(&self.review, true, req, |mut c, r| async move {
-            c.apply(r).await
-        })
+        self.call(
+            |e| &e.review,
+            &req.agent_id.clone(),
+            (true, true),
+            req,
+            |mut c, r| async move { c.apply(r).await },
+        )
         .await
     }
 
-    /// The before-prompt hook. Hooks have budgets of their own: never retried.
+    /// The before-prompt hook. Hooks have budgets of their own: never retried (over a
+    /// fleet this read fails over to the agent's next daemon).
     pub async fn build_context(
         &self,
         req: pb::BuildContextRequest,
     ) -> Result<pb::BuildContextResponse, Error> {
-        self.call(&self.hooks, false, req, |mut c, r| async move {
-            c.build_context(r).await
-        })
+        self.call(
+            |e| &e.hooks,
+            &req.agent_id.clone(),
+            (false, true),
+            req,
+            |mut c, r| async move { c.build_context(r).await },
+        )
         .await
     }
 
-    /// The after-turn hook. Never retried.
-    pub async fn capture(&self, req: pb::CaptureRequest) -> Result<pb::CaptureResponse, Error> {
-        self.call(&self.hooks, false, req, |mut c, r| async move {
-            c.capture(r).await
-        })
+    /// The after-turn hook. Never retried; over a fleet it carries an idempotency key (made
+    /// here when the request has none) and fails over without storing twice.
+    pub async fn capture(&self, mut req: pb::CaptureRequest) -> Result<pb::CaptureResponse, Error> {
+        if self.fleet.is_some() && req.idempotency_key.is_empty() {
+            req.idempotency_key = new_idempotency_key();
+        }
+        let keyed = !req.idempotency_key.is_empty();
+        self.call(
+            |e| &e.hooks,
+            &req.agent_id.clone(),
+            (false, keyed),
+            req,
+            |mut c, r| async move { c.capture(r).await },
+        )
         .await
     }
 
     /// Every memory the agent may read, streamed (no row cap, no deadline: bound it with
     /// `tokio::time::timeout` if needed).
     pub async fn export(&self, req: pb::ExportRequest) -> Result<Export, Error> {
-        let stream = self.memory.clone().export(req).await?.into_inner();
+        let mut stub = self.pick(&req.agent_id).memory.clone();
+        let stream = stub.export(req).await?.into_inner();
         Ok(Export(stream))
     }
 
@@ -468,22 +643,29 @@ impl Client {
     where
         S: Stream<Item = pb::Memory> + Send + 'static,
     {
+        let mut stub = self.pick(agent_id).memory.clone();
         let agent_id = agent_id.to_string();
         let requests = memories.map(move |m| pb::ImportRequest {
             agent_id: agent_id.clone(),
             memory: Some(m),
             ..Default::default()
         });
-        Ok(self.memory.clone().import(requests).await?.into_inner())
+        Ok(stub.import(requests).await?.into_inner())
     }
 
     /// Open a Stream session: ops go in with [`Session::send`], answers (matched by
     /// `request_id`, in completion order) come out of [`Session::recv`]. A failing op is
-    /// answered with an `error` result; the session goes on.
+    /// answered with an `error` result; the session goes on. Over a fleet it goes to agent
+    /// `""`'s daemon; [`Client::stream_for`] chooses the agent.
     pub fn stream(&self) -> Session {
+        self.stream_for("")
+    }
+
+    /// A Stream session on `agent_id`'s daemon (the agent whose ops it carries).
+    pub fn stream_for(&self, agent_id: &str) -> Session {
         let (ops_tx, ops_rx) = mpsc::channel::<pb::StreamRequest>(64);
         let (out_tx, out_rx) = mpsc::channel::<Result<pb::StreamResponse, Error>>(64);
-        let mut stub = self.memory.clone();
+        let mut stub = self.pick(agent_id).memory.clone();
         let task = tokio::spawn(async move {
             let mut inbound = match stub.stream(ReceiverStream::new(ops_rx)).await {
                 Ok(resp) => resp.into_inner(),

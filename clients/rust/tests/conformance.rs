@@ -653,3 +653,86 @@ async fn tls() {
         "a plaintext client got an answer from a TLS daemon"
     );
 }
+
+/// An address where nothing listens (connections are refused).
+fn closed_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    drop(listener);
+    address
+}
+
+/// A fresh agent id whose first daemon is `first`.
+fn agent_preferring(addresses: &[String], first: &str) -> String {
+    (0..)
+        .map(|n| format!("fleet-rust-{}-{n}", std::process::id()))
+        .find(|agent| {
+            addresses[memoryd_client::routing::rendezvous_order(addresses, agent)[0]] == first
+        })
+        .unwrap()
+}
+
+/// A fleet whose first daemon refuses connections: nothing was sent there, so a store and
+/// an update (which is never sent twice once it may have reached a daemon) both go on to
+/// the next daemon, and the refused one is skipped for `down_for`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_fails_over_from_a_refused_daemon() {
+    let token = "fleet-token-for-the-tests";
+    let daemon = Daemon::start(token);
+    let refused = closed_port();
+    let fleet = vec![refused.clone(), daemon.address.clone()];
+    let agent = agent_preferring(&fleet, &refused);
+    let client = Client::connect(Config {
+        down_for: Duration::from_secs(600),
+        ..Config::fleet(fleet.clone()).token(token)
+    })
+    .await
+    .unwrap();
+    assert_eq!(client.daemons_for(&agent), fleet);
+    let direct = Client::connect(Config::new(daemon.address.clone()).token(token))
+        .await
+        .unwrap();
+    let stored = client
+        .store(pb::StoreRequest {
+            agent_id: agent.clone(),
+            text: "The wifi password is on the fridge".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("a store fails over")
+        .memory
+        .unwrap();
+    assert_eq!(
+        direct.get(&agent, &stored.id).await.unwrap().text,
+        stored.text
+    );
+
+    let update = |c: Client, text: &str| {
+        let req = pb::UpdateRequest {
+            agent_id: agent.clone(),
+            id: stored.id.clone(),
+            text: Some(text.to_string()),
+            ..Default::default()
+        };
+        async move { c.update(req).await }
+    };
+    // A fresh client (no down mark yet) sends the update to the refused daemon first.
+    let fresh = Client::connect(Config::fleet(fleet.clone()).token(token))
+        .await
+        .unwrap();
+    update(fresh, "The wifi password is in the drawer")
+        .await
+        .expect("a refused connection sent nothing: the update goes on");
+    assert_eq!(
+        direct.get(&agent, &stored.id).await.unwrap().text,
+        "The wifi password is in the drawer"
+    );
+    // The client that failed over knows the refused daemon is down: it goes straight on.
+    update(client.clone(), "The wifi password is under the router")
+        .await
+        .expect("the refused daemon is skipped");
+    assert_eq!(
+        direct.get(&agent, &stored.id).await.unwrap().text,
+        "The wifi password is under the router"
+    );
+}

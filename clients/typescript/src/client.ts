@@ -11,6 +11,11 @@
  * reviewApply), which are retried like other idempotent calls (a second Apply of the same
  * items changes nothing).
  *
+ * Fleets: `address` may be a list of daemons serving one store. Each call then goes to its
+ * agent's daemon (rendezvous hashing of the agent id, the rule every memoryd client shares)
+ * and fails over to the agent's next daemon as routing.ts states; every store and capture
+ * then carries an idempotency key, made here when the request has none.
+ *
  * Credentials: `token` is the API key (a bearer secret); `tls` gives the CA to trust and,
  * for mTLS, the client certificate (tls.ts). A request for an agent the credential may not
  * act for fails with PERMISSION_DENIED, a missing or unknown credential with
@@ -63,6 +68,7 @@ import {
 } from "./gen/memoryd/v1/review_pb.js";
 import type { Attempt, RetryOptions } from "./retry.js";
 import { callWithRetries, DEFAULT_RETRY } from "./retry.js";
+import { checkAddresses, Fleet, newIdempotencyKey } from "./routing.js";
 import { MemorydSession } from "./session.js";
 import type { TlsOptions } from "./tls.js";
 import { tlsNodeOptions } from "./tls.js";
@@ -72,13 +78,22 @@ export const DEFAULT_ADDRESS = "http://127.0.0.1:50051";
 /** The default address when `tls` is on. */
 const DEFAULT_TLS_ADDRESS = "https://127.0.0.1:50051";
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/** Over a fleet: the longest wait for a connection to one daemon before trying the next. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 1_000;
+/** Over a fleet: how long a daemon that failed is skipped. */
+export const DEFAULT_DOWN_FOR_MS = 2_000;
 
 export interface MemorydClientOptions {
   /**
    * The daemon: "http://host:port", "https://host:port", or "host:port" (scheme chosen
-   * by `tls`). Default "127.0.0.1:50051" (http, or https with `tls`).
+   * by `tls`). Default "127.0.0.1:50051" (http, or https with `tls`). A list of daemons
+   * serving one store routes each call by its agent id and fails over (see routing.ts).
    */
-  address?: string;
+  address?: string | readonly string[];
+  /** Over a fleet: the longest wait for a connection to one daemon, in ms. Default 1000. */
+  connectTimeoutMs?: number;
+  /** Over a fleet: how long a daemon that failed is skipped, in ms. Default 2000. */
+  downForMs?: number;
   /**
    * TLS: `true` for https with Node's trusted roots, or the CA to trust and, for mTLS, this
    * client's certificate and key (PEM text or file paths, see TlsOptions). An object implies
@@ -120,6 +135,11 @@ export interface StreamOptions {
   /** Aborting it ends the call; pending ops fail with CANCELLED. */
   signal?: AbortSignal;
   headers?: Record<string, string>;
+  /**
+   * Over a fleet, `stream()` goes to this agent's daemon (the agent whose ops the session
+   * carries; export and import go to their request's agent). Default "".
+   */
+  agentId?: string;
 }
 
 export type StoreInit = MessageInitShape<typeof StoreRequestSchema>;
@@ -149,19 +169,33 @@ export type ForgetInit =
   | { agentId: string; id: string; query?: never }
   | { agentId: string; query: string; id?: never };
 
+/** One daemon: its connection and the three service clients over it. */
+interface Endpoint {
+  baseUrl: string;
+  sessions: Http2SessionManager;
+  rpc: Client<typeof MemoryService>;
+  hooks: Client<typeof HookService>;
+  review: Client<typeof ReviewService>;
+}
+
 export class MemorydClient {
+  /** The (first) daemon's URL. */
   readonly baseUrl: string;
-  private readonly rpc: Client<typeof MemoryService>;
-  private readonly hooks: Client<typeof HookService>;
-  private readonly review: Client<typeof ReviewService>;
-  private readonly sessions: Http2SessionManager;
+  /** Every daemon's URL, in the order given. */
+  readonly baseUrls: readonly string[];
+  private readonly endpoints: readonly Endpoint[];
+  private readonly fleet: Fleet | undefined;
+  private readonly connectTimeoutMs: number;
   private readonly timeoutMs: number;
   private readonly retry: RetryOptions;
 
   constructor(options: MemorydClientOptions = {}) {
     const tls = options.tls;
     const secure = tls === undefined ? undefined : tls !== false;
-    this.baseUrl = baseUrlOf(options.address ?? (secure ? DEFAULT_TLS_ADDRESS : DEFAULT_ADDRESS), secure);
+    const given = options.address ?? (secure ? DEFAULT_TLS_ADDRESS : DEFAULT_ADDRESS);
+    const addresses = typeof given === "string" ? [given] : checkAddresses(given);
+    this.baseUrls = addresses.map((address) => baseUrlOf(address, secure));
+    this.baseUrl = this.baseUrls[0]!;
     const nodeOptions = typeof tls === "object" ? { ...tlsNodeOptions(tls), ...options.nodeOptions } : options.nodeOptions;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.retry =
@@ -170,49 +204,46 @@ export class MemorydClient {
         : { ...DEFAULT_RETRY, ...options.retry };
     const interceptors = [traceContext(), ...(options.interceptors ?? [])];
     if (options.token) interceptors.unshift(bearer(options.token));
-    // Our own session manager, so close() can end the HTTP/2 connection.
-    this.sessions = new Http2SessionManager(this.baseUrl, {}, nodeOptions);
-    const transport = createGrpcTransport({
-      baseUrl: this.baseUrl,
-      sessionManager: this.sessions,
-      interceptors,
-    });
-    this.rpc = createClient(MemoryService, transport);
-    this.hooks = createClient(HookService, transport);
-    this.review = createClient(ReviewService, transport);
+    this.endpoints = this.baseUrls.map((baseUrl) => endpointOf(baseUrl, nodeOptions, interceptors));
+    this.fleet = addresses.length > 1 ? new Fleet(this.baseUrls, options.downForMs ?? DEFAULT_DOWN_FOR_MS) : undefined;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   }
 
-  /** Writes a memory. Retried on UNAVAILABLE only when it carries an idempotencyKey. */
+  /**
+   * Writes a memory. Retried on UNAVAILABLE only when it carries an idempotencyKey (over
+   * a fleet it always does: the client makes one when the request has none).
+   */
   store(request: StoreInit, options?: CallOptions): Promise<StoreResponse> {
-    const idempotent = Boolean(request.idempotencyKey);
-    return this.call((o) => this.rpc.store(request, o), idempotent, options);
+    const keyed = this.keyed(request);
+    const idempotent = Boolean(keyed.idempotencyKey);
+    return this.call(keyed.agentId, (e, o) => e.rpc.store(keyed, o), idempotent, options);
   }
 
   /** The memories most relevant to `query`, best first. */
   recall(request: RecallInit, options?: CallOptions): Promise<RecallResponse> {
-    return this.call((o) => this.rpc.recall(request, o), true, options);
+    return this.call(request.agentId, (e, o) => e.rpc.recall(request, o), true, options);
   }
 
   /** Deletes by id, or by a query that singles out one memory (else: candidates). */
   async forget(request: ForgetInit, options?: CallOptions): Promise<ForgetResponse> {
     const init = forgetInit(request);
-    return this.call((o) => this.rpc.forget(init, o), false, options);
+    return this.call(init.agentId, (e, o) => e.rpc.forget(init, o), false, options);
   }
 
   update(request: UpdateInit, options?: CallOptions): Promise<UpdateResponse> {
-    return this.call((o) => this.rpc.update(request, o), false, options);
+    return this.call(request.agentId, (e, o) => e.rpc.update(request, o), false, options);
   }
 
   /** One memory by id; NOT_FOUND if it does not exist or the agent may not read it. */
   async get(request: GetInit, options?: CallOptions): Promise<Memory> {
-    const response = await this.call((o) => this.rpc.get(request, o), true, options);
+    const response = await this.call(request.agentId, (e, o) => e.rpc.get(request, o), true, options);
     if (!response.memory) throw MemorydError.of("INTERNAL", "the daemon sent no memory");
     return response.memory;
   }
 
   /** One page of the agent's memories, newest first. */
   list(request: ListInit, options?: CallOptions): Promise<ListResponse> {
-    return this.call((o) => this.rpc.list(request, o), true, options);
+    return this.call(request.agentId, (e, o) => e.rpc.list(request, o), true, options);
   }
 
   /** Every memory matching `request`, page by page (each page has its own deadline). */
@@ -226,12 +257,12 @@ export class MemorydClient {
   }
 
   stats(request: StatsInit, options?: CallOptions): Promise<StatsResponse> {
-    return this.call((o) => this.rpc.stats(request, o), true, options);
+    return this.call(request.agentId, (e, o) => e.rpc.stats(request, o), true, options);
   }
 
   /** The conflict log: decisions that clash with another agent's, newest first. */
   async listConflicts(request: ListConflictsInit, options?: CallOptions): Promise<Conflict[]> {
-    const response = await this.call((o) => this.rpc.listConflicts(request, o), true, options);
+    const response = await this.call(request.agentId, (e, o) => e.rpc.listConflicts(request, o), true, options);
     return response.conflicts;
   }
 
@@ -244,7 +275,8 @@ export class MemorydClient {
     const controller = new AbortController();
     const unlink = follow(options.signal, controller);
     try {
-      yield* this.rpc.export(request, streamCallOptions(options, controller.signal));
+      const endpoint = await this.pick(request.agentId);
+      yield* endpoint.rpc.export(request, streamCallOptions(options, controller.signal));
     } catch (reason) {
       throw MemorydError.from(reason);
     } finally {
@@ -268,7 +300,8 @@ export class MemorydClient {
     const controller = new AbortController();
     const unlink = follow(options.signal, controller);
     try {
-      return await this.rpc.import(requests(), streamCallOptions(options, controller.signal));
+      const endpoint = await this.pick(agentId);
+      return await endpoint.rpc.import(requests(), streamCallOptions(options, controller.signal));
     } catch (reason) {
       throw MemorydError.from(reason);
     } finally {
@@ -283,16 +316,20 @@ export class MemorydClient {
    * `timeBudgetMs` is the daemon's budget, `timeoutMs` the caller's deadline.
    */
   buildContext(request: BuildContextInit, options?: CallOptions): Promise<BuildContextResponse> {
-    return this.call((o) => this.hooks.buildContext(request, o), false, options);
+    // A read: over a fleet it fails over, but it is never retried after a back-off.
+    return this.call(request.agentId, (e, o) => e.hooks.buildContext(request, o), true, options, false);
   }
 
   /**
    * After-turn hook (HookService.Capture): stores what the turn's user messages asked to
-   * be remembered, with one decision (and its reason) per message. Never retried: it
-   * writes, and a repeat could store again.
+   * be remembered, with one decision (and its reason) per message. Never retried after a
+   * back-off; over a fleet it carries an idempotency key (made here when the request has
+   * none), so it fails over to the agent's next daemon without storing twice.
    */
   capture(request: CaptureInit, options?: CallOptions): Promise<CaptureResponse> {
-    return this.call((o) => this.hooks.capture(request, o), false, options);
+    const keyed = this.keyed(request);
+    const failover = Boolean(keyed.idempotencyKey);
+    return this.call(keyed.agentId, (e, o) => e.hooks.capture(keyed, o), failover, options, false);
   }
 
   /**
@@ -300,7 +337,7 @@ export class MemorydClient {
    * duplicates, conflicts, stale memories and the promotions asked for. Changes nothing.
    */
   reviewPrepare(request: PrepareReviewInit, options?: CallOptions): Promise<PrepareReviewResponse> {
-    return this.call((o) => this.review.prepare(request, o), true, options);
+    return this.call(request.agentId, (e, o) => e.review.prepare(request, o), true, options);
   }
 
   /**
@@ -308,31 +345,45 @@ export class MemorydClient {
    * whole, or reported as a conflict, a refusal or already applied.
    */
   reviewApply(request: ApplyReviewInit, options?: CallOptions): Promise<ApplyReviewResponse> {
-    return this.call((o) => this.review.apply(request, o), true, options);
+    return this.call(request.agentId, (e, o) => e.review.apply(request, o), true, options);
   }
 
   /**
    * Opens a Stream session: `await session.store({...})`, `await session.send(op)`,
-   * then `await session.close()`. Sessions are never retried.
+   * then `await session.close()`. Sessions are never retried. Over a fleet the session goes
+   * to `options.agentId`'s first daemon not marked down (it does not wait to connect).
    */
   stream(options: StreamOptions = {}): MemorydSession {
+    const endpoint = this.endpoints[this.fleet?.order(options.agentId ?? "")[0] ?? 0]!;
     return new MemorydSession((requests, signal) => {
       const callOptions: ConnectCallOptions = { signal };
       if (options.timeoutMs !== undefined) callOptions.timeoutMs = options.timeoutMs;
       if (options.headers) callOptions.headers = options.headers;
-      return this.rpc.stream(requests, callOptions);
+      return endpoint.rpc.stream(requests, callOptions);
     }, options.signal);
   }
 
-  /** Closes the HTTP/2 connection; calls in flight fail. A later call reconnects. */
+  /** Closes the HTTP/2 connections; calls in flight fail. A later call reconnects. */
   close(): void {
-    this.sessions.abort();
+    for (const endpoint of this.endpoints) endpoint.sessions.abort();
   }
 
+  /** The request with an idempotency key: its own, or over a fleet a new one. */
+  private keyed<R extends { idempotencyKey?: string }>(request: R): R {
+    if (!this.fleet || request.idempotencyKey) return request;
+    return { ...request, idempotencyKey: newIdempotencyKey() };
+  }
+
+  /**
+   * `invoke` on the agent's daemon: failing over when `idempotent`, and retried after a
+   * back-off on UNAVAILABLE when `again` too.
+   */
   private call<T>(
-    invoke: (options: ConnectCallOptions) => Promise<T>,
+    agentId: string | undefined,
+    invoke: (endpoint: Endpoint, options: ConnectCallOptions) => Promise<T>,
     idempotent: boolean,
     options: CallOptions = {},
+    again = true,
   ): Promise<T> {
     return callWithRetries(
       ({ timeoutMs, signal }: Attempt) => {
@@ -340,16 +391,96 @@ export class MemorydClient {
         if (timeoutMs !== undefined) o.timeoutMs = Math.max(1, Math.ceil(timeoutMs));
         if (signal) o.signal = signal;
         if (options.headers) o.headers = options.headers;
-        return invoke(o);
+        return this.route(agentId ?? "", (endpoint) => invoke(endpoint, o), idempotent);
       },
       {
         timeoutMs: options.timeoutMs ?? this.timeoutMs,
         signal: options.signal,
-        idempotent,
+        idempotent: idempotent && again,
         retry: this.retry,
       },
     );
   }
+
+  /** One pass over the agent's daemons, until one answers (routing.ts has the rule). */
+  private async route<T>(agentId: string, send: (endpoint: Endpoint) => Promise<T>, idempotent: boolean): Promise<T> {
+    const fleet = this.fleet;
+    if (!fleet) return send(this.endpoints[0]!);
+    let failed: MemorydError | undefined;
+    for (const i of fleet.order(agentId)) {
+      const endpoint = this.endpoints[i]!;
+      if (!(await this.connected(endpoint))) {
+        fleet.markDown(i); // nothing was sent: any call may go on
+        failed = this.noConnection(endpoint);
+        continue;
+      }
+      try {
+        const response = await send(endpoint);
+        fleet.markUp(i);
+        return response;
+      } catch (reason) {
+        const error = MemorydError.from(reason);
+        if (error.code !== "UNAVAILABLE") throw error;
+        fleet.markDown(i);
+        if (!idempotent) throw error; // it may have reached the daemon: never sent again
+        failed = error;
+      }
+    }
+    throw failed!;
+  }
+
+  /** The daemon for a streaming call (never sent again once it starts). */
+  private async pick(agentId: string | undefined): Promise<Endpoint> {
+    const fleet = this.fleet;
+    if (!fleet) return this.endpoints[0]!;
+    let endpoint: Endpoint | undefined;
+    for (const i of fleet.order(agentId ?? "")) {
+      endpoint = this.endpoints[i]!;
+      if (await this.connected(endpoint)) return endpoint;
+      fleet.markDown(i);
+    }
+    throw this.noConnection(endpoint!);
+  }
+
+  /** Connected to `endpoint`, or connected within connectTimeoutMs. */
+  private async connected(endpoint: Endpoint): Promise<boolean> {
+    const state = endpoint.sessions.state();
+    if (state === "open" || state === "idle") return true;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((done) => (timer = setTimeout(() => done("late"), this.connectTimeoutMs)));
+    try {
+      const outcome = await Promise.race([endpoint.sessions.connect(), late]);
+      return outcome === "open" || outcome === "idle";
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private noConnection(endpoint: Endpoint): MemorydError {
+    const cause = endpoint.sessions.error();
+    const why = cause instanceof Error ? `: ${cause.message}` : "";
+    return MemorydError.of(
+      "UNAVAILABLE",
+      `no connection to the daemon at ${endpoint.baseUrl} (refused, or none within connectTimeoutMs ${this.connectTimeoutMs})${why}`,
+    );
+  }
+}
+
+function endpointOf(
+  baseUrl: string,
+  nodeOptions: http2.SecureClientSessionOptions | undefined,
+  interceptors: Interceptor[],
+): Endpoint {
+  // Our own session manager, so close() can end the HTTP/2 connection.
+  const sessions = new Http2SessionManager(baseUrl, {}, nodeOptions);
+  const transport = createGrpcTransport({ baseUrl, sessionManager: sessions, interceptors });
+  return {
+    baseUrl,
+    sessions,
+    rpc: createClient(MemoryService, transport),
+    hooks: createClient(HookService, transport),
+    review: createClient(ReviewService, transport),
+  };
 }
 
 /** "host:port" gets a scheme from `tls`; an explicit scheme must agree with it. */

@@ -26,7 +26,13 @@ export type {
   StreamOptions,
   UpdateInit,
 } from "./client.js";
-export { DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS, MemorydClient } from "./client.js";
+export {
+  DEFAULT_ADDRESS,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_DOWN_FOR_MS,
+  DEFAULT_TIMEOUT_MS,
+  MemorydClient,
+} from "./client.js";
 export type { MemorydErrorCode, MemorydErrorOptions } from "./errors.js";
 export {
   Cancelled,
@@ -48,6 +54,7 @@ export {
 } from "./errors.js";
 export type { RetryOptions } from "./retry.js";
 export { DEFAULT_RETRY } from "./retry.js";
+export { normalAddress, rendezvousOrder, weight } from "./routing.js";
 export type { StreamOp } from "./session.js";
 export type { TlsOptions } from "./tls.js";
 export { MemorydSession } from "./session.js";

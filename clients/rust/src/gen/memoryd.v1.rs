@@ -1141,6 +1141,12 @@ pub struct CaptureRequest {
     /// default "agent:<agent_id>"
     #[prost(string, tag = "4")]
     pub scope: ::prost::alloc::string::String,
+    /// As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+    /// client's retry on another daemon) stores nothing new and names the memories the first
+    /// stored. Message i is stored under the key "<idempotency_key>:<i>", so the limit is
+    /// store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+    #[prost(string, tag = "5")]
+    pub idempotency_key: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CaptureDecision {

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from memoryd_client._gen.memoryd.v1 import memory_pb2 as memoryd_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16memoryd/v1/hooks.proto\x12\nmemoryd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17memoryd/v1/memory.proto\"\xc8\x02\n\x13\x42uildContextRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0e\n\x06prompt\x18\x03 \x01(\t\x12\x13\n\x0bmax_results\x18\x04 \x01(\r\x12\x11\n\tmin_score\x18\x05 \x01(\x02\x12\x16\n\x0etime_budget_ms\x18\x06 \x01(\r\x12\x0e\n\x06scopes\x18\x07 \x03(\t\x12\x31\n\rcreated_after\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0ereference_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08timezone\x18\x0b \x01(\t\"j\n\x14\x42uildContextResponse\x12\x0f\n\x07\x63ontext\x18\x01 \x01(\t\x12)\n\x07results\x18\x02 \x03(\x0b\x32\x18.memoryd.v1.ScoredMemory\x12\x16\n\x0eskipped_reason\x18\x03 \x01(\t\")\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"p\n\x0e\x43\x61ptureRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12)\n\x08messages\x18\x03 \x03(\x0b\x32\x17.memoryd.v1.ChatMessage\x12\r\n\x05scope\x18\x04 \x01(\t\"e\n\x0f\x43\x61ptureDecision\x12\r\n\x05index\x18\x01 \x01(\r\x12\x10\n\x08\x63\x61ptured\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12\x11\n\tmemory_id\x18\x05 \x01(\t\"g\n\x0f\x43\x61ptureResponse\x12$\n\x08\x63\x61ptured\x18\x01 \x03(\x0b\x32\x12.memoryd.v1.Memory\x12.\n\tdecisions\x18\x02 \x03(\x0b\x32\x1b.memoryd.v1.CaptureDecision2\xa4\x01\n\x0bHookService\x12Q\n\x0c\x42uildContext\x12\x1f.memoryd.v1.BuildContextRequest\x1a .memoryd.v1.BuildContextResponse\x12\x42\n\x07\x43\x61pture\x12\x1a.memoryd.v1.CaptureRequest\x1a\x1b.memoryd.v1.CaptureResponseBM\n\x0e\x64\x65v.memoryd.v1P\x01Z9github.com/memoryd/memoryd/clients/go/memorydv1;memorydv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16memoryd/v1/hooks.proto\x12\nmemoryd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17memoryd/v1/memory.proto\"\xc8\x02\n\x13\x42uildContextRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0e\n\x06prompt\x18\x03 \x01(\t\x12\x13\n\x0bmax_results\x18\x04 \x01(\r\x12\x11\n\tmin_score\x18\x05 \x01(\x02\x12\x16\n\x0etime_budget_ms\x18\x06 \x01(\r\x12\x0e\n\x06scopes\x18\x07 \x03(\t\x12\x31\n\rcreated_after\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0ereference_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08timezone\x18\x0b \x01(\t\"j\n\x14\x42uildContextResponse\x12\x0f\n\x07\x63ontext\x18\x01 \x01(\t\x12)\n\x07results\x18\x02 \x03(\x0b\x32\x18.memoryd.v1.ScoredMemory\x12\x16\n\x0eskipped_reason\x18\x03 \x01(\t\")\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"\x89\x01\n\x0e\x43\x61ptureRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12)\n\x08messages\x18\x03 \x03(\x0b\x32\x17.memoryd.v1.ChatMessage\x12\r\n\x05scope\x18\x04 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\"e\n\x0f\x43\x61ptureDecision\x12\r\n\x05index\x18\x01 \x01(\r\x12\x10\n\x08\x63\x61ptured\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12\x11\n\tmemory_id\x18\x05 \x01(\t\"g\n\x0f\x43\x61ptureResponse\x12$\n\x08\x63\x61ptured\x18\x01 \x03(\x0b\x32\x12.memoryd.v1.Memory\x12.\n\tdecisions\x18\x02 \x03(\x0b\x32\x1b.memoryd.v1.CaptureDecision2\xa4\x01\n\x0bHookService\x12Q\n\x0c\x42uildContext\x12\x1f.memoryd.v1.BuildContextRequest\x1a .memoryd.v1.BuildContextResponse\x12\x42\n\x07\x43\x61pture\x12\x1a.memoryd.v1.CaptureRequest\x1a\x1b.memoryd.v1.CaptureResponseBM\n\x0e\x64\x65v.memoryd.v1P\x01Z9github.com/memoryd/memoryd/clients/go/memorydv1;memorydv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,12 +41,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_BUILDCONTEXTRESPONSE']._serialized_end=533
   _globals['_CHATMESSAGE']._serialized_start=535
   _globals['_CHATMESSAGE']._serialized_end=576
-  _globals['_CAPTUREREQUEST']._serialized_start=578
-  _globals['_CAPTUREREQUEST']._serialized_end=690
-  _globals['_CAPTUREDECISION']._serialized_start=692
-  _globals['_CAPTUREDECISION']._serialized_end=793
-  _globals['_CAPTURERESPONSE']._serialized_start=795
-  _globals['_CAPTURERESPONSE']._serialized_end=898
-  _globals['_HOOKSERVICE']._serialized_start=901
-  _globals['_HOOKSERVICE']._serialized_end=1065
+  _globals['_CAPTUREREQUEST']._serialized_start=579
+  _globals['_CAPTUREREQUEST']._serialized_end=716
+  _globals['_CAPTUREDECISION']._serialized_start=718
+  _globals['_CAPTUREDECISION']._serialized_end=819
+  _globals['_CAPTURERESPONSE']._serialized_start=821
+  _globals['_CAPTURERESPONSE']._serialized_end=924
+  _globals['_HOOKSERVICE']._serialized_start=927
+  _globals['_HOOKSERVICE']._serialized_end=1091
 # @@protoc_insertion_point(module_scope)

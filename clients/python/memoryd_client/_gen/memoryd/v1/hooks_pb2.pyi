@@ -151,10 +151,17 @@ class CaptureRequest(_message.Message):
     SESSION_ID_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     SCOPE_FIELD_NUMBER: _builtins.int
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     session_id: _builtins.str
     scope: _builtins.str
     """default "agent:<agent_id>" """
+    idempotency_key: _builtins.str
+    """As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+    client's retry on another daemon) stores nothing new and names the memories the first
+    stored. Message i is stored under the key "<idempotency_key>:<i>", so the limit is
+    store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+    """
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___ChatMessage]:
         """the turn's messages, in order"""
@@ -166,10 +173,11 @@ class CaptureRequest(_message.Message):
         session_id: _builtins.str = ...,
         messages: _abc.Iterable[Global___ChatMessage] | None = ...,
         scope: _builtins.str = ...,
+        idempotency_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "messages", b"messages", "scope", b"scope", "session_id", b"session_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "idempotency_key", b"idempotency_key", "messages", b"messages", "scope", b"scope", "session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -32,6 +32,7 @@ private static final long serialVersionUID = 0L;
     sessionId_ = "";
     messages_ = java.util.Collections.emptyList();
     scope_ = "";
+    idempotencyKey_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -233,6 +234,59 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int IDEMPOTENCY_KEY_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object idempotencyKey_ = "";
+  /**
+   * <pre>
+   * As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+   * client's retry on another daemon) stores nothing new and names the memories the first
+   * stored. Message i is stored under the key "&lt;idempotency_key&gt;:&lt;i&gt;", so the limit is
+   * store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+   * </pre>
+   *
+   * <code>string idempotency_key = 5;</code>
+   * @return The idempotencyKey.
+   */
+  @java.lang.Override
+  public java.lang.String getIdempotencyKey() {
+    java.lang.Object ref = idempotencyKey_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      idempotencyKey_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+   * client's retry on another daemon) stores nothing new and names the memories the first
+   * stored. Message i is stored under the key "&lt;idempotency_key&gt;:&lt;i&gt;", so the limit is
+   * store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+   * </pre>
+   *
+   * <code>string idempotency_key = 5;</code>
+   * @return The bytes for idempotencyKey.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getIdempotencyKeyBytes() {
+    java.lang.Object ref = idempotencyKey_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      idempotencyKey_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -259,6 +313,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(scope_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, scope_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(idempotencyKey_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, idempotencyKey_);
+    }
     getUnknownFields().writeTo(output);
   }
 
@@ -280,6 +337,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(scope_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, scope_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(idempotencyKey_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, idempotencyKey_);
     }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
@@ -304,6 +364,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getMessagesList())) return false;
     if (!getScope()
         .equals(other.getScope())) return false;
+    if (!getIdempotencyKey()
+        .equals(other.getIdempotencyKey())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -325,6 +387,8 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + SCOPE_FIELD_NUMBER;
     hash = (53 * hash) + getScope().hashCode();
+    hash = (37 * hash) + IDEMPOTENCY_KEY_FIELD_NUMBER;
+    hash = (53 * hash) + getIdempotencyKey().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -466,6 +530,7 @@ private static final long serialVersionUID = 0L;
       }
       bitField0_ = (bitField0_ & ~0x00000004);
       scope_ = "";
+      idempotencyKey_ = "";
       return this;
     }
 
@@ -520,6 +585,9 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.scope_ = scope_;
+      }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.idempotencyKey_ = idempotencyKey_;
       }
     }
 
@@ -576,6 +644,11 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00000008;
         onChanged();
       }
+      if (!other.getIdempotencyKey().isEmpty()) {
+        idempotencyKey_ = other.idempotencyKey_;
+        bitField0_ |= 0x00000010;
+        onChanged();
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -630,6 +703,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 34
+            case 42: {
+              idempotencyKey_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1191,6 +1269,113 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       scope_ = value;
       bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object idempotencyKey_ = "";
+    /**
+     * <pre>
+     * As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+     * client's retry on another daemon) stores nothing new and names the memories the first
+     * stored. Message i is stored under the key "&lt;idempotency_key&gt;:&lt;i&gt;", so the limit is
+     * store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+     * </pre>
+     *
+     * <code>string idempotency_key = 5;</code>
+     * @return The idempotencyKey.
+     */
+    public java.lang.String getIdempotencyKey() {
+      java.lang.Object ref = idempotencyKey_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        idempotencyKey_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+     * client's retry on another daemon) stores nothing new and names the memories the first
+     * stored. Message i is stored under the key "&lt;idempotency_key&gt;:&lt;i&gt;", so the limit is
+     * store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+     * </pre>
+     *
+     * <code>string idempotency_key = 5;</code>
+     * @return The bytes for idempotencyKey.
+     */
+    public com.google.protobuf.ByteString
+        getIdempotencyKeyBytes() {
+      java.lang.Object ref = idempotencyKey_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        idempotencyKey_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+     * client's retry on another daemon) stores nothing new and names the memories the first
+     * stored. Message i is stored under the key "&lt;idempotency_key&gt;:&lt;i&gt;", so the limit is
+     * store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+     * </pre>
+     *
+     * <code>string idempotency_key = 5;</code>
+     * @param value The idempotencyKey to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIdempotencyKey(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      idempotencyKey_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+     * client's retry on another daemon) stores nothing new and names the memories the first
+     * stored. Message i is stored under the key "&lt;idempotency_key&gt;:&lt;i&gt;", so the limit is
+     * store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+     * </pre>
+     *
+     * <code>string idempotency_key = 5;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearIdempotencyKey() {
+      idempotencyKey_ = getDefaultInstance().getIdempotencyKey();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+     * client's retry on another daemon) stores nothing new and names the memories the first
+     * stored. Message i is stored under the key "&lt;idempotency_key&gt;:&lt;i&gt;", so the limit is
+     * store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+     * </pre>
+     *
+     * <code>string idempotency_key = 5;</code>
+     * @param value The bytes for idempotencyKey to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIdempotencyKeyBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      idempotencyKey_ = value;
+      bitField0_ |= 0x00000010;
       onChanged();
       return this;
     }

@@ -97,4 +97,30 @@ public interface CaptureRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getScopeBytes();
+
+  /**
+   * <pre>
+   * As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+   * client's retry on another daemon) stores nothing new and names the memories the first
+   * stored. Message i is stored under the key "&lt;idempotency_key&gt;:&lt;i&gt;", so the limit is
+   * store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+   * </pre>
+   *
+   * <code>string idempotency_key = 5;</code>
+   * @return The idempotencyKey.
+   */
+  java.lang.String getIdempotencyKey();
+  /**
+   * <pre>
+   * As StoreRequest.idempotency_key, for the whole turn: a repeat of this Capture (e.g. a
+   * client's retry on another daemon) stores nothing new and names the memories the first
+   * stored. Message i is stored under the key "&lt;idempotency_key&gt;:&lt;i&gt;", so the limit is
+   * store.max_idempotency_key_chars less 4. Clients routing over several daemons set one.
+   * </pre>
+   *
+   * <code>string idempotency_key = 5;</code>
+   * @return The bytes for idempotencyKey.
+   */
+  com.google.protobuf.ByteString
+      getIdempotencyKeyBytes();
 }

@@ -79,21 +79,22 @@ public final class Hooks extends com.google.protobuf.GeneratedFile {
       "tResponse\022\017\n\007context\030\001 \001(\t\022)\n\007results\030\002 " +
       "\003(\0132\030.memoryd.v1.ScoredMemory\022\026\n\016skipped" +
       "_reason\030\003 \001(\t\")\n\013ChatMessage\022\014\n\004role\030\001 \001" +
-      "(\t\022\014\n\004text\030\002 \001(\t\"p\n\016CaptureRequest\022\020\n\010ag" +
-      "ent_id\030\001 \001(\t\022\022\n\nsession_id\030\002 \001(\t\022)\n\010mess" +
-      "ages\030\003 \003(\0132\027.memoryd.v1.ChatMessage\022\r\n\005s" +
-      "cope\030\004 \001(\t\"e\n\017CaptureDecision\022\r\n\005index\030\001" +
-      " \001(\r\022\020\n\010captured\030\002 \001(\010\022\016\n\006reason\030\003 \001(\t\022\016" +
-      "\n\006detail\030\004 \001(\t\022\021\n\tmemory_id\030\005 \001(\t\"g\n\017Cap" +
-      "tureResponse\022$\n\010captured\030\001 \003(\0132\022.memoryd" +
-      ".v1.Memory\022.\n\tdecisions\030\002 \003(\0132\033.memoryd." +
-      "v1.CaptureDecision2\244\001\n\013HookService\022Q\n\014Bu" +
-      "ildContext\022\037.memoryd.v1.BuildContextRequ" +
-      "est\032 .memoryd.v1.BuildContextResponse\022B\n" +
-      "\007Capture\022\032.memoryd.v1.CaptureRequest\032\033.m" +
-      "emoryd.v1.CaptureResponseBM\n\016dev.memoryd" +
-      ".v1P\001Z9github.com/memoryd/memoryd/client" +
-      "s/go/memorydv1;memorydv1b\006proto3"
+      "(\t\022\014\n\004text\030\002 \001(\t\"\211\001\n\016CaptureRequest\022\020\n\010a" +
+      "gent_id\030\001 \001(\t\022\022\n\nsession_id\030\002 \001(\t\022)\n\010mes" +
+      "sages\030\003 \003(\0132\027.memoryd.v1.ChatMessage\022\r\n\005" +
+      "scope\030\004 \001(\t\022\027\n\017idempotency_key\030\005 \001(\t\"e\n\017" +
+      "CaptureDecision\022\r\n\005index\030\001 \001(\r\022\020\n\010captur" +
+      "ed\030\002 \001(\010\022\016\n\006reason\030\003 \001(\t\022\016\n\006detail\030\004 \001(\t" +
+      "\022\021\n\tmemory_id\030\005 \001(\t\"g\n\017CaptureResponse\022$" +
+      "\n\010captured\030\001 \003(\0132\022.memoryd.v1.Memory\022.\n\t" +
+      "decisions\030\002 \003(\0132\033.memoryd.v1.CaptureDeci" +
+      "sion2\244\001\n\013HookService\022Q\n\014BuildContext\022\037.m" +
+      "emoryd.v1.BuildContextRequest\032 .memoryd." +
+      "v1.BuildContextResponse\022B\n\007Capture\022\032.mem" +
+      "oryd.v1.CaptureRequest\032\033.memoryd.v1.Capt" +
+      "ureResponseBM\n\016dev.memoryd.v1P\001Z9github." +
+      "com/memoryd/memoryd/clients/go/memorydv1" +
+      ";memorydv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -124,7 +125,7 @@ public final class Hooks extends com.google.protobuf.GeneratedFile {
     internal_static_memoryd_v1_CaptureRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_memoryd_v1_CaptureRequest_descriptor,
-        new java.lang.String[] { "AgentId", "SessionId", "Messages", "Scope", });
+        new java.lang.String[] { "AgentId", "SessionId", "Messages", "Scope", "IdempotencyKey", });
     internal_static_memoryd_v1_CaptureDecision_descriptor =
       getDescriptor().getMessageType(4);
     internal_static_memoryd_v1_CaptureDecision_fieldAccessorTable = new

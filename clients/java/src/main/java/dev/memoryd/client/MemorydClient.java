@@ -32,6 +32,7 @@ import dev.memoryd.v1.UpdateRequest;
 import dev.memoryd.v1.UpdateResponse;
 import io.grpc.ChannelCredentials;
 import io.grpc.ClientInterceptor;
+import io.grpc.ConnectivityState;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
@@ -50,10 +51,12 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
+import java.util.function.Function;
 
 /**
  * The memoryd client: one object for MemoryService, HookService and ReviewService over one
@@ -68,15 +71,29 @@ import java.util.function.BiFunction;
  *   StoreResponse r = c.store(StoreRequest.newBuilder().setAgentId("main").setText("...").build());
  * }
  * }</pre>
+ *
+ * <p>{@link Builder#addresses} (several daemons serving one store) routes each call by its agent
+ * id ({@link Routing}) and fails over to the agent's next daemon: any call when a daemon cannot
+ * be reached (nothing was sent; refused, or no connection within connectTimeout), and on
+ * UNAVAILABLE the calls safe to send again (reads, and store and capture, which over a fleet
+ * always carry an idempotency key, made here when the request has none). Update, forget and
+ * every other error are thrown as they are. A daemon that failed is skipped for downFor.
  */
 public final class MemorydClient implements AutoCloseable {
   public static final String DEFAULT_ADDRESS = "127.0.0.1:50051";
 
-  private final ManagedChannel channel;
-  private final MemoryServiceGrpc.MemoryServiceBlockingStub memory;
-  private final MemoryServiceGrpc.MemoryServiceStub memoryAsync;
-  private final HookServiceGrpc.HookServiceBlockingStub hooks;
-  private final ReviewServiceGrpc.ReviewServiceBlockingStub review;
+  /** One daemon: its channel and the stubs over it. */
+  private record Endpoint(
+      String address,
+      ManagedChannel channel,
+      MemoryServiceGrpc.MemoryServiceBlockingStub memory,
+      MemoryServiceGrpc.MemoryServiceStub memoryAsync,
+      HookServiceGrpc.HookServiceBlockingStub hooks,
+      ReviewServiceGrpc.ReviewServiceBlockingStub review) {}
+
+  private final List<Endpoint> endpoints = new ArrayList<>();
+  private final Routing.Fleet fleet; // null for one daemon
+  private final Duration connectTimeout;
   private final Duration timeout;
   private final int retries;
   private final Duration maxBackoff;
@@ -92,10 +109,6 @@ public final class MemorydClient implements AutoCloseable {
     } else {
       creds = InsecureChannelCredentials.create();
     }
-    var builder = Grpc.newChannelBuilder(b.address, creds);
-    if (b.authority != null) {
-      builder.overrideAuthority(b.authority);
-    }
     List<ClientInterceptor> interceptors = new ArrayList<>();
     if (b.token != null && !b.token.isEmpty()) {
       Metadata headers = new Metadata();
@@ -103,12 +116,27 @@ public final class MemorydClient implements AutoCloseable {
           Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER), "Bearer " + b.token);
       interceptors.add(MetadataUtils.newAttachHeadersInterceptor(headers));
     }
-    builder.intercept(interceptors);
-    this.channel = builder.build();
-    this.memory = MemoryServiceGrpc.newBlockingStub(channel);
-    this.memoryAsync = MemoryServiceGrpc.newStub(channel);
-    this.hooks = HookServiceGrpc.newBlockingStub(channel);
-    this.review = ReviewServiceGrpc.newBlockingStub(channel);
+    List<String> addresses = b.addresses.isEmpty() ? List.of(b.address) : List.copyOf(b.addresses);
+    Routing.checkAddresses(addresses);
+    for (String address : addresses) {
+      var builder = Grpc.newChannelBuilder(address, creds);
+      if (b.authority != null) {
+        builder.overrideAuthority(b.authority);
+      }
+      builder.intercept(interceptors);
+      ManagedChannel channel = builder.build();
+      endpoints.add(
+          new Endpoint(
+              address,
+              channel,
+              MemoryServiceGrpc.newBlockingStub(channel),
+              MemoryServiceGrpc.newStub(channel),
+              HookServiceGrpc.newBlockingStub(channel),
+              ReviewServiceGrpc.newBlockingStub(channel)));
+    }
+    this.fleet =
+        addresses.size() > 1 ? new Routing.Fleet(addresses, b.downFor.toNanos()) : null;
+    this.connectTimeout = b.connectTimeout;
     this.timeout = b.timeout;
     this.retries = b.retries;
     this.maxBackoff = b.maxBackoff;
@@ -121,6 +149,9 @@ public final class MemorydClient implements AutoCloseable {
   /** Settings of a client; the defaults talk plaintext to {@value #DEFAULT_ADDRESS}. */
   public static final class Builder {
     private String address = DEFAULT_ADDRESS;
+    private List<String> addresses = List.of();
+    private Duration connectTimeout = Duration.ofSeconds(1);
+    private Duration downFor = Duration.ofSeconds(2);
     private String token;
     private boolean tls;
     private File trustedCa;
@@ -132,6 +163,27 @@ public final class MemorydClient implements AutoCloseable {
     /** "host:port". */
     public Builder address(String address) {
       this.address = address;
+      return this;
+    }
+
+    /**
+     * Several daemons serving one store (a fleet; {@link #address} is then not used): each
+     * call goes to its agent's daemon and fails over ({@link Routing}).
+     */
+    public Builder addresses(List<String> addresses) {
+      this.addresses = List.copyOf(addresses);
+      return this;
+    }
+
+    /** Over a fleet: the longest wait for a connection to one daemon. Default 1 s. */
+    public Builder connectTimeout(Duration connectTimeout) {
+      this.connectTimeout = connectTimeout;
+      return this;
+    }
+
+    /** Over a fleet: how long a daemon that failed is skipped. Default 2 s. */
+    public Builder downFor(Duration downFor) {
+      this.downFor = downFor;
       return this;
     }
 
@@ -184,6 +236,8 @@ public final class MemorydClient implements AutoCloseable {
         return new MemorydClient(this);
       } catch (IOException e) {
         throw new MemorydException(Status.Code.INVALID_ARGUMENT, "tls: " + e.getMessage());
+      } catch (IllegalArgumentException e) {
+        throw new MemorydException(Status.Code.INVALID_ARGUMENT, e.getMessage());
       }
     }
   }
@@ -194,14 +248,18 @@ public final class MemorydClient implements AutoCloseable {
    * of it, so clients do not return in lockstep) while the deadline allows.
    */
   private <S extends AbstractStub<S>, Req, Resp> Resp call(
-      S stub, boolean idempotent, Req request, BiFunction<S, Req, Resp> rpc) {
+      Function<Endpoint, S> stub,
+      String agentId,
+      boolean idempotent,
+      boolean failover,
+      Req request,
+      BiFunction<S, Req, Resp> rpc) {
     long deadline = System.nanoTime() + timeout.toNanos();
     int attempts = 1 + (idempotent ? retries : 0);
     long backoffMs = 100;
     for (int attempt = 1; ; attempt++) {
-      long left = deadline - System.nanoTime();
       try {
-        return rpc.apply(stub.withDeadlineAfter(Math.max(left, 0), TimeUnit.NANOSECONDS), request);
+        return route(stub, agentId, failover, request, rpc, deadline);
       } catch (StatusRuntimeException e) {
         boolean retry = e.getStatus().getCode() == Status.Code.UNAVAILABLE && attempt < attempts;
         long bound = Math.min(backoffMs, maxBackoff.toMillis());
@@ -221,19 +279,139 @@ public final class MemorydClient implements AutoCloseable {
     }
   }
 
-  /** Stores a memory. Retried only with an idempotency key (a retry cannot store twice). */
+  /** One pass over the agent's daemons, until one answers (see the class comment). */
+  private <S extends AbstractStub<S>, Req, Resp> Resp route(
+      Function<Endpoint, S> stub,
+      String agentId,
+      boolean failover,
+      Req request,
+      BiFunction<S, Req, Resp> rpc,
+      long deadline) {
+    if (fleet == null) {
+      long left = deadline - System.nanoTime();
+      S one = stub.apply(endpoints.get(0));
+      return rpc.apply(one.withDeadlineAfter(Math.max(left, 0), TimeUnit.NANOSECONDS), request);
+    }
+    StatusRuntimeException failed = null;
+    for (int i : fleet.order(agentId)) {
+      Endpoint e = endpoints.get(i);
+      if (!connected(e.channel(), connectTimeout)) {
+        fleet.markDown(i); // nothing was sent: any call may go on
+        failed = noConnection(e);
+        continue;
+      }
+      long left = deadline - System.nanoTime();
+      try {
+        S one = stub.apply(e);
+        Resp response =
+            rpc.apply(one.withDeadlineAfter(Math.max(left, 0), TimeUnit.NANOSECONDS), request);
+        fleet.markUp(i);
+        return response;
+      } catch (StatusRuntimeException x) {
+        if (x.getStatus().getCode() != Status.Code.UNAVAILABLE) {
+          throw x;
+        }
+        fleet.markDown(i);
+        if (!failover) {
+          throw x; // it may have reached the daemon: never sent again
+        }
+        failed = x;
+      }
+    }
+    throw failed;
+  }
+
+  private StatusRuntimeException noConnection(Endpoint e) {
+    return Status.UNAVAILABLE
+        .withDescription(
+            "no connection to the daemon at "
+                + e.address()
+                + " (refused, or none within connectTimeout "
+                + connectTimeout.toMillis()
+                + " ms)")
+        .asRuntimeException();
+  }
+
+  /**
+   * Whether the channel is connected, or connects within {@code timeout}; false at once when
+   * its last attempt failed (it is then asked to try again without waiting for its back-off, so
+   * a daemon that is back is found by the next call that prefers it).
+   */
+  private static boolean connected(ManagedChannel channel, Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    ConnectivityState state = channel.getState(true);
+    while (true) {
+      if (state == ConnectivityState.READY) {
+        return true;
+      }
+      if (state == ConnectivityState.TRANSIENT_FAILURE || state == ConnectivityState.SHUTDOWN) {
+        channel.resetConnectBackoff();
+        return false;
+      }
+      CountDownLatch changed = new CountDownLatch(1);
+      channel.notifyWhenStateChanged(state, changed::countDown);
+      long left = deadline - System.nanoTime();
+      try {
+        if (left <= 0 || !changed.await(left, TimeUnit.NANOSECONDS)) {
+          return false;
+        }
+      } catch (InterruptedException x) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+      state = channel.getState(false);
+    }
+  }
+
+  /** The daemon for a streaming call (never sent again once it starts). */
+  private Endpoint pick(String agentId) {
+    if (fleet == null) {
+      return endpoints.get(0);
+    }
+    Endpoint e = null;
+    for (int i : fleet.order(agentId)) {
+      e = endpoints.get(i);
+      if (connected(e.channel(), connectTimeout)) {
+        return e;
+      }
+      fleet.markDown(i);
+    }
+    throw MemorydException.of(noConnection(e));
+  }
+
+  /** The daemons that serve {@code agentId}, first choice first. */
+  public List<String> daemonsFor(String agentId) {
+    List<String> addresses = endpoints.stream().map(Endpoint::address).toList();
+    List<String> out = new ArrayList<>();
+    for (int i : Routing.rendezvousOrder(addresses, agentId)) {
+      out.add(addresses.get(i));
+    }
+    return out;
+  }
+
+  /**
+   * Stores a memory. Retried only with an idempotency key (a retry cannot store twice); over a
+   * fleet it always has one (made here when the request has none).
+   */
   public StoreResponse store(StoreRequest request) {
-    return call(memory, !request.getIdempotencyKey().isEmpty(), request, (s, r) -> s.store(r));
+    if (fleet != null && request.getIdempotencyKey().isEmpty()) {
+      request = request.toBuilder().setIdempotencyKey(Routing.newIdempotencyKey()).build();
+    }
+    boolean keyed = !request.getIdempotencyKey().isEmpty();
+    return call(
+        Endpoint::memory, request.getAgentId(), keyed, keyed, request, (s, r) -> s.store(r));
   }
 
   /** The memories most relevant to a query, best first. */
   public RecallResponse recall(RecallRequest request) {
-    return call(memory, true, request, (s, r) -> s.recall(r));
+    return call(
+        Endpoint::memory, request.getAgentId(), true, true, request, (s, r) -> s.recall(r));
   }
 
   /** Deletes by id, or by query when exactly one match is strong. */
   public ForgetResponse forget(ForgetRequest request) {
-    return call(memory, false, request, (s, r) -> s.forget(r));
+    return call(
+        Endpoint::memory, request.getAgentId(), false, false, request, (s, r) -> s.forget(r));
   }
 
   /** Forget by id. */
@@ -248,29 +426,33 @@ public final class MemorydClient implements AutoCloseable {
 
   /** Changes a memory's text, importance, category, metadata or expiry. */
   public UpdateResponse update(UpdateRequest request) {
-    return call(memory, false, request, (s, r) -> s.update(r));
+    return call(
+        Endpoint::memory, request.getAgentId(), false, false, request, (s, r) -> s.update(r));
   }
 
   /** One memory. */
   public Memory get(String agentId, String id) {
     GetRequest request = GetRequest.newBuilder().setAgentId(agentId).setId(id).build();
-    return call(memory, true, request, (s, r) -> s.get(r)).getMemory();
+    return call(Endpoint::memory, agentId, true, true, request, (s, r) -> s.get(r)).getMemory();
   }
 
   /** One page of memories, newest first unless oldest_first. */
   public ListResponse list(ListRequest request) {
-    return call(memory, true, request, (s, r) -> s.list(r));
+    return call(
+        Endpoint::memory, request.getAgentId(), true, true, request, (s, r) -> s.list(r));
   }
 
   /** Counts of what an agent may read. */
   public StatsResponse stats(String agentId) {
     StatsRequest request = StatsRequest.newBuilder().setAgentId(agentId).build();
-    return call(memory, true, request, (s, r) -> s.stats(r));
+    return call(
+        Endpoint::memory, request.getAgentId(), true, true, request, (s, r) -> s.stats(r));
   }
 
   /** The conflict log entries the agent may read. */
   public ListConflictsResponse listConflicts(ListConflictsRequest request) {
-    return call(memory, true, request, (s, r) -> s.listConflicts(r));
+    return call(
+        Endpoint::memory, request.getAgentId(), true, true, request, (s, r) -> s.listConflicts(r));
   }
 
   /**
@@ -278,7 +460,8 @@ public final class MemorydClient implements AutoCloseable {
    * conflicts, stale memories, promotions asked for. Changes nothing: retried.
    */
   public PrepareReviewResponse reviewPrepare(PrepareReviewRequest request) {
-    return call(review, true, request, (s, r) -> s.prepare(r));
+    return call(
+        Endpoint::review, request.getAgentId(), true, true, request, (s, r) -> s.prepare(r));
   }
 
   /**
@@ -286,17 +469,30 @@ public final class MemorydClient implements AutoCloseable {
    * Retried: a second Apply of the same items changes nothing (ALREADY_APPLIED).
    */
   public ApplyReviewResponse reviewApply(ApplyReviewRequest request) {
-    return call(review, true, request, (s, r) -> s.apply(r));
+    return call(
+        Endpoint::review, request.getAgentId(), true, true, request, (s, r) -> s.apply(r));
   }
 
-  /** The before-prompt hook. Hooks have budgets of their own: never retried. */
+  /**
+   * The before-prompt hook. Hooks have budgets of their own: never retried (over a fleet this
+   * read fails over to the agent's next daemon).
+   */
   public BuildContextResponse buildContext(BuildContextRequest request) {
-    return call(hooks, false, request, (s, r) -> s.buildContext(r));
+    return call(
+        Endpoint::hooks, request.getAgentId(), false, true, request, (s, r) -> s.buildContext(r));
   }
 
-  /** The after-turn hook. Never retried. */
+  /**
+   * The after-turn hook. Never retried; over a fleet it carries an idempotency key (made here
+   * when the request has none) and fails over without storing twice.
+   */
   public CaptureResponse capture(CaptureRequest request) {
-    return call(hooks, false, request, (s, r) -> s.capture(r));
+    if (fleet != null && request.getIdempotencyKey().isEmpty()) {
+      request = request.toBuilder().setIdempotencyKey(Routing.newIdempotencyKey()).build();
+    }
+    boolean keyed = !request.getIdempotencyKey().isEmpty();
+    return call(
+        Endpoint::hooks, request.getAgentId(), false, keyed, request, (s, r) -> s.capture(r));
   }
 
   /**
@@ -306,7 +502,7 @@ public final class MemorydClient implements AutoCloseable {
   public Iterator<Memory> export(ExportRequest request) {
     Iterator<Memory> inner;
     try {
-      inner = memory.export(request);
+      inner = pick(request.getAgentId()).memory().export(request);
     } catch (StatusRuntimeException e) {
       throw MemorydException.of(e);
     }
@@ -338,7 +534,8 @@ public final class MemorydClient implements AutoCloseable {
   public ImportResponse importMemories(String agentId, Iterable<Memory> memories) {
     CompletableFuture<ImportResponse> result = new CompletableFuture<>();
     StreamObserver<ImportRequest> requests =
-        memoryAsync
+        pick(agentId)
+            .memoryAsync()
             .withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS)
             .import_(
                 new StreamObserver<>() {
@@ -375,19 +572,31 @@ public final class MemorydClient implements AutoCloseable {
     }
   }
 
-  /** Opens a Stream session (no deadline: it lasts until closed). */
+  /**
+   * Opens a Stream session (no deadline: it lasts until closed). Over a fleet it goes to agent
+   * ""'s daemon; {@link #stream(String)} chooses the agent.
+   */
   public Session stream() {
-    return new Session(memoryAsync::stream);
+    return stream("");
   }
 
-  /** Ends the connection; calls in flight fail with CANCELLED. */
+  /** Opens a Stream session on {@code agentId}'s daemon (the agent whose ops it carries). */
+  public Session stream(String agentId) {
+    return new Session(pick(agentId).memoryAsync()::stream);
+  }
+
+  /** Ends the connections; calls in flight fail with CANCELLED. */
   @Override
   public void close() {
-    channel.shutdownNow();
-    try {
-      channel.awaitTermination(5, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    for (Endpoint e : endpoints) {
+      e.channel().shutdownNow();
+    }
+    for (Endpoint e : endpoints) {
+      try {
+        e.channel().awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException x) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 }
