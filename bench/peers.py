@@ -193,6 +193,17 @@ def rss() -> int:
 # -- the corpus -----------------------------------------------------------------------
 
 
+def default_data() -> Path:
+    """LoCoMo in the nearest shared/datasets/ beside the repository or above it (a
+    worktree may sit a level deeper than ../shared)."""
+    root = Path(__file__).resolve().parent.parent
+    for parent in root.parents:
+        path = parent / "shared" / "datasets" / "locomo" / "locomo10.json"
+        if path.is_file():
+            return path
+    return locomo.DEFAULT_DATA
+
+
 def corpus_texts(turns: Sequence[str], n: int, seed: int) -> list[str]:
     """The first ``n`` texts: LoCoMo's turns, then synthetic memories."""
     if n <= len(turns):
@@ -728,7 +739,7 @@ def main() -> None:
     p.add_argument("--quality", action=argparse.BooleanOptionalAction, default=True,
                    help="LoCoMo recall@10 and MRR per system")  # fmt: skip
     p.add_argument("--conversations", type=int, help="LoCoMo: only the first N conversations")
-    p.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA, help="locomo10.json")
+    p.add_argument("--data", type=Path, default=default_data(), help="locomo10.json")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic memories")
     p.add_argument("--json", type=Path, help="write every figure here (default bench/out/)")
     p.add_argument("--out", type=Path, help="also append the markdown report to this file")

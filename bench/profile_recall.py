@@ -322,7 +322,7 @@ def main() -> None:
     import peers
     from memoryd_client import MemoryClient
 
-    data = args.data or locomo.DEFAULT_DATA
+    data = args.data or peers.default_data()
     turns = peers.locomo_turn_texts(locomo.load(data, None)) if data.is_file() else []
     texts = peers.corpus_texts(turns, args.memories, args.seed)
     queries = corpus.take(corpus.queries(args.seed), args.warmup + args.queries)
