@@ -707,7 +707,8 @@ def ratio(value: float, ref: float) -> str:
 
 
 def layout_table(rows: list[LayoutResult]) -> str:
-    ref = next((r for r in rows if r.system == "memoryd"), None)
+    # memoryd's default pipeline; its vector-only one when only that ran
+    ref = next((r for s in ("memoryd", "memoryd-vector") for r in rows if r.system == s), None)
     headers = (
         "system", "rows", "ingest /s", "miss p50 ms", "miss p99 ms", "cached p50 ms",
         "cached p99 ms", "RSS MiB", "KiB per memory", "miss p50 / memoryd",
