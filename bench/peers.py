@@ -451,13 +451,13 @@ def run_peer(job: Job) -> dict[str, Any]:
     vectors = np.load(Path(job.workdir) / "vectors.npy", mmap_mode="r")
     texts: list[str] = json.loads((Path(job.workdir) / "texts.json").read_text())
     embedder = query_embedder()
-    base = rss()
     results: list[LayoutResult] = []
     workdir = Path(tempfile.mkdtemp(prefix=f"peers-{job.system}-", dir=job.workdir))
     cls = PEERS[job.system]
     largest = max(lay.total for lay in job.layouts)
     peer = cls(workdir, "memories", vectors.shape[1], largest)
     peer.multi = job.layouts[0].agents > 1
+    base = rss()  # the model, the library and an empty store, like a daemon just started
     held = 0
     for li, layout in enumerate(job.layouts):
         ids = list(range(held, layout.total))
