@@ -320,7 +320,6 @@ def main() -> None:
     import harness
     import locomo
     import peers
-    from memoryd_client import MemoryClient
 
     data = args.data or peers.default_data()
     turns = peers.locomo_turn_texts(locomo.load(data, None)) if data.is_file() else []
@@ -335,6 +334,24 @@ def main() -> None:
         env,
         program=(str(Path(__file__).resolve()), "--serve"),
     )
+    try:
+        report(args, daemon, texts, queries, len(turns), out)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def report(
+    args: argparse.Namespace,
+    daemon: Any,
+    texts: list[str],
+    queries: list[str],
+    n_turns: int,
+    out: Path,
+) -> None:
+    """Load, time the Recalls, stop the daemon, join its records to the round trips."""
+    import harness
+    from memoryd_client import MemoryClient
+
     agent = "profile"
     try:
         daemon.start()
@@ -364,7 +381,7 @@ def main() -> None:
     cached = calls[args.warmup + args.queries :]
     h = harness.summary_ms(health)
     sections = [
-        f"{loaded.created} memories in one agent ({min(len(turns), len(texts))} LoCoMo "
+        f"{loaded.created} memories in one agent ({min(n_turns, len(texts))} LoCoMo "
         f"turns, then synthetic ones), default pipeline, {args.queries} Recalls (limit 10) "
         f"per phase after {args.warmup} warm-up; Health.Check round trip on the same server p50 "
         f"{h['p50']:.3f} ms, mean {h['mean']:.3f} ms (the floor of a unary call there).",
@@ -378,7 +395,6 @@ def main() -> None:
             f"**cProfile**, Recall handlers on the event loop, top {args.cprofile} by own "
             "time (overhead included)\n\n" + top_functions(prof, args.cprofile)
         )
-    shutil.rmtree(base, ignore_errors=True)
     harness.report(args, "Where one Recall's time goes (bench/profile_recall.py)", sections)
 
 
