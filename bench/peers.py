@@ -123,7 +123,7 @@ def parse_layouts(text: str) -> list[Layout]:
     for part in (p for p in text.split(",") if p.strip()):
         agents, _, per = part.lower().rpartition("x")
         out.append(Layout(count(agents), count(per)) if agents else Layout(1, count(per)))
-    return out
+    return list(dict.fromkeys(out))  # each once
 
 
 # -- what the parent hands each worker ------------------------------------------------
@@ -827,6 +827,8 @@ def main() -> None:
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
+    if min(args.runs, args.queries, args.batch) < 1 or args.warmup < 0:
+        p.error("--runs, --queries and --batch take 1 or more, --warmup 0 or more")
     try:
         layouts = parse_layouts(args.sizes)
     except ValueError as e:
