@@ -22,7 +22,8 @@ its own) and a fresh store per layout:
     qdrant          qdrant-client local mode (QdrantClient(path=...)), cosine, payload filter
     lancedb         the plugin path: flat search, cosine, ``where(agent_id = ..., prefilter)``
     hnswlib         in process, one index per agent, library defaults (M 16, ef 10): the floor
-    faiss           in process, IndexHNSWFlat per agent, library defaults (M 32, efSearch 16)
+    faiss           in process, IndexHNSWFlat per agent: M 32 (a required argument; the
+                    value of faiss's own examples), efConstruction 40 and efSearch 16 default
 
 Per system and layout: ingest rate (memoryd: Stores through 8 Streams, the daemon embeds
 every text, dedupes and commits; peers: bulk adds of the given vectors), Recall latency
