@@ -78,6 +78,9 @@ class Daemon:
     inherit_memoryd_env: bool = False
     listen: str = "127.0.0.1:0"
     args: Sequence[str] = ()  # more `memoryd serve` flags
+    # What the interpreter runs: `-m memoryd`, or a script that takes the same arguments
+    # (bench/profile_recall.py runs the daemon with its timers installed).
+    program: Sequence[str] = ("-m", "memoryd")
     start_timeout: float = START_TIMEOUT
     stop_timeout: float = STOP_TIMEOUT
     address: str = ""
@@ -95,7 +98,7 @@ class Daemon:
     def start(self) -> Daemon:
         """Spawn the daemon and wait for its "serving on" line; raises ``LaunchError``."""
         assert self.process is None, "already running"
-        cmd = [sys.executable, "-m", "memoryd", "serve", "--listen", self.listen]
+        cmd = [sys.executable, *self.program, "serve", "--listen", self.listen]
         cmd += ["--data-dir", str(self.data_dir), *self.args]
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
