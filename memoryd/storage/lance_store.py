@@ -749,6 +749,12 @@ class LanceStore:
         """ "ok", or why writes are refused now (e.g. no space left on device)."""
         return self.fault or STATUS_OK
 
+    @property
+    def unreachable(self) -> bool:
+        """The object store did not answer the last write or probe: writes are refused at
+        once until a probe finds it answering again."""
+        return self._unreachable
+
     # -- writes ------------------------------------------------------------------------
 
     async def add(self, rows: list[Row]) -> None:

@@ -167,8 +167,10 @@ class Repository(HotIndex):
         return await asyncio.to_thread(self._claims.claim, agent_id, key, memory_id)
 
     async def catch_up(self) -> None:
-        """Apply what other daemons committed up to now (nothing to do without them)."""
-        if self._follower is not None:
+        """Apply what other daemons committed up to now (nothing to do without them; nor
+        while the object store is unreachable: the write that asks is refused at once then,
+        and must not first wait out a listing's timeouts)."""
+        if self._follower is not None and not self._durable.unreachable:
             await self._follower.follow()
 
     def put_followed(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None) -> None:
