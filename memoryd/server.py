@@ -487,7 +487,13 @@ class Daemon:
             ann_build_threads=s.recall.ann_build_threads,
             follow_interval=s.follow_interval,
             claims=(
-                KeyClaims(s.storage_uri, s.storage.table, dict(s.storage.storage_options))
+                KeyClaims(
+                    s.storage_uri,
+                    s.storage.table,
+                    durable.storage_options,
+                    maintains=durable.maintains,
+                    keep_versions=durable.keep_versions,
+                )
                 if s.follow_interval > 0
                 else None
             ),

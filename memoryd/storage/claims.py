@@ -13,7 +13,8 @@ The loser reads the winner's memory id and answers with it (``core.ingest``).
 
 A claim is the SHA-256 of agent and key (no quoting, fixed length). Claims only have to
 outlive a client's retries: those older than ``CLAIM_DAYS`` go at the table's periodic
-compaction (the memory's own row keeps the key for later lookups).
+compaction (the memory's own row keeps the key for later lookups), which only the holder
+of the store's maintenance lease runs, deleting only versions replaced ``keep_versions`` ago.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -42,7 +44,20 @@ CLAIMS_SCHEMA = pa.schema(
 
 
 class KeyClaims:
-    def __init__(self, uri: str, table: str, storage_options: dict[str, str] | None = None):
+    def __init__(
+        self,
+        uri: str,
+        table: str,
+        storage_options: dict[str, str] | None = None,
+        *,
+        maintains: Callable[[], bool] = lambda: True,
+        keep_versions: timedelta = timedelta(seconds=10),
+    ):
+        """``maintains``: whether this daemon may compact and clean up now (the holder of
+        the store's maintenance lease: ``LanceStore.maintains``); ``keep_versions``: how
+        long a replaced version stays readable for the other daemons."""
+        self._maintains = maintains
+        self._keep_versions = keep_versions
         # Every operation from the newest version: the claims of the other daemons.
         self._db = lancedb.connect(
             uri, storage_options=storage_options or None, read_consistency_interval=timedelta(0)
@@ -66,7 +81,7 @@ class KeyClaims:
                 self._table = self._db.create_table(self._name, schema=CLAIMS_SCHEMA, exist_ok=True)
             table = self._table
             self._claims += 1
-            compact = self._claims % COMPACT_EVERY == 0
+            compact = self._claims % COMPACT_EVERY == 0 and self._maintains()
         # Claims of other keys (here or on other daemons) commit side by side: Lance
         # rebases inserts of different keys onto each other.
         result = table.merge_insert("claim").when_not_matched_insert_all().execute(row)
@@ -82,6 +97,6 @@ class KeyClaims:
         cutoff = datetime.now(UTC) - timedelta(days=CLAIM_DAYS)
         try:
             table.delete(f"at < TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S')}'")
-            table.optimize(cleanup_older_than=timedelta(seconds=10))
+            table.optimize(cleanup_older_than=self._keep_versions)
         except Exception as e:  # an optimisation: every claim is there either way
             log.warning("compacting the key claims failed (it runs again later): %s", e)

@@ -60,3 +60,29 @@ def test_claims_of_many_keys_at_once_all_win(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert won == [True] * 8
+
+
+def test_only_the_maintenance_lease_holder_cleans_up_the_claims_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon without the lease never deletes versions another daemon may be reading."""
+    from datetime import timedelta
+
+    import lancedb
+
+    monkeypatch.setattr(claims_module, "COMPACT_EVERY", 3)
+    holder = {"now": False}
+    claims = KeyClaims(
+        str(tmp_path), "m", maintains=lambda: holder["now"], keep_versions=timedelta(seconds=0.001)
+    )
+    for i in range(6):
+        claims.claim("agent", f"k{i}", f"m{i}")
+    table = lancedb.connect(str(tmp_path)).open_table("m_claims")
+    kept = len(table.list_versions())
+    assert kept >= 7  # the create and six claims: nothing cleaned up
+    holder["now"] = True
+    for i in range(6, 9):
+        claims.claim("agent", f"k{i}", f"m{i}")
+    table = lancedb.connect(str(tmp_path)).open_table("m_claims")
+    assert len(table.list_versions()) < kept
+    assert [claims.claim("agent", f"k{i}", "again") for i in range(9)] == [f"m{i}" for i in range(9)]
