@@ -85,4 +85,6 @@ def test_only_the_maintenance_lease_holder_cleans_up_the_claims_versions(
         claims.claim("agent", f"k{i}", f"m{i}")
     table = lancedb.connect(str(tmp_path)).open_table("m_claims")
     assert len(table.list_versions()) < kept
-    assert [claims.claim("agent", f"k{i}", "again") for i in range(9)] == [f"m{i}" for i in range(9)]
+    assert [claims.claim("agent", f"k{i}", "again") for i in range(9)] == [
+        f"m{i}" for i in range(9)
+    ]
