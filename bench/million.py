@@ -1,0 +1,364 @@
+"""One daemon at a million memories (issue 17): time to SERVING, RSS per memory, Recall.
+
+Storing a million memories through the daemon would take about two hours (it embeds
+every text: ~150 stores/s on an idle machine), so this script writes the store directly,
+in memoryd's own LanceDB table (``lance_store.make_schema`` and ``to_arrow``, the rows
+built as ``core.ingest`` builds a Store's: normalised text, content hash, detected
+category, extractive summary, default importance, ``agent:<id>`` scope), then starts the
+daemon on it and measures it:
+
+- texts: distinct synthetic memories (``corpus.memories``), one per row, so every row's
+  text and its BM25 postings are its own;
+- vectors and token vectors: from a pool of ``--pool`` texts (LoCoMo's turns, then
+  synthetic memories of another seed) really embedded once with the shipped model, as
+  the daemon embeds a Store (pooled vector, token vectors int8 capped at
+  ``recall.token_vectors_max``), cached under ``bench/out/``, and given to the rows at
+  random: the vectors' distribution is the real one, repeated, and a row's vector is not
+  its text's (fine for timings and bytes; this is not a quality benchmark).
+
+Per ``--layouts`` entry (``AxM``: A agents of M memories; ``N``: one agent of N): the
+build time and disk size of the store, the daemon's "SERVING after" and its breakdown,
+spawn to serving, VmRSS after the start and after the queries (and per memory), the
+daemon's own Stats.index_bytes, the HNSW build of a scope of ``recall.ann_threshold`` rows
+or more (the Recalls wait for it), Recall p50/p99 with a cache miss (every query a
+distinct question; in the agents layout each goes to one agent, spread over all of
+them). An empty store gives the daemon's own baseline RSS (model, runtime).
+
+The daemon's RSS grows with the rows it holds (19 KB per memory at 100k before the
+hot-index work of issue 17, bench/RESULTS.md "Hot index bytes per memory"): a layout is
+refused when ``--expect-bytes-per-memory`` x its rows is more than a third of
+MemAvailable, so a run cannot take the machine down.
+
+    ./dev bench million.py --layouts 100x100,1x20000 --pool 1000 --queries 50  # smoke
+    ./dev bench million.py --layouts 2000x100,1x200000                         # 200k
+    ./dev bench million.py --layouts 10000x100,1x1000000 --expect-bytes-per-memory 4500
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import corpus
+import harness
+import locomo
+import numpy as np
+import peers
+import pyarrow as pa
+
+from memoryd.config import Settings, load_settings
+from memoryd.core.categorize import detect_category
+from memoryd.core.policy import agent_scope
+from memoryd.core.records import Memory
+from memoryd.core.summarize import extractive_summary
+from memoryd.core.text import content_hash, normalize_text
+from memoryd.storage.lance_store import make_schema, to_arrow
+from memoryd.storage.repository import quantize_tokens
+from memoryd_client import MemoryClient
+
+OUT = Path(__file__).resolve().parent / "out"
+CHUNK = 10_000  # rows per Arrow batch written (a batch of token vectors is ~140 MB)
+ANN_READY = "approximate index of {n} rows ready in"
+K = 10
+
+
+# -- the pool of embedded texts -------------------------------------------------------
+
+
+@dataclass
+class Pool:
+    """``n`` embedded texts: pooled vectors [n, dim] and int8 token vectors, row i's being
+    ``tokens[offsets[i]:offsets[i + 1]]``."""
+
+    vectors: np.ndarray
+    offsets: np.ndarray
+    tokens: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def tokens_of(self, i: int) -> np.ndarray:
+        return self.tokens[self.offsets[i] : self.offsets[i + 1]]
+
+
+def pool_texts(n: int, seed: int) -> list[str]:
+    turns = peers.locomo_turn_texts(locomo.load(peers.default_data(), None))
+    synthetic = corpus.take(corpus.memories(seed + 7), max(0, n - len(turns)))
+    return [*turns, *synthetic][:n]
+
+
+def load_pool(n: int, seed: int, settings: Settings) -> Pool:
+    """The pool, embedded now or read from its cache (keyed on the model and the texts)."""
+    embedder = peers.query_embedder()
+    texts = pool_texts(n, seed)
+    max_tokens = settings.recall.token_vectors_max
+    key = hashlib.sha256("\n".join([embedder.name, str(max_tokens), *texts]).encode())
+    path = OUT / f"million-pool-{n}-{key.hexdigest()[:12]}.npz"
+    if path.exists():
+        with np.load(path) as z:
+            harness.log(f"pool of {n} embedded texts from {path}")
+            return Pool(z["vectors"], z["offsets"], z["tokens"])
+    harness.log(f"embedding a pool of {n} texts with {embedder.name} (cached at {path})")
+    vectors = np.empty((n, embedder.dim), np.float32)
+    parts: list[np.ndarray] = []
+    started = time.perf_counter()
+    for i in range(0, n, 32):
+        v, toks = embedder.embed_full(texts[i : i + 32], tokens=True)
+        vectors[i : i + len(v)] = v
+        parts += [quantize_tokens(t, max_tokens) for t in toks]
+        if i and i % 1024 == 0:
+            harness.log(f"embedded {i}/{n} ({i / (time.perf_counter() - started):.0f}/s)")
+    offsets = np.zeros(n + 1, np.int64)
+    offsets[1:] = np.cumsum([len(t) for t in parts])
+    tokens = np.concatenate(parts).astype(np.int8)
+    OUT.mkdir(parents=True, exist_ok=True)
+    np.savez(path, vectors=vectors, offsets=offsets, tokens=tokens)
+    return Pool(vectors, offsets, tokens)
+
+
+# -- writing the store ------------------------------------------------------------------
+
+
+def rows(
+    layout: peers.Layout, pool: Pool, settings: Settings, seed: int
+) -> Iterator[tuple[Memory, np.ndarray, np.ndarray]]:
+    """The layout's rows as a Store makes them (core.ingest), row r in agent r % agents."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(pool), layout.total)
+    ids = random.Random(seed)
+    texts = corpus.memories(seed)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    importance = settings.store.default_importance
+    words = settings.store.summary_max_words
+    for r in range(layout.total):
+        text = normalize_text(next(texts))
+        agent = layout.agent_of_row(r)
+        at = start + timedelta(seconds=r)
+        memory = Memory(
+            id=str(uuid.UUID(int=ids.getrandbits(128), version=4)),
+            agent_id=agent,
+            scope=agent_scope(agent),
+            text=text,
+            summary=extractive_summary(text, words),
+            category=detect_category(text),
+            importance=importance,
+            created_at=at,
+            updated_at=at,
+            content_hash=content_hash(text),
+            language="en",
+        )
+        p = int(picks[r])
+        yield memory, pool.vectors[p], pool.tokens_of(p)
+
+
+def build_store(
+    data_dir: Path, layout: peers.Layout, pool: Pool, settings: Settings, seed: int
+) -> tuple[float, int]:
+    """Write the layout's rows into ``data_dir``'s table in one commit; (seconds, token
+    vector bytes written)."""
+    import lancedb
+
+    model = peers.query_embedder().name
+    schema = make_schema(model, pool.vectors.shape[1])
+    token_bytes = 0
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        nonlocal token_bytes
+        chunk: list[Any] = []
+        done = 0
+        for row in rows(layout, pool, settings, seed):
+            chunk.append(row)
+            token_bytes += row[2].nbytes
+            if len(chunk) == CHUNK:
+                done += len(chunk)
+                yield from to_arrow(schema, chunk).to_batches()
+                chunk = []
+                harness.log(f"written {done:,}/{layout.total:,}")
+        if chunk:
+            yield from to_arrow(schema, chunk).to_batches()
+
+    started = time.perf_counter()
+    db = lancedb.connect(str(data_dir / "lancedb"))
+    table = db.create_table(settings.storage.table, schema=schema)
+    table.add(pa.RecordBatchReader.from_batches(schema, batches()))
+    return time.perf_counter() - started, token_bytes
+
+
+# -- the daemon on it -------------------------------------------------------------------
+
+
+def mem_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def wait_for_ann(daemon: harness.Daemon, n: int, timeout: float) -> float | None:
+    """Seconds from now until the daemon logs its HNSW graph of ``n`` rows ready."""
+    started = time.perf_counter()
+    needle = ANN_READY.format(n=n)
+    while time.perf_counter() - started < timeout:
+        if needle in daemon.log_text():
+            return time.perf_counter() - started
+        time.sleep(1.0)
+    harness.log(f"no HNSW graph of {n} rows after {timeout:.0f}s; measuring the exact scan")
+    return None
+
+
+def recalls(address: str, layout: peers.Layout, queries: Sequence[str], warmup: int) -> list[float]:
+    """Each query once (distinct strings: the query-embedding cache misses), one at a time."""
+    out = []
+    with MemoryClient(address, timeout=60.0) as client:
+        for n, q in enumerate(queries):
+            t0 = time.perf_counter()
+            client.recall(layout.agent_of_query(n), q, limit=K)
+            if n >= warmup:
+                out.append(time.perf_counter() - t0)
+    return out
+
+
+def measure(
+    args: argparse.Namespace,
+    layout: peers.Layout | None,
+    pool: Pool,
+    settings: Settings,
+    queries: Sequence[str],
+) -> dict[str, Any]:
+    base = Path(tempfile.mkdtemp(prefix="memoryd-bench-million-", dir=args.tmp))
+    label = "empty store" if layout is None else layout.label
+    out: dict[str, Any] = {"layout": label, "memories": 0 if layout is None else layout.total}
+    try:
+        data_dir = base / "data"
+        if layout is not None:
+            harness.log(f"{label}: writing the store in {data_dir}")
+            out["build_s"], token_bytes = build_store(data_dir, layout, pool, settings, args.seed)
+            out["disk"] = disk_bytes(data_dir)
+            out["token_bytes"] = token_bytes
+        if args.build_only:
+            return out
+        daemon = harness.Daemon(data_dir, base / "stderr.log")
+        if layout is None:  # once first, so that numba's cache is warm (a cold compile
+            daemon.start()  # also leaves the empty daemon's RSS higher)
+            daemon.stop()
+        t0 = time.perf_counter()
+        daemon.start()
+        out["spawn_s"] = time.perf_counter() - t0
+        try:
+            out.update(daemon.startup())
+            out["rss_start"] = harness.proc_status(daemon.pid).get("VmRSS")
+            out["index_bytes"] = harness.stats(daemon.address, "bench").index_bytes
+            harness.log(f"{label}: serving {out}")
+            if layout is not None:
+                if layout.per_agent >= settings.recall.ann_threshold > 0:
+                    out["ann_s"] = wait_for_ann(daemon, layout.per_agent, args.ann_wait)
+                lat = recalls(daemon.address, layout, queries, args.warmup)
+                out["recall"] = harness.summary_ms(lat)
+            status = harness.proc_status(daemon.pid)
+            out["rss_end"], out["rss_peak"] = status.get("VmRSS"), status.get("VmHWM")
+        finally:
+            code = daemon.stop()
+            if code not in (0, None):
+                harness.log(f"memoryd exited {code}:\n{daemon.log_tail()}")
+    finally:
+        if args.keep_data:
+            harness.log(f"kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    return out
+
+
+def disk_bytes(path: Path) -> int:
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
+
+
+# -- the report -------------------------------------------------------------------------
+
+
+def per_memory(value: float | None, n: int) -> str:
+    return "n/a" if value is None or not n else f"{value / n / 1024:.1f}"
+
+
+def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    nan = float("nan")
+    base_rss = next((r.get("rss_end") for r in results if r["memories"] == 0), None)
+    headers = (
+        "layout", "memories", "store built s", "disk KiB/memory", "SERVING after s",
+        "store + index s", "spawn to serving s", "RSS after start MiB", "RSS after queries MiB",
+        "peak RSS MiB", "RSS above empty KiB/memory", "index_bytes KiB/memory",
+        "token vectors KiB/memory", "HNSW wait s", "Recall miss p50 ms", "Recall miss p99 ms",
+    )  # fmt: skip
+    table = []
+    for r in results:
+        n = r["memories"]
+        rec = r.get("recall", {})
+        above = None if base_rss is None or r.get("rss_end") is None else r["rss_end"] - base_rss
+        table.append(
+            [r["layout"], n, r.get("build_s", nan), per_memory(r.get("disk"), n),
+             r.get("serving_s", nan), r.get("store_s", nan), r.get("spawn_s", nan),
+             harness.mib(r.get("rss_start")), harness.mib(r.get("rss_end")),
+             harness.mib(r.get("rss_peak")), per_memory(above, n),
+             per_memory(r.get("index_bytes"), n), per_memory(r.get("token_bytes"), n),
+             r.get("ann_s") if r.get("ann_s") is not None else "n/a",
+             rec.get("p50", nan), rec.get("p99", nan)]
+        )  # fmt: skip
+    note = (
+        f"Pool of {args.pool} really embedded texts (vectors and token vectors reused at "
+        f"random across rows; texts distinct); {args.queries} timed Recalls (limit {K}) after "
+        f"{args.warmup} warm-up, one at a time, every query a distinct question."
+    )
+    return [note, harness.table(headers, table)]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--layouts", default="2000x100,1x200000", help="AxM (A agents of M) or N")
+    p.add_argument("--pool", type=int, default=8000, help="texts embedded for the vectors")
+    p.add_argument("--queries", type=int, default=300, help="timed Recalls per layout")
+    p.add_argument("--warmup", type=int, default=20, help="untimed Recalls first")
+    p.add_argument("--ann-wait", type=float, default=1800, help="seconds to wait for HNSW")
+    p.add_argument("--no-baseline", action="store_true", help="skip the empty store's RSS")
+    p.add_argument(
+        "--expect-bytes-per-memory",
+        type=int,
+        default=20_000,
+        help="daemon RSS per memory assumed by the memory guard (19 KB before issue 17's work)",
+    )
+    p.add_argument("--build-only", action="store_true", help="write the stores, no daemon")
+    p.add_argument("--tmp", type=Path, help="where the stores are written (default: $TMPDIR)")
+    p.add_argument("--keep-data", action="store_true", help="keep the stores written")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, help="also append the markdown report to this file")
+    args = p.parse_args()
+
+    layouts = peers.parse_layouts(args.layouts)
+    settings = load_settings(None, {})
+    if not args.build_only:
+        room = mem_available() // 3
+        for layout in layouts:
+            if layout.total * args.expect_bytes_per_memory > room:
+                p.error(
+                    f"{layout.label}: {layout.total:,} memories x "
+                    f"{args.expect_bytes_per_memory:,} B is more than a third of the "
+                    f"{mem_available() >> 20:,} MiB available; refusing to start a daemon on it "
+                    "(--build-only writes the store alone)"
+                )
+    pool = load_pool(args.pool, args.seed, settings)
+    queries = corpus.take(corpus.queries(args.seed), args.warmup + args.queries)
+    todo: list[peers.Layout | None] = [*([] if args.no_baseline else [None]), *layouts]
+    results = [measure(args, layout, pool, settings, queries) for layout in todo]
+    harness.report(args, "One daemon at a million memories", report(results, args))
+
+
+if __name__ == "__main__":
+    main()
