@@ -55,6 +55,8 @@ import locomo
 import numpy as np
 import peers
 import pyarrow as pa
+from memoryd_client import MemoryClient
+from store_size import disk_bytes
 
 from memoryd.config import Settings, load_settings
 from memoryd.core.categorize import detect_category
@@ -64,7 +66,6 @@ from memoryd.core.summarize import extractive_summary
 from memoryd.core.text import content_hash, normalize_text
 from memoryd.storage.lance_store import make_schema, to_arrow
 from memoryd.storage.repository import quantize_tokens
-from memoryd_client import MemoryClient
 
 OUT = Path(__file__).resolve().parent / "out"
 CHUNK = 10_000  # rows per Arrow batch written (a batch of token vectors is ~140 MB)
@@ -270,6 +271,9 @@ def measure(
             code = daemon.stop()
             if code not in (0, None):
                 harness.log(f"memoryd exited {code}:\n{daemon.log_tail()}")
+        if layout is not None and layout.agents > 1 and args.cold_scopes:
+            harness.log(f"{label}: loading {args.cold_scopes} scopes cold, in process")
+            out["cold"] = cold_scopes(data_dir, layout, settings, args.cold_scopes, args.seed)
     finally:
         if args.keep_data:
             harness.log(f"kept {base}")
@@ -278,8 +282,48 @@ def measure(
     return out
 
 
-def disk_bytes(path: Path) -> int:
-    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
+def cold_scopes(
+    data_dir: Path, layout: peers.Layout, settings: Settings, count: int, seed: int
+) -> dict[str, Any]:
+    """What loading one agent's scope on its first use would cost (the cold-scope policy
+    of bench/RESULTS.md, not the daemon's way today): ``count`` agents' rows read from the
+    table with ``scope = ...`` (with a BITMAP index on scope, as that policy would make),
+    then put into a hot index of their own, in this process. Seconds per agent."""
+    import lancedb
+
+    from memoryd.storage.hot_index import HotIndex
+    from memoryd.storage.lance_store import from_arrow
+    from memoryd.storage.lexical import Analyzer
+
+    table = lancedb.connect(str(data_dir / "lancedb")).open_table(settings.storage.table)
+    t0 = time.perf_counter()
+    table.create_scalar_index("scope", index_type="BITMAP")
+    index_s = time.perf_counter() - t0
+    analyzer = Analyzer(settings.recall.analyzer_language)
+    picked = random.Random(seed).sample(range(layout.agents), min(count, layout.agents))
+    read, build, rows_read = [], [], 0
+    for a in picked:
+        scope = agent_scope(layout.agent(a))
+        t0 = time.perf_counter()
+        data = table.search().where(f"scope = '{scope}'").limit(None).to_arrow()
+        t1 = time.perf_counter()
+        index = HotIndex(data.schema.field("vector").type.list_size, analyzer)
+        with index.bulk_load():
+            for batch in data.to_batches():
+                for memory, vector, tokens in from_arrow(batch):
+                    index.put(memory, vector, tokens)
+        t2 = time.perf_counter()
+        rows_read += data.num_rows
+        read.append(t1 - t0)
+        build.append(t2 - t1)
+    return {
+        "scopes": len(picked),
+        "rows_per_scope": rows_read / max(1, len(picked)),
+        "index_s": index_s,
+        "read": harness.summary_ms(read),
+        "build": harness.summary_ms(build),
+        "total": harness.summary_ms([r + b for r, b in zip(read, build, strict=True)]),
+    }
 
 
 # -- the report -------------------------------------------------------------------------
@@ -317,7 +361,26 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
         f"random across rows; texts distinct); {args.queries} timed Recalls (limit {K}) after "
         f"{args.warmup} warm-up, one at a time, every query a distinct question."
     )
-    return [note, harness.table(headers, table)]
+    cold_headers = (
+        "layout", "scopes loaded", "rows per scope", "BITMAP index on scope s",
+        "read p50 ms", "read p99 ms", "index build p50 ms", "index build p99 ms",
+        "first-use load p50 ms", "first-use load p99 ms",
+    )  # fmt: skip
+    cold = [
+        [r["layout"], c["scopes"], f"{c['rows_per_scope']:.0f}", c["index_s"],
+         c["read"]["p50"], c["read"]["p99"], c["build"]["p50"], c["build"]["p99"],
+         c["total"]["p50"], c["total"]["p99"]]
+        for r in results
+        if (c := r.get("cold"))
+    ]  # fmt: skip
+    sections = [note, harness.table(headers, table)]
+    if cold:
+        sections += [
+            "A cold scope's load, in process (the proposed policy's cost before its first "
+            "Recall: its rows read from LanceDB by scope, then put into a hot index):",
+            harness.table(cold_headers, cold),
+        ]
+    return sections
 
 
 def main() -> None:
@@ -327,6 +390,9 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=300, help="timed Recalls per layout")
     p.add_argument("--warmup", type=int, default=20, help="untimed Recalls first")
     p.add_argument("--ann-wait", type=float, default=1800, help="seconds to wait for HNSW")
+    p.add_argument(
+        "--cold-scopes", type=int, default=50, help="agents loaded cold in process (0: none)"
+    )
     p.add_argument("--no-baseline", action="store_true", help="skip the empty store's RSS")
     p.add_argument(
         "--expect-bytes-per-memory",
