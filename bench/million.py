@@ -43,6 +43,7 @@ import shutil
 import tempfile
 import time
 import uuid
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -297,7 +298,9 @@ def cold_scopes(
 
     table = lancedb.connect(str(data_dir / "lancedb")).open_table(settings.storage.table)
     t0 = time.perf_counter()
-    table.create_scalar_index("scope", index_type="BITMAP")
+    with warnings.catch_warnings():  # deprecated for create_index(config=Bitmap()), which
+        warnings.simplefilter("ignore")  # the sync LanceTable takes for vector columns only
+        table.create_scalar_index("scope", index_type="BITMAP")
     index_s = time.perf_counter() - t0
     analyzer = Analyzer(settings.recall.analyzer_language)
     picked = random.Random(seed).sample(range(layout.agents), min(count, layout.agents))
