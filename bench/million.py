@@ -247,31 +247,8 @@ def measure(
             out["build_s"], token_bytes = build_store(data_dir, layout, pool, settings, args.seed)
             out["disk"] = disk_bytes(data_dir)
             out["token_bytes"] = token_bytes
-        if args.build_only:
-            return out
-        daemon = harness.Daemon(data_dir, base / "stderr.log")
-        if layout is None:  # once first, so that numba's cache is warm (a cold compile
-            daemon.start()  # also leaves the empty daemon's RSS higher)
-            daemon.stop()
-        t0 = time.perf_counter()
-        daemon.start()
-        out["spawn_s"] = time.perf_counter() - t0
-        try:
-            out.update(daemon.startup())
-            out["rss_start"] = harness.proc_status(daemon.pid).get("VmRSS")
-            out["index_bytes"] = harness.stats(daemon.address, "bench").index_bytes
-            harness.log(f"{label}: serving {out}")
-            if layout is not None:
-                if layout.per_agent >= settings.recall.ann_threshold > 0:
-                    out["ann_s"] = wait_for_ann(daemon, layout.per_agent, args.ann_wait)
-                lat = recalls(daemon.address, layout, queries, args.warmup)
-                out["recall"] = harness.summary_ms(lat)
-            status = harness.proc_status(daemon.pid)
-            out["rss_end"], out["rss_peak"] = status.get("VmRSS"), status.get("VmHWM")
-        finally:
-            code = daemon.stop()
-            if code not in (0, None):
-                harness.log(f"memoryd exited {code}:\n{daemon.log_tail()}")
+        if not args.build_only:
+            out.update(serve(data_dir, base / "stderr.log", layout, settings, queries, args))
         if layout is not None and layout.agents > 1 and args.cold_scopes:
             harness.log(f"{label}: loading {args.cold_scopes} scopes cold, in process")
             out["cold"] = cold_scopes(data_dir, layout, settings, args.cold_scopes, args.seed)
@@ -280,6 +257,42 @@ def measure(
             harness.log(f"kept {base}")
         else:
             shutil.rmtree(base, ignore_errors=True)
+    return out
+
+
+def serve(
+    data_dir: Path,
+    log_path: Path,
+    layout: peers.Layout | None,
+    settings: Settings,
+    queries: Sequence[str],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """The daemon on the store: its start, RSS, index bytes, then the Recalls."""
+    out: dict[str, Any] = {}
+    daemon = harness.Daemon(data_dir, log_path)
+    if layout is None:  # once first, so that numba's cache is warm (a cold compile
+        daemon.start()  # also leaves the empty daemon's RSS higher)
+        daemon.stop()
+    t0 = time.perf_counter()
+    daemon.start()
+    out["spawn_s"] = time.perf_counter() - t0
+    try:
+        out.update(daemon.startup())
+        out["rss_start"] = harness.proc_status(daemon.pid).get("VmRSS")
+        out["index_bytes"] = harness.stats(daemon.address, "bench").index_bytes
+        harness.log(f"serving: {out}")
+        if layout is not None:
+            if layout.per_agent >= settings.recall.ann_threshold > 0:
+                out["ann_s"] = wait_for_ann(daemon, layout.per_agent, args.ann_wait)
+            lat = recalls(daemon.address, layout, queries, args.warmup)
+            out["recall"] = harness.summary_ms(lat)
+        status = harness.proc_status(daemon.pid)
+        out["rss_end"], out["rss_peak"] = status.get("VmRSS"), status.get("VmHWM")
+    finally:
+        code = daemon.stop()
+        if code not in (0, None):
+            harness.log(f"memoryd exited {code}:\n{daemon.log_tail()}")
     return out
 
 
@@ -424,7 +437,8 @@ def main() -> None:
                 )
     pool = load_pool(args.pool, args.seed, settings)
     queries = corpus.take(corpus.queries(args.seed), args.warmup + args.queries)
-    todo: list[peers.Layout | None] = [*([] if args.no_baseline else [None]), *layouts]
+    baseline = not (args.no_baseline or args.build_only)
+    todo: list[peers.Layout | None] = [*([None] if baseline else []), *layouts]
     results = [measure(args, layout, pool, settings, queries) for layout in todo]
     harness.report(args, "One daemon at a million memories", report(results, args))
 
