@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import random
 import shutil
 import tempfile
@@ -99,13 +100,13 @@ def pool_texts(n: int, seed: int) -> list[str]:
     return [*turns, *synthetic][:n]
 
 
-def load_pool(n: int, seed: int, settings: Settings) -> Pool:
+def load_pool(n: int, seed: int, settings: Settings, cache: Path) -> Pool:
     """The pool, embedded now or read from its cache (keyed on the model and the texts)."""
     embedder = peers.query_embedder()
     texts = pool_texts(n, seed)
     max_tokens = settings.recall.token_vectors_max
     key = hashlib.sha256("\n".join([embedder.name, str(max_tokens), *texts]).encode())
-    path = OUT / f"million-pool-{n}-{key.hexdigest()[:12]}.npz"
+    path = cache / f"million-pool-{n}-{key.hexdigest()[:12]}.npz"
     if path.exists():
         with np.load(path) as z:
             harness.log(f"pool of {n} embedded texts from {path}")
@@ -123,7 +124,7 @@ def load_pool(n: int, seed: int, settings: Settings) -> Pool:
     offsets = np.zeros(n + 1, np.int64)
     offsets[1:] = np.cumsum([len(t) for t in parts])
     tokens = np.concatenate(parts).astype(np.int8)
-    OUT.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
     np.savez(path, vectors=vectors, offsets=offsets, tokens=tokens)
     return Pool(vectors, offsets, tokens)
 
@@ -218,16 +219,21 @@ def wait_for_ann(daemon: harness.Daemon, n: int, timeout: float) -> float | None
     return None
 
 
-def recalls(address: str, layout: peers.Layout, queries: Sequence[str], warmup: int) -> list[float]:
-    """Each query once (distinct strings: the query-embedding cache misses), one at a time."""
-    out = []
+def recalls(
+    address: str, layout: peers.Layout, queries: Sequence[str], warmup: int
+) -> tuple[list[float], int]:
+    """Each query once (distinct strings: the query-embedding cache misses), one at a time:
+    the timed ones' seconds, and how many Recalls found the agent's memories (any)."""
+    out, found = [], 0
     with MemoryClient(address, timeout=60.0) as client:
         for n, q in enumerate(queries):
+            agent = layout.agent_of_query(n)
             t0 = time.perf_counter()
-            client.recall(layout.agent_of_query(n), q, limit=K)
+            answer = client.recall(agent, q, limit=K)
             if n >= warmup:
                 out.append(time.perf_counter() - t0)
-    return out
+            found += any(r.memory.agent_id == agent for r in answer.results)
+    return out, found
 
 
 def measure(
@@ -285,7 +291,7 @@ def serve(
         if layout is not None:
             if layout.per_agent >= settings.recall.ann_threshold > 0:
                 out["ann_s"] = wait_for_ann(daemon, layout.per_agent, args.ann_wait)
-            lat = recalls(daemon.address, layout, queries, args.warmup)
+            lat, out["recalls_found"] = recalls(daemon.address, layout, queries, args.warmup)
             out["recall"] = harness.summary_ms(lat)
         status = harness.proc_status(daemon.pid)
         out["rss_end"], out["rss_peak"] = status.get("VmRSS"), status.get("VmHWM")
@@ -368,6 +374,7 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
         "store + index s", "spawn to serving s", "RSS after start MiB", "RSS after queries MiB",
         "peak RSS MiB", "RSS above empty KiB/memory", "index_bytes KiB/memory",
         "token vectors KiB/memory", "HNSW wait s", "Recall miss p50 ms", "Recall miss p99 ms",
+        "Recalls with results",
     )  # fmt: skip
     table = []
     for r in results:
@@ -381,7 +388,8 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
              harness.mib(r.get("rss_peak")), per_memory(above, n),
              per_memory(r.get("index_bytes"), n), per_memory(r.get("token_bytes"), n),
              r.get("ann_s") if r.get("ann_s") is not None else "n/a",
-             rec.get("p50", nan), rec.get("p99", nan)]
+             rec.get("p50", nan), rec.get("p99", nan),
+             f"{r['recalls_found']}/{args.warmup + args.queries}" if n and rec else "n/a"]
         )  # fmt: skip
     note = (
         f"Pool of {args.pool} really embedded texts (vectors and token vectors reused at "
@@ -433,6 +441,8 @@ def main() -> None:
     p.add_argument("--tmp", type=Path, help="where the stores are written (default: $TMPDIR)")
     p.add_argument("--keep-data", action="store_true", help="keep the stores written")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", type=Path, default=OUT, help="where the embedded pool is kept")
+    p.add_argument("--json", type=Path, help="also write every figure to this file")
     p.add_argument("--out", type=Path, help="also append the markdown report to this file")
     args = p.parse_args()
 
@@ -448,12 +458,15 @@ def main() -> None:
                     f"{mem_available() >> 20:,} MiB available; refusing to start a daemon on it "
                     "(--build-only writes the store alone)"
                 )
-    pool = load_pool(args.pool, args.seed, settings)
+    pool = load_pool(args.pool, args.seed, settings, args.cache)
     queries = corpus.take(corpus.queries(args.seed), args.warmup + args.queries)
     baseline = not (args.no_baseline or args.build_only)
     todo: list[peers.Layout | None] = [*([None] if baseline else []), *layouts]
     results = [measure(args, layout, pool, settings, queries) for layout in todo]
     harness.report(args, "One daemon at a million memories", report(results, args))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=1, default=str) + "\n")
 
 
 if __name__ == "__main__":
