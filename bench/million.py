@@ -22,16 +22,21 @@ spawn to serving, VmRSS after the start and after the queries (and per memory), 
 daemon's own Stats.index_bytes, the HNSW build of a scope of ``recall.ann_threshold`` rows
 or more (the Recalls wait for it), Recall p50/p99 with a cache miss (every query a
 distinct question; in the agents layout each goes to one agent, spread over all of
-them). An empty store gives the daemon's own baseline RSS (model, runtime).
+them). An empty store gives the daemon's own baseline RSS (model, runtime). Then, for
+an agents layout, the cost of the cold-scope policy of bench/RESULTS.md, in this process
+(the daemon loads every scope at start today): ``--cold-scopes`` agents' rows read from
+the table by scope, with and without a BITMAP index, then put into a hot index.
 
-The daemon's RSS grows with the rows it holds (19 KB per memory at 100k before the
-hot-index work of issue 17, bench/RESULTS.md "Hot index bytes per memory"): a layout is
+The daemon's RSS grows with the rows it holds (20.6 KiB per memory at 200k before the
+hot-index work of issue 17, bench/RESULTS.md "One daemon at 1M memories"): a layout is
 refused when ``--expect-bytes-per-memory`` x its rows is more than a third of
-MemAvailable, so a run cannot take the machine down.
+MemAvailable, so a run cannot take the machine down; ``--build-only`` writes the store
+and runs the cold-scope probe without a daemon.
 
     ./dev bench million.py --layouts 100x100,1x20000 --pool 1000 --queries 50  # smoke
     ./dev bench million.py --layouts 2000x100,1x200000                         # 200k
     ./dev bench million.py --layouts 10000x100,1x1000000 --expect-bytes-per-memory 4500
+    ./dev bench million.py --layouts 10000x100 --build-only                    # no daemon
 """
 
 from __future__ import annotations
@@ -171,7 +176,7 @@ def build_store(
     vector bytes written)."""
     import lancedb
 
-    model = peers.query_embedder().name
+    model = peers.model_files()[1].name  # the daemon's embedding model (its identity)
     schema = make_schema(model, pool.vectors.shape[1])
     token_bytes = 0
 
