@@ -71,7 +71,7 @@ from memoryd.core.policy import agent_scope
 from memoryd.core.records import Memory
 from memoryd.core.summarize import extractive_summary
 from memoryd.core.text import content_hash, normalize_text
-from memoryd.storage.lance_store import make_schema, to_arrow
+from memoryd.storage.lance_store import from_arrow, make_schema, to_arrow
 from memoryd.storage.repository import quantize_tokens
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -260,6 +260,9 @@ def measure(
             out["token_bytes"] = token_bytes
         if not args.build_only:
             out.update(serve(data_dir, base / "stderr.log", layout, settings, queries, args))
+            if layout is not None and args.load_split:
+                harness.log(f"{label}: the daemon's load, split, in process")
+                out["load_split"] = load_split(data_dir, settings)
         if layout is not None and layout.agents > 1 and args.cold_scopes:
             harness.log(f"{label}: loading {args.cold_scopes} scopes cold, in process")
             out["cold"] = cold_scopes(data_dir, layout, settings, args.cold_scopes, args.seed)
@@ -307,6 +310,32 @@ def serve(
     return out
 
 
+def load_split(data_dir: Path, settings: Settings) -> dict[str, float]:
+    """Where the start's "store + index" time goes, in this process, as
+    ``Repository.open`` does it (``LanceStore.scan``): the whole table read with one
+    ``to_arrow()``, each row made a record with its vector and token vectors
+    (``from_arrow``), then ``HotIndex.put`` per row in one bulk load (no HNSW build: that
+    runs after SERVING). Seconds."""
+    import lancedb
+
+    from memoryd.storage.hot_index import HotIndex
+    from memoryd.storage.lexical import Analyzer
+
+    t0 = time.perf_counter()
+    table = lancedb.connect(str(data_dir / "lancedb")).open_table(settings.storage.table)
+    data = table.to_arrow()
+    t1 = time.perf_counter()
+    rows = [row for batch in data.to_batches(max_chunksize=8192) for row in from_arrow(batch)]
+    t2 = time.perf_counter()
+    dim = data.schema.field("vector").type.list_size
+    index = HotIndex(dim, Analyzer(settings.recall.analyzer_language), ann_threshold=0)
+    with index.bulk_load():
+        for memory, vector, tokens in rows:
+            index.put(memory, vector, tokens)
+    t3 = time.perf_counter()
+    return {"arrow_s": t1 - t0, "records_s": t2 - t1, "index_s": t3 - t2, "rows": len(rows)}
+
+
 def cold_scopes(
     data_dir: Path, layout: peers.Layout, settings: Settings, count: int, seed: int
 ) -> dict[str, Any]:
@@ -319,7 +348,6 @@ def cold_scopes(
     import lancedb
 
     from memoryd.storage.hot_index import HotIndex
-    from memoryd.storage.lance_store import from_arrow
     from memoryd.storage.lexical import Analyzer
 
     table = lancedb.connect(str(data_dir / "lancedb")).open_table(settings.storage.table)
@@ -430,6 +458,21 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
         if (c := r.get("cold"))
     ]  # fmt: skip
     sections = [note, harness.table(headers, table)]
+    split = [
+        [r["layout"], r.get("store_s", nan), (x := r["load_split"])["arrow_s"],
+         x["records_s"], x["index_s"]]
+        for r in results
+        if "load_split" in r
+    ]  # fmt: skip
+    if split:
+        sections += [
+            "The daemon's load split, in process after its run (`--load-split`): the table "
+            "read whole, the rows made records, the hot index built:",
+            harness.table(
+                ("layout", "daemon's store + index s", "to_arrow s", "records s", "put s"),
+                split,
+            ),
+        ]
     if cold:
         sections += [
             "A cold scope's load, in process (the proposed policy's cost before its first "
@@ -448,6 +491,11 @@ def main() -> None:
     p.add_argument("--ann-wait", type=float, default=1800, help="seconds to wait for HNSW")
     p.add_argument(
         "--cold-scopes", type=int, default=65, help="agents loaded cold in process (0: none)"
+    )
+    p.add_argument(
+        "--load-split",
+        action="store_true",
+        help="after the daemon's run, time its load's parts in process (as much memory)",
     )
     p.add_argument("--no-baseline", action="store_true", help="skip the empty store's RSS")
     p.add_argument(
