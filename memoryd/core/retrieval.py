@@ -399,10 +399,10 @@ class Retriever:
         n = len(cands)
         top = np.lexsort((np.arange(n), -fused))[: cfg.rerank_top]
         try:
-            scores = await asyncio.wait_for(
-                reranker.score(query, [cands.memories[i] for i in top]),
-                timeout=cfg.rerank_timeout_ms / 1000.0,
-            )
+            # A deadline on this task, not wait_for's task of its own: the in-process
+            # reranker answers without suspending, and a task costs a loop round.
+            async with asyncio.timeout(cfg.rerank_timeout_ms / 1000.0):
+                scores = await reranker.score(query, [cands.memories[i] for i in top])
         except TimeoutError:
             log.warning("reranker %s timed out; using fused order", cfg.rerank.value)
             return fused, "fallback:timeout"
