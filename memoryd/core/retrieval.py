@@ -49,6 +49,7 @@ from memoryd.core.errors import FailedPrecondition, InvalidArgument
 from memoryd.core.language import detect
 from memoryd.core.protocols import Embedder, MemoryReader, Reranker
 from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
+from memoryd.core.timewindow import matches as time_expressions
 from memoryd.core.timewindow import resolve as resolve_time
 from memoryd.core.timewindow import zone
 
@@ -94,6 +95,7 @@ class RetrievalConfig:
     rerank_weight: float = 0.5
     rerank_top: int = 20
     rerank_timeout_ms: float = 200.0
+    rerank_skip_gap: float = 0.0  # fused #1 ahead of #2 by this much: no rerank (0 = never)
     pool_min: int = 20
     pool_factor: int = 2
     candidate_pool: int = 0  # 0 = max(pool_min, pool_factor x limit)
@@ -329,6 +331,16 @@ class Retriever:
             hits.append(ScoredMemory(cands.memories[i], float(final[i]), ex))
         return hits
 
+    def prepare(
+        self, query_text: str, scopes: frozenset[str], cfg: RetrievalConfig, when: TimeArgs | None
+    ) -> None:
+        """The text-only work ``recall`` will do for this query, done ahead (while its
+        vector is computed) and kept: the analysis of the lexical leg, the time
+        expressions."""
+        self.store.analyse_query(query_text, scopes)
+        if (when is None or when.time_expressions) and cfg.time_boost > 0.0:
+            time_expressions(query_text)
+
     def time_arguments(self, q: TimeQuery) -> TimeArgs:
         """A request's time fields as ``recall``'s ``when``, checked."""
         after = _aware(q.created_after, "created_after")
@@ -398,6 +410,10 @@ class Retriever:
             return fused, f"fallback:{cfg.rerank.value} is not configured"
         n = len(cands)
         top = np.lexsort((np.arange(n), -fused))[: cfg.rerank_top]
+        if cfg.rerank_skip_gap > 0.0 and (
+            n == 1 or fused[top[0]] - fused[top[1]] >= cfg.rerank_skip_gap
+        ):
+            return fused, ""  # the fused order's winner is decisive
         try:
             # A deadline on this task, not wait_for's task of its own: the in-process
             # reranker answers without suspending, and a task costs a loop round.

@@ -400,7 +400,7 @@ _RULES: list[tuple[re.Pattern[str], Span]] = [
 def resolve(query: str, reference: datetime, tz: ZoneInfo) -> TimeWindow | None:
     """The window named by the first known time expression in ``query``, or None."""
     today = reference.astimezone(tz).date()
-    for m, span in _matches(query):
+    for m, span in matches(query):
         try:
             first, after = span(today, m)
             start = datetime.combine(first, datetime.min.time(), tz).astimezone(UTC)
@@ -412,7 +412,7 @@ def resolve(query: str, reference: datetime, tz: ZoneInfo) -> TimeWindow | None:
 
 
 @lru_cache(maxsize=1024)
-def _matches(query: str) -> tuple[tuple[re.Match[str], Span], ...]:
+def matches(query: str) -> tuple[tuple[re.Match[str], Span], ...]:
     """Every rule that matches ``query``, in rule order, with its match: a function of the
     text alone, so a repeated query skips the ~80 searches (a third of a cached Recall's
     pipeline time went to them)."""
