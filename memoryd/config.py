@@ -269,13 +269,6 @@ class RecallSection(_Section):
     rerank_weight: float = Field(0.5, ge=0.0, le=1.0)
     rerank_top: int = Field(20, ge=1, le=200)
     rerank_timeout_ms: float = Field(200.0, gt=0.0)
-    rerank_skip_gap: float = Field(
-        0.0,
-        ge=0.0,
-        le=1.0,
-        description="skip the rerank when the fused best leads the second by this much; "
-        "0 = always rerank",
-    )
     pool_min: int = Field(20, ge=1, le=1000)
     pool_factor: int = Field(2, ge=1, le=20)
     analyzer_language: str = Field(

@@ -95,7 +95,6 @@ class RetrievalConfig:
     rerank_weight: float = 0.5
     rerank_top: int = 20
     rerank_timeout_ms: float = 200.0
-    rerank_skip_gap: float = 0.0  # fused #1 ahead of #2 by this much: no rerank (0 = never)
     pool_min: int = 20
     pool_factor: int = 2
     candidate_pool: int = 0  # 0 = max(pool_min, pool_factor x limit)
@@ -410,10 +409,6 @@ class Retriever:
             return fused, f"fallback:{cfg.rerank.value} is not configured"
         n = len(cands)
         top = np.lexsort((np.arange(n), -fused))[: cfg.rerank_top]
-        if cfg.rerank_skip_gap > 0.0 and (
-            n == 1 or fused[top[0]] - fused[top[1]] >= cfg.rerank_skip_gap
-        ):
-            return fused, ""  # the fused order's winner is decisive
         try:
             # A deadline on this task, not wait_for's task of its own: the in-process
             # reranker answers without suspending, and a task costs a loop round.
