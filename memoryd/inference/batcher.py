@@ -227,13 +227,16 @@ class BatchingEmbedder:
             return hit
         # shield: a cancelled caller must not cancel a computation others share.
         pending = asyncio.shield(self._submit(text, tokens=tokens, priority=QUERY))
-        if meanwhile is not None:
-            # Let go of the GIL once first: the woken worker needs it to start the model,
-            # and would otherwise wait for this thread's Python work to end (measured: the
-            # overlap was lost without it, bench/RESULTS.md "hot path, third pass").
-            time.sleep(0)
-            meanwhile()  # on this thread while a worker runs the model
-        value = await pending
+        try:
+            if meanwhile is not None:
+                # Let go of the GIL once first: the woken worker needs it to start the
+                # model, and would otherwise wait for this thread's Python work to end
+                # (measured: the overlap was lost without it, bench/RESULTS.md "Hot path,
+                # third pass").
+                time.sleep(0)
+                meanwhile()  # on this thread while a worker runs the model
+        finally:  # even if meanwhile failed: the computation is awaited, never orphaned
+            value = await pending
         self._cache.put((text, tokens), value)
         return value
 
