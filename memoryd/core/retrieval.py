@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -279,7 +280,7 @@ class Retriever:
             keep = np.zeros(n, dtype=np.uint8)
             final, _ = fuse_and_boost(
                 blended, np.zeros(n, np.int64), np.zeros(n, np.float32), np.full(n, -1, np.int64),
-                age_days, importance, access, text_len, cfg.boost_params(min_score), stages, keep,
+                age_days, importance, access, text_len, _boost_params(cfg, min_score), stages, keep,
             )  # fmt: skip
 
         t3 = time.perf_counter()
@@ -388,7 +389,7 @@ class Retriever:
         zeros_f, zeros_i = np.zeros(n, np.float32), np.zeros(n, np.int64)
         fuse_and_boost(
             cands.vector_scores, cands.vector_rank, cands.lexical_scores, cands.lexical_rank,
-            zeros_f, zeros_f, zeros_i, zeros_i, cfg.fusion_params(), stages,
+            zeros_f, zeros_f, zeros_i, zeros_i, _fusion_params(cfg), stages,
             np.zeros(n, np.uint8),
         )  # fmt: skip
         return np.ascontiguousarray(stages[:, S_FUSED])
@@ -436,6 +437,18 @@ class Retriever:
             floor = np.float32(blended[top].min())
             blended[rest] = np.minimum(blended[rest], np.nextafter(floor, np.float32(-np.inf)))
         return np.ascontiguousarray(blended, dtype=np.float32), cfg.rerank.value
+
+
+# The kernel settings of a configuration, packed once: packing and checking them cost more
+# than the fusion itself. Shared arrays: fuse_and_boost only reads its params.
+@lru_cache(maxsize=256)
+def _fusion_params(cfg: RetrievalConfig) -> np.ndarray:
+    return cfg.fusion_params()
+
+
+@lru_cache(maxsize=1024)
+def _boost_params(cfg: RetrievalConfig, min_score: float) -> np.ndarray:
+    return cfg.boost_params(min_score)
 
 
 def options_to_overrides(options: Mapping[str, object]) -> dict[str, object]:
