@@ -71,27 +71,45 @@ def categories(values: Iterable[int]) -> frozenset[Category]:
 
 def memory_to_pb(m: Memory, *, summary_as_text: bool = False) -> pb.Memory:
     """``summary_as_text``: Recall without full_text shows long memories by their summary."""
+    out = pb.Memory()
+    _fill_memory(out, m, summary_as_text)
+    return out
+
+
+def _fill_memory(out: pb.Memory, m: Memory, summary_as_text: bool) -> None:
+    """Write ``m`` into ``out`` in place: a message built with keyword arguments is copied
+    again into its parent (a Recall answer's ScoredMemory), and each Timestamp once more;
+    filling the parent's own sub-messages halves a Recall answer's building time."""
     use_summary = summary_as_text and bool(m.summary) and m.summary != m.text
-    return pb.Memory(
-        id=m.id,
-        agent_id=m.agent_id,
-        scope=m.scope,
-        text=m.summary if use_summary else m.text,
-        summary=m.summary,
-        category=int(m.category),  # type: ignore[arg-type]
-        importance=m.importance,
-        created_at=_ts(m.created_at),
-        updated_at=_ts(m.updated_at),
-        expires_at=_ts(m.expires_at),
-        metadata=m.metadata,
-        access_count=m.access_count,
-        last_accessed_at=_ts(m.last_accessed_at),
-        related_ids=m.related_ids,
-        supersedes=m.supersedes,
-        superseded_by=m.superseded_by,
-        text_is_summary=use_summary,
-        language=m.language,
-    )
+    out.id = m.id
+    out.agent_id = m.agent_id
+    out.scope = m.scope
+    out.text = m.summary if use_summary else m.text
+    out.summary = m.summary
+    out.category = int(m.category)  # type: ignore[assignment]
+    out.importance = m.importance
+    if m.metadata:
+        out.metadata.update(m.metadata)
+    out.access_count = m.access_count
+    if m.related_ids:
+        out.related_ids.extend(m.related_ids)
+    out.supersedes = m.supersedes
+    out.superseded_by = m.superseded_by
+    out.text_is_summary = use_summary
+    out.language = m.language
+    _set_ts(out.created_at, m.created_at)
+    _set_ts(out.updated_at, m.updated_at)
+    if m.expires_at is not None:
+        _set_ts(out.expires_at, m.expires_at)
+    if m.last_accessed_at is not None:
+        _set_ts(out.last_accessed_at, m.last_accessed_at)
+
+
+def _set_ts(out: Timestamp, value: datetime) -> None:
+    """``_ts`` into a message's own Timestamp field (which setting marks present)."""
+    delta = (value if value.tzinfo is not None else value.replace(tzinfo=UTC)) - _EPOCH
+    out.seconds = delta.days * 86_400 + delta.seconds
+    out.nanos = delta.microseconds * 1000
 
 
 def memory_from_pb(p: pb.Memory) -> Memory:
@@ -146,14 +164,12 @@ def _explain_to_pb(e: Explain | None) -> pb.StageScores | None:
 def scored_to_pb(
     items: Iterable[ScoredMemory], *, summary_as_text: bool = False
 ) -> list[pb.ScoredMemory]:
-    return [
-        pb.ScoredMemory(
-            memory=memory_to_pb(s.memory, summary_as_text=summary_as_text),
-            score=s.score,
-            explain=_explain_to_pb(s.explain),
-        )
-        for s in items
-    ]
+    out = []
+    for s in items:
+        scored = pb.ScoredMemory(score=s.score, explain=_explain_to_pb(s.explain))
+        _fill_memory(scored.memory, s.memory, summary_as_text)
+        out.append(scored)
+    return out
 
 
 _FUSION = {1: "rrf", 2: "weighted", 3: "vector", 4: "bm25"}
@@ -235,7 +251,14 @@ def recall_request(req: pb.RecallRequest) -> RecallQuery:
 
 
 def recall_response(results: list[ScoredMemory], *, full_text: bool) -> pb.RecallResponse:
-    return pb.RecallResponse(results=scored_to_pb(results, summary_as_text=not full_text))
+    response = pb.RecallResponse()
+    add = response.results.add  # each result built in place: no copy into the answer
+    for s in results:
+        scored = add(score=s.score)
+        if (explain := _explain_to_pb(s.explain)) is not None:
+            scored.explain.CopyFrom(explain)
+        _fill_memory(scored.memory, s.memory, not full_text)
+    return response
 
 
 def conflicts_response(items: list[Conflict]) -> pb.ListConflictsResponse:

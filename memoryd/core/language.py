@@ -74,6 +74,9 @@ def script_of_char(ch: str) -> int:
 
 
 def script_counts(text: str) -> dict[int, int]:
+    if text.isascii():  # every ASCII letter is Latin: no per-character lookup
+        letters = sum(map(str.isalpha, text))
+        return {LATIN: letters} if letters else {}
     counts: dict[int, int] = {}
     for ch in text:
         if ch.isalpha():

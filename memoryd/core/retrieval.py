@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -49,6 +50,7 @@ from memoryd.core.errors import FailedPrecondition, InvalidArgument
 from memoryd.core.language import detect
 from memoryd.core.protocols import Embedder, MemoryReader, Reranker
 from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
+from memoryd.core.timewindow import matches as time_expressions
 from memoryd.core.timewindow import resolve as resolve_time
 from memoryd.core.timewindow import zone
 
@@ -278,7 +280,7 @@ class Retriever:
             keep = np.zeros(n, dtype=np.uint8)
             final, _ = fuse_and_boost(
                 blended, np.zeros(n, np.int64), np.zeros(n, np.float32), np.full(n, -1, np.int64),
-                age_days, importance, access, text_len, cfg.boost_params(min_score), stages, keep,
+                age_days, importance, access, text_len, _boost_params(cfg, min_score), stages, keep,
             )  # fmt: skip
 
         t3 = time.perf_counter()
@@ -329,6 +331,16 @@ class Retriever:
             hits.append(ScoredMemory(cands.memories[i], float(final[i]), ex))
         return hits
 
+    def prepare(
+        self, query_text: str, scopes: frozenset[str], cfg: RetrievalConfig, when: TimeArgs | None
+    ) -> None:
+        """The text-only work ``recall`` will do for this query, done ahead (while its
+        vector is computed) and kept: the analysis of the lexical leg, the time
+        expressions."""
+        self.store.analyse_query(query_text, scopes)
+        if (when is None or when.time_expressions) and cfg.time_boost > 0.0:
+            time_expressions(query_text)
+
     def time_arguments(self, q: TimeQuery) -> TimeArgs:
         """A request's time fields as ``recall``'s ``when``, checked."""
         after = _aware(q.created_after, "created_after")
@@ -377,7 +389,7 @@ class Retriever:
         zeros_f, zeros_i = np.zeros(n, np.float32), np.zeros(n, np.int64)
         fuse_and_boost(
             cands.vector_scores, cands.vector_rank, cands.lexical_scores, cands.lexical_rank,
-            zeros_f, zeros_f, zeros_i, zeros_i, cfg.fusion_params(), stages,
+            zeros_f, zeros_f, zeros_i, zeros_i, _fusion_params(cfg), stages,
             np.zeros(n, np.uint8),
         )  # fmt: skip
         return np.ascontiguousarray(stages[:, S_FUSED])
@@ -399,10 +411,10 @@ class Retriever:
         n = len(cands)
         top = np.lexsort((np.arange(n), -fused))[: cfg.rerank_top]
         try:
-            scores = await asyncio.wait_for(
-                reranker.score(query, [cands.memories[i] for i in top]),
-                timeout=cfg.rerank_timeout_ms / 1000.0,
-            )
+            # A deadline on this task, not wait_for's task of its own: the in-process
+            # reranker answers without suspending, and a task costs a loop round.
+            async with asyncio.timeout(cfg.rerank_timeout_ms / 1000.0):
+                scores = await reranker.score(query, [cands.memories[i] for i in top])
         except TimeoutError:
             log.warning("reranker %s timed out; using fused order", cfg.rerank.value)
             return fused, "fallback:timeout"
@@ -425,6 +437,18 @@ class Retriever:
             floor = np.float32(blended[top].min())
             blended[rest] = np.minimum(blended[rest], np.nextafter(floor, np.float32(-np.inf)))
         return np.ascontiguousarray(blended, dtype=np.float32), cfg.rerank.value
+
+
+# The kernel settings of a configuration, packed once: packing and checking them cost more
+# than the fusion itself. Shared arrays: fuse_and_boost only reads its params.
+@lru_cache(maxsize=256)
+def _fusion_params(cfg: RetrievalConfig) -> np.ndarray:
+    return cfg.fusion_params()
+
+
+@lru_cache(maxsize=1024)
+def _boost_params(cfg: RetrievalConfig, min_score: float) -> np.ndarray:
+    return cfg.boost_params(min_score)
 
 
 def options_to_overrides(options: Mapping[str, object]) -> dict[str, object]:

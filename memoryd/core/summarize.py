@@ -161,7 +161,8 @@ def extractive_summary(text: str, max_words: int = 150) -> str:
     if max_words < 1:
         raise InvalidArgument(f"max_words is {max_words}; it must be at least 1")
     text = text.strip()
-    if count_words(text) <= max_words:
+    # A word is at least one character: a text this short is within the limit.
+    if len(text) <= max_words or count_words(text) <= max_words:
         return text
 
     sentences = [s for s in _split_sentences(text) if count_words(s) > 0]

@@ -147,6 +147,9 @@ def _ngrams(chars: str, n: int, out: list[str]) -> None:
         out.extend(chars[i : i + n] for i in range(len(chars) - n + 1))
 
 
+QUERY_CACHE_SIZE = 1024  # query analyses kept (LRU), keyed on the text
+
+
 class Analyzer:
     """Text to BM25 terms in the text's language; ``default`` (an ISO code or a Snowball
     name) is the language of Latin-script text the detector is unsure of."""
@@ -155,6 +158,10 @@ class Analyzer:
         self.default = language_code(default)
         self._languages: dict[str, _Language] = {}
         self.language(self.default)
+        # A query's analysis depends on its text and the ``also`` languages alone: a
+        # repeated query (the one the embedder's cache answers) skips language detection
+        # and analysis, which cost more than the whole vector leg at 10k memories.
+        self._query_analysis = lru_cache(maxsize=QUERY_CACHE_SIZE)(self._analyse_query)
 
     def language(self, code: str) -> _Language:
         analysis = self._languages.get(code)
@@ -190,7 +197,11 @@ class Analyzer:
     def query_terms(self, text: str, also: Iterable[str] = ()) -> tuple[str, Counter[str]]:
         """The query's language and its terms: its own analysis, merged with the analyses
         in the ``also`` languages (each term counted as often as the analysis that yields
-        it most often)."""
+        it most often). The counts are the caller's own (a copy of the cached analysis)."""
+        code, counts = self._query_analysis(text, tuple(also))
+        return code, Counter(counts)
+
+    def _analyse_query(self, text: str, also: tuple[str, ...]) -> tuple[str, Counter[str]]:
         code = self.detect(text)
         counts = Counter(self.terms(text, code))
         for other in also:
