@@ -32,6 +32,7 @@ from memoryd.storage.lance_store import LanceStore
 pytestmark = pytest.mark.integration
 
 STORAGE = "memoryd.storage"
+FOLLOW = "memoryd.follow"
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +42,9 @@ def s3() -> Iterator[S3Server]:
     server.stop()
 
 
-def storage_health(address: str) -> int:
+def storage_health(address: str, entry: str = STORAGE) -> int:
     with grpc.insecure_channel(address) as channel:
-        request = health_pb2.HealthCheckRequest(service=STORAGE)
+        request = health_pb2.HealthCheckRequest(service=entry)
         return health_pb2_grpc.HealthStub(channel).Check(request, timeout=10).status
 
 
@@ -85,6 +86,7 @@ def test_an_unreachable_store_refuses_writes_serves_reads_and_recovers_by_itself
         with MemoryClient(daemon.address, retries=0) as c:
             kept = c.store("main", "The user keeps bees on the roof").memory
             assert storage_health(daemon.address) == serving
+            assert storage_health(daemon.address, FOLLOW) == serving
 
             proxy.stop()  # the object store goes away
             started = time.monotonic()
@@ -107,6 +109,8 @@ def test_an_unreachable_store_refuses_writes_serves_reads_and_recovers_by_itself
             assert c.get("main", kept.id).text == kept.text
             wait_until(lambda: storage_health(daemon.address) != serving)
             assert "cannot be reached" in c.stats("main").storage_status
+            # Following the others' commits fails too: the index no longer moves.
+            wait_until(lambda: storage_health(daemon.address, FOLLOW) != serving)
 
             proxy.start()  # it comes back: writes succeed again, no restart
             stored: list[str] = []
@@ -122,6 +126,7 @@ def test_an_unreachable_store_refuses_writes_serves_reads_and_recovers_by_itself
             wait_until(store_succeeds)
             wait_until(lambda: storage_health(daemon.address) == serving)
             assert c.stats("main").storage_status == "ok"
+            wait_until(lambda: storage_health(daemon.address, FOLLOW) == serving)
     finally:
         proxy.stop()
         proxy.start()  # let the daemon flush and release its lease on the way out
