@@ -264,9 +264,9 @@ def main() -> None:
             phase: Phase = run[name]
             s = harness.summary_ms(phase.latencies)
             rate = len(phase.latencies) / phase.wall if phase.wall > 0 else float("nan")
-            commits = f"{phase.commits / phase.wall:.1f}" if name == "store" else ""
+            per_s = f"{phase.commits / phase.wall:.1f}" if name == "store" else ""
             row = [n, name.capitalize(), s["n"], phase.errors, rate, s["p50"], s["p95"], s["p99"]]
-            calls_rows.append([*row, commits])
+            calls_rows.append([*row, per_s])
         for how, lags in (run["lag"] or {}).items():
             seen = [x for x in lags if x is not None]
             s = harness.summary_ms(seen)

@@ -172,8 +172,10 @@ class Repository(HotIndex):
         return await asyncio.to_thread(self._claims.claim, agent_id, key, memory_id)
 
     async def catch_up(self) -> None:
-        """Apply what other daemons committed up to now (nothing to do without them)."""
-        if self._follower is not None:
+        """Apply what other daemons committed up to now (nothing to do without them).
+        Skipped while the store refuses writes (unreachable): the Store that asks is
+        refused at once anyway, not after a round that waits out the store's timeouts."""
+        if self._follower is not None and self.writable():
             await self._follower.follow()
 
     def put_followed(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None) -> None:
