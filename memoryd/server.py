@@ -549,6 +549,7 @@ class Daemon:
             **self.repository.write_counters(),
             "index_bytes": self.repository.index_bytes(),
             "scopes": self.repository.scope_sizes(),
+            "follow": self.repository.follow_lag(),
         }
 
     async def backup_now(self) -> Path:

@@ -57,13 +57,18 @@ def lease_pid(s3: S3Server, bucket: str) -> int | None:
     return int(json.loads(got["Body"].read())["pid"])
 
 
-def maintainer(daemon: Daemon) -> float:
-    """The daemon's memoryd_store_maintainer gauge (1: it compacts and cleans up)."""
+def gauge(daemon: Daemon, name: str) -> float:
+    """One unlabelled metric of the daemon's Prometheus endpoint."""
     with urllib.request.urlopen(daemon.metrics_url(), timeout=10) as r:
         text = r.read().decode()
-    found = re.search(r"^memoryd_store_maintainer (\S+)$", text, re.MULTILINE)
+    found = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
     assert found, text
     return float(found.group(1))
+
+
+def maintainer(daemon: Daemon) -> float:
+    """The daemon's memoryd_store_maintainer gauge (1: it compacts and cleans up)."""
+    return gauge(daemon, "memoryd_store_maintainer")
 
 
 def wait_until(condition: object, timeout: float = 60.0) -> None:
@@ -198,6 +203,9 @@ def test_kill_9_mid_writes_loses_no_acknowledged_write_and_the_other_daemon_serv
         # ... and, killed, never renews it: the survivor takes maintenance over.
         wait_until(lambda: lease_pid(s3, bucket) == survivor.pid)
         wait_until(lambda: maintainer(survivor) == 1)
+        # Its follow gauges: it keeps up with the table (nothing seen left unapplied).
+        wait_until(lambda: gauge(survivor, "memoryd_follow_versions_behind") == 0)
+        assert gauge(survivor, "memoryd_follow_seconds_since_check") >= 0
     finally:
         stop.set()
         doomed.kill()
