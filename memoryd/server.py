@@ -96,6 +96,13 @@ log = logging.getLogger("memoryd")
 # A health entry of its own for writes: NOT_SERVING while the store refuses them (a full
 # disk). "" and the services stay SERVING meanwhile, since reads are still answered.
 STORAGE_HEALTH_NAME = "memoryd.storage"
+# And one for reads' freshness on a shared store: NOT_SERVING once following the other
+# daemons' commits (storage.follow_interval) has failed for FOLLOW_FAILING_LOOKS intervals,
+# at least FOLLOW_FAILING_MIN_SECONDS (reads go on, from an index that no longer moves).
+# Always SERVING where following is off (a local directory: nothing to follow).
+FOLLOW_HEALTH_NAME = "memoryd.follow"
+FOLLOW_FAILING_LOOKS = 4
+FOLLOW_FAILING_MIN_SECONDS = 2.0
 STORAGE_WATCH_SECONDS = 1.0
 SWEEP_INTERVAL_SECONDS = 60.0
 FREEZE_MIN_OBJECTS = 200_000  # re-freeze the heap only past this many unfrozen objects
@@ -275,6 +282,7 @@ class Daemon:
         self._jobs = Jobs()
         self._keys_watch: asyncio.Task[None] | None = None
         self._storage_serving = True
+        self._follow_serving = True
         self.startup_seconds = 0.0
         self.metrics = Metrics()
         self.metrics_port = 0
@@ -327,7 +335,7 @@ class Daemon:
         )
         self.port = self._bind(server)
         await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        for name in (*SERVICE_NAMES, STORAGE_HEALTH_NAME):
+        for name in (*SERVICE_NAMES, STORAGE_HEALTH_NAME, FOLLOW_HEALTH_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         await server.start()
         self.server = server
@@ -381,7 +389,7 @@ class Daemon:
             host = s.metrics.listen.rpartition(":")[0]
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        for name in (*SERVICE_NAMES, STORAGE_HEALTH_NAME):
+        for name in (*SERVICE_NAMES, STORAGE_HEALTH_NAME, FOLLOW_HEALTH_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self.startup_seconds = time.perf_counter() - started
         log.info("SERVING after %.2fs", self.startup_seconds)
@@ -547,6 +555,7 @@ class Daemon:
             **self.repository.write_counters(),
             "index_bytes": self.repository.index_bytes(),
             "scopes": self.repository.scope_sizes(),
+            "follow": self.repository.follow_lag(),
         }
 
     async def backup_now(self) -> Path:
@@ -580,13 +589,23 @@ class Daemon:
         freeze_heap(unless_below=FREEZE_MIN_OBJECTS)
 
     async def _watch_storage(self) -> None:
-        """Mirror the store's write status in the ``memoryd.storage`` health entry."""
+        """Mirror the store's write status in the ``memoryd.storage`` health entry, and
+        whether following the shared store works in ``memoryd.follow``."""
         assert self.repository is not None
+        status = health_pb2.HealthCheckResponse
         ok = self.repository.writable()
         if ok != self._storage_serving:
             self._storage_serving = ok
-            status = health_pb2.HealthCheckResponse
             await self.health.set(STORAGE_HEALTH_NAME, status.SERVING if ok else status.NOT_SERVING)
+        interval = self.settings.follow_interval
+        limit = max(FOLLOW_FAILING_LOOKS * interval, FOLLOW_FAILING_MIN_SECONDS)
+        following = self.repository.follow_failing_for() <= limit
+        if following != self._follow_serving:
+            self._follow_serving = following
+            if not following:
+                log.warning("following the shared store has failed for over %.1fs", limit)
+            serving = status.SERVING if following else status.NOT_SERVING
+            await self.health.set(FOLLOW_HEALTH_NAME, serving)
 
     async def stop(self) -> None:
         grace = self.settings.server.shutdown_grace_seconds

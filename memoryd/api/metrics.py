@@ -109,6 +109,20 @@ class StateCollector(Collector):
         )
         m.add_metric([], s["maintainer"])
         yield m
+        lag = s.get("follow")
+        if lag is not None and lag.seconds_since_check is not None:  # following is on
+            behind = GaugeMetricFamily(
+                "memoryd_follow_versions_behind",
+                "Versions of the shared table this daemon has seen but not yet applied",
+            )
+            behind.add_metric([], max(0, lag.latest_version - lag.applied_version))
+            yield behind
+            since = GaugeMetricFamily(
+                "memoryd_follow_seconds_since_check",
+                "Seconds since this daemon last looked at the shared table successfully",
+            )
+            since.add_metric([], lag.seconds_since_check)
+            yield since
         g = GaugeMetricFamily("memoryd_index_bytes", "Memory held by the in-memory index")
         g.add_metric([], s["index_bytes"])
         yield g

@@ -114,6 +114,7 @@ class Follower:
         self._rounds_done = 0
         self._last_success: float | None = None
         self._failing = False
+        self.failing_since: float | None = None  # monotonic start of the first failed round
         store.on_commit = self._committed
 
     # -- start -------------------------------------------------------------------------
@@ -155,6 +156,7 @@ class Follower:
                 if not self._failing:
                     log.warning("following the shared store failed (retrying): %s", e)
                     self._failing = True
+                    self.failing_since = time.monotonic() - (time.perf_counter() - started)
                 return
             finally:
                 self._rounds_done = number
@@ -171,7 +173,14 @@ class Follower:
             if self._failing:
                 log.warning("following the shared store works again")
                 self._failing = False
+                self.failing_since = None
             self._last_success = time.monotonic()
+
+    def failing_for(self) -> float:
+        """Seconds since the first of the rounds that have failed in a row, counted from
+        that round's start (0.0: the last round succeeded)."""
+        since = self.failing_since
+        return 0.0 if since is None else time.monotonic() - since
 
     def lag(self) -> FollowLag:
         since = None if self._last_success is None else time.monotonic() - self._last_success

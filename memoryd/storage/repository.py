@@ -157,6 +157,11 @@ class Repository(HotIndex):
             return FollowLag(version, version, None)
         return self._follower.lag()
 
+    def follow_failing_for(self) -> float:
+        """Seconds the rounds following the shared store have failed in a row (0.0: the
+        last one succeeded, or following is off)."""
+        return 0.0 if self._follower is None else self._follower.failing_for()
+
     # -- following other daemons (storage.follow) ---------------------------------------
 
     async def claim_key(self, agent_id: str, key: str, memory_id: str) -> str:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +23,8 @@ from pathlib import Path
 import pytest
 from memoryd_client import MemoryClient, NotFound
 from memoryd_client.routing import rendezvous_order
-from memoryd_testing.launcher import child_env
+from memoryd_testing.launcher import Daemon, child_env
+from memoryd_testing.s3 import ACCESS_KEY, SECRET_KEY, S3Server
 
 pytestmark = pytest.mark.e2e
 
@@ -198,3 +201,64 @@ def test_every_benchmark_the_readme_names_answers_help() -> None:
         )
         assert result.returncode == 0, (script, result.stderr[-2000:])
         assert result.stdout.startswith("usage: "), (script, result.stdout[:200])
+
+
+def test_several_daemons_over_one_bucket_run_as_printed(tmp_path: Path) -> None:
+    """Operations' "Several daemons over one bucket": its exports and its two ``memoryd
+    serve`` lines, run against a local moto server (the bucket named as printed; the
+    credentials, the endpoint of the local-server line and the data dirs and ports are the
+    only things replaced). A Store on one daemon is then got and recalled on the other."""
+    code = next(
+        b
+        for b in re.findall(r"^ *```sh\n(.*?)^ *```$", section("Operations"), flags=re.S | re.M)
+        if "MEMORYD_STORAGE__URI" in b
+    )
+    lines = [shlex.split(ln, comments=True) for ln in code.splitlines()]
+    lines = [ln for ln in lines if ln]
+    exports = [ln[1:] for ln in lines if ln[0] == "export"]
+    serves = [ln for ln in lines if ln[0] != "export"]
+    env = dict(pair.split("=", 1) for ln in exports for pair in ln)
+    assert set(env) == {
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_REGION",
+        "MEMORYD_STORAGE__URI",
+        "MEMORYD_STORAGE__STORAGE_OPTIONS",
+    }, env
+    bucket = re.fullmatch(r"s3://([a-z0-9-]+)/\w+", env["MEMORYD_STORAGE__URI"])
+    assert bucket, env["MEMORYD_STORAGE__URI"]
+    printed_endpoint = json.loads(env["MEMORYD_STORAGE__STORAGE_OPTIONS"])["aws_endpoint"]
+    assert [ln[:3] for ln in serves] == [["memoryd", "serve", "--data-dir"]] * 2, serves
+    assert all(ln[4] == "--listen" and len(ln) == 6 for ln in serves), serves
+
+    s3 = S3Server().start()
+    daemons: list[Daemon] = []
+    try:
+        s3.client().create_bucket(Bucket=bucket.group(1))
+        env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"] = ACCESS_KEY, SECRET_KEY
+        options = env["MEMORYD_STORAGE__STORAGE_OPTIONS"]
+        env["MEMORYD_STORAGE__STORAGE_OPTIONS"] = options.replace(printed_endpoint, s3.endpoint)
+        for ln in serves:
+            where = tmp_path / Path(ln[3]).name
+            daemon = Daemon(where, tmp_path / f"{where.name}.log", env, listen="127.0.0.1:0")
+            daemons.append(daemon.start())
+        a, b = (MemoryClient(d.address, retries=0, timeout=30.0) for d in daemons)
+        with a, b:
+            stored = a.store("main", "The staging database is db-stage-2").memory
+            deadline = time.monotonic() + 30  # ~0.25-0.5 s on an idle machine
+            while True:
+                try:
+                    assert b.get("main", stored.id).text == stored.text
+                    break
+                except NotFound:
+                    assert time.monotonic() < deadline, "daemon b never saw daemon a's Store"
+                    time.sleep(0.05)
+            hits = b.recall("main", "which database is staging?").results
+            assert hits and hits[0].memory.id == stored.id
+        # The table is in the bucket the README names.
+        listed = s3.client().list_objects_v2(Bucket=bucket.group(1), Prefix="memoryd/")
+        assert listed.get("KeyCount", 0) > 0
+    finally:
+        codes = [(d.stop(), d.log_tail()) for d in daemons]
+        s3.stop()
+    assert all(code == 0 for code, _ in codes), codes

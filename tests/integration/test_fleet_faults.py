@@ -32,6 +32,7 @@ from memoryd.storage.lance_store import LanceStore
 pytestmark = pytest.mark.integration
 
 STORAGE = "memoryd.storage"
+FOLLOW = "memoryd.follow"
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +42,9 @@ def s3() -> Iterator[S3Server]:
     server.stop()
 
 
-def storage_health(address: str) -> int:
+def storage_health(address: str, entry: str = STORAGE) -> int:
     with grpc.insecure_channel(address) as channel:
-        request = health_pb2.HealthCheckRequest(service=STORAGE)
+        request = health_pb2.HealthCheckRequest(service=entry)
         return health_pb2_grpc.HealthStub(channel).Check(request, timeout=10).status
 
 
@@ -56,13 +57,18 @@ def lease_pid(s3: S3Server, bucket: str) -> int | None:
     return int(json.loads(got["Body"].read())["pid"])
 
 
-def maintainer(daemon: Daemon) -> float:
-    """The daemon's memoryd_store_maintainer gauge (1: it compacts and cleans up)."""
+def gauge(daemon: Daemon, name: str) -> float:
+    """One unlabelled metric of the daemon's Prometheus endpoint."""
     with urllib.request.urlopen(daemon.metrics_url(), timeout=10) as r:
         text = r.read().decode()
-    found = re.search(r"^memoryd_store_maintainer (\S+)$", text, re.MULTILINE)
+    found = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
     assert found, text
     return float(found.group(1))
+
+
+def maintainer(daemon: Daemon) -> float:
+    """The daemon's memoryd_store_maintainer gauge (1: it compacts and cleans up)."""
+    return gauge(daemon, "memoryd_store_maintainer")
 
 
 def wait_until(condition: object, timeout: float = 60.0) -> None:
@@ -85,6 +91,7 @@ def test_an_unreachable_store_refuses_writes_serves_reads_and_recovers_by_itself
         with MemoryClient(daemon.address, retries=0) as c:
             kept = c.store("main", "The user keeps bees on the roof").memory
             assert storage_health(daemon.address) == serving
+            assert storage_health(daemon.address, FOLLOW) == serving
 
             proxy.stop()  # the object store goes away
             started = time.monotonic()
@@ -107,6 +114,8 @@ def test_an_unreachable_store_refuses_writes_serves_reads_and_recovers_by_itself
             assert c.get("main", kept.id).text == kept.text
             wait_until(lambda: storage_health(daemon.address) != serving)
             assert "cannot be reached" in c.stats("main").storage_status
+            # Following the others' commits fails too: the index no longer moves.
+            wait_until(lambda: storage_health(daemon.address, FOLLOW) != serving)
 
             proxy.start()  # it comes back: writes succeed again, no restart
             stored: list[str] = []
@@ -122,6 +131,7 @@ def test_an_unreachable_store_refuses_writes_serves_reads_and_recovers_by_itself
             wait_until(store_succeeds)
             wait_until(lambda: storage_health(daemon.address) == serving)
             assert c.stats("main").storage_status == "ok"
+            wait_until(lambda: storage_health(daemon.address, FOLLOW) == serving)
     finally:
         proxy.stop()
         proxy.start()  # let the daemon flush and release its lease on the way out
@@ -193,6 +203,9 @@ def test_kill_9_mid_writes_loses_no_acknowledged_write_and_the_other_daemon_serv
         # ... and, killed, never renews it: the survivor takes maintenance over.
         wait_until(lambda: lease_pid(s3, bucket) == survivor.pid)
         wait_until(lambda: maintainer(survivor) == 1)
+        # Its follow gauges: it keeps up with the table (nothing seen left unapplied).
+        wait_until(lambda: gauge(survivor, "memoryd_follow_versions_behind") == 0)
+        assert gauge(survivor, "memoryd_follow_seconds_since_check") >= 0
     finally:
         stop.set()
         doomed.kill()

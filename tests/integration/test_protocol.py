@@ -22,7 +22,14 @@ SERVICE = "memoryd.v1.MemoryService"
 
 @pytest.mark.parametrize(
     "service",
-    ["", SERVICE, "memoryd.v1.HookService", "memoryd.v1.ReviewService", "memoryd.storage"],
+    [
+        "",
+        SERVICE,
+        "memoryd.v1.HookService",
+        "memoryd.v1.ReviewService",
+        "memoryd.storage",
+        "memoryd.follow",  # a local directory: nothing to follow, always SERVING
+    ],
 )
 def test_health_is_serving_once_ready(channel, service):
     health = health_pb2_grpc.HealthStub(channel)
