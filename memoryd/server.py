@@ -99,6 +99,8 @@ STORAGE_HEALTH_NAME = "memoryd.storage"
 STORAGE_WATCH_SECONDS = 1.0
 SWEEP_INTERVAL_SECONDS = 60.0
 FREEZE_MIN_OBJECTS = 200_000  # re-freeze the heap only past this many unfrozen objects
+# The late-interaction token vectors while serving (token_file.py; rewritten at start)
+TOKEN_FILE = "tokens.bin"
 
 
 def freeze_heap(*, unless_below: int = 0) -> bool:
@@ -486,6 +488,7 @@ class Daemon:
             ann_ef_search=s.recall.ann_ef_search,
             ann_build_threads=s.recall.ann_build_threads,
             follow_interval=s.follow_interval,
+            token_path=Path(s.data_dir) / TOKEN_FILE,
             claims=(
                 KeyClaims(s.storage_uri, s.storage.table, dict(s.storage.storage_options))
                 if s.follow_interval > 0

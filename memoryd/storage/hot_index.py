@@ -39,6 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 from memoryd_native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
@@ -46,6 +47,7 @@ from memoryd_native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
 from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, idf
+from memoryd.storage.token_file import TokenFile
 
 _NO_EXPIRY = math.inf
 # Below this either exact scan is cheap; above it the int8-first one is several times
@@ -118,13 +120,16 @@ class _Partition:
         self.codes = np.zeros((16, dim), dtype=np.int8)
         self.scales = np.zeros(16, dtype=np.float32)
         self.l1 = np.zeros(16, dtype=np.float32)
+        # Where the row's token vectors are in the index's TokenFile (count -1: none)
+        self.tok_off = np.zeros(16, dtype=np.int64)
+        self.tok_n = np.full(16, -1, dtype=np.int32)
         self.ids: list[str] = []
         self.row_of: dict[str, int] = {}
         self.by_hash: dict[str, str] = {}
         self.lexical = LexicalPartition()
         self.ann: PartitionAnn | None = None  # told of every vector write and move
         self.codes_stale = False  # set while bulk loading: codes are made in one pass after
-        self.record_bytes = 0  # texts, summaries and token vectors of its memories
+        self.record_bytes = 0  # texts and summaries of its memories
         self.order = _Order()  # its rows in creation order (listing)
         # The last filter mask without a category filter, reused while nothing changed and
         # no row's expiry falls between the time it was made and the query's time.
@@ -146,6 +151,8 @@ class _Partition:
             "codes",
             "scales",
             "l1",
+            "tok_off",
+            "tok_n",
         ):
             old = getattr(self, name)
             new = np.empty((cap, *old.shape[1:]), dtype=old.dtype)
@@ -215,6 +222,8 @@ class _Partition:
             self.codes[row] = self.codes[last]
             self.scales[row] = self.scales[last]
             self.l1[row] = self.l1[last]
+            self.tok_off[row] = self.tok_off[last]
+            self.tok_n[row] = self.tok_n[last]
         self.ids.pop()
         if self.by_hash.get(memory.content_hash) == memory.id:
             del self.by_hash[memory.content_hash]
@@ -258,6 +267,8 @@ class _Partition:
             self.codes,
             self.scales,
             self.l1,
+            self.tok_off,
+            self.tok_n,
         )
         return sum(c.nbytes for c in columns) + (self.ann.nbytes() if self.ann else 0)
 
@@ -271,9 +282,12 @@ class HotIndex:
         ann_threshold: int = 200_000,
         ann_ef_search: int = 128,
         ann_build_threads: int = 1,
+        token_path: Path | None = None,
     ):
         """``ann_threshold``: rows in one scope from which it gets an approximate index
-        (0: exact scans only); ``ann_ef_search``, ``ann_build_threads``: see AnnSettings."""
+        (0: exact scans only); ``ann_ef_search``, ``ann_build_threads``: see AnnSettings.
+        ``token_path``: the file the token vectors go to (``token_file``; truncated now);
+        None: an anonymous temporary file."""
         self.dim = dim
         self.analyzer = analyzer or Analyzer()
         self.ann_settings = AnnSettings(
@@ -287,9 +301,9 @@ class HotIndex:
         self._memories: dict[str, Memory] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
         self._keys: dict[tuple[str, str], KeyRecord] = {}  # keyed Stores that created nothing
-        self._tokens: dict[str, np.ndarray] = {}  # int8 token vectors (late interaction)
+        # int8 token vectors (late interaction), on disk: rows keep their offsets
+        self._token_file = TokenFile(dim, token_path)
         self._text_bytes = 0
-        self._token_bytes = 0  # sum of _tokens' nbytes, kept in step
         # Links are stored one way (the newer memory names the older); the other direction
         # is derived here, so linking or superseding costs no extra write.
         self._forward: dict[str, set[str]] = {}
@@ -329,10 +343,6 @@ class HotIndex:
     def put(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None) -> Memory:
         """Insert or overwrite (same id; the scope never changes); returns the record as
         readers now see it (language filled in, links derived)."""
-        dropped = self._drop_tokens(memory.id)
-        if tokens is not None:
-            self._tokens[memory.id] = tokens
-            self._token_bytes += tokens.nbytes
         old = self._memories.get(memory.id)
         same_text = old is not None and old.text == memory.text
         if not memory.language:  # stored before languages were: detected on load
@@ -344,7 +354,7 @@ class HotIndex:
         if old is not None:
             self._text_bytes -= len(old.text) + len(old.summary)
             old_part = self._parts[old.scope]
-            old_part.record_bytes -= len(old.text) + len(old.summary) + dropped
+            old_part.record_bytes -= len(old.text) + len(old.summary)
             if old_part.by_hash.get(old.content_hash) == old.id:
                 del old_part.by_hash[old.content_hash]
         part = self._parts.get(memory.scope)
@@ -352,10 +362,19 @@ class HotIndex:
             part = self._parts[memory.scope] = _Partition(self.dim)
             part.codes_stale = part.order.stale = self._bulk
         part.put(memory, vector, terms, old.created_at if old is not None else None)
+        row = part.row_of[memory.id]
+        if old is not None:
+            self._drop_tokens(part, row)
+        if tokens is not None:
+            part.tok_off[row] = self._token_file.append(memory.id, tokens)
+            part.tok_n[row] = tokens.shape[0]
+        else:
+            part.tok_n[row] = -1
         self._memories[memory.id] = memory
         self._text_bytes += len(memory.text) + len(memory.summary)
         part.record_bytes += len(memory.text) + len(memory.summary)
-        part.record_bytes += 0 if tokens is None else tokens.nbytes
+        if old is not None:
+            self._maybe_compact_tokens()
         if memory.idempotency_key:
             self._idempotency[(memory.agent_id, memory.idempotency_key)] = memory.id
         affected = self._unlink(memory.id) | self._link(memory)
@@ -369,12 +388,36 @@ class HotIndex:
             self._refresh(memory_id)
         return self._memories[memory.id]
 
-    def _drop_tokens(self, memory_id: str) -> int:
-        previous = self._tokens.pop(memory_id, None)
-        if previous is None:
-            return 0
-        self._token_bytes -= previous.nbytes
-        return int(previous.nbytes)
+    def _drop_tokens(self, part: _Partition, row: int) -> None:
+        count = int(part.tok_n[row])
+        if count >= 0:
+            self._token_file.dropped(count)
+            part.tok_n[row] = -1
+
+    def _maybe_compact_tokens(self) -> None:
+        if self._token_file.should_compact():
+            self.compact_tokens()
+
+    def compact_tokens(self) -> None:
+        """Rewrite the token file with only the records rows point at (dropping the dead
+        bytes overwrites and deletes left). A record that reads as damaged is left out
+        (its row then has none)."""
+        old = self._token_file
+        path = None if old.path is None else old.path.with_name(old.path.name + ".compact")
+        new = TokenFile(self.dim, path)
+        try:
+            for part in self._parts.values():
+                for row in np.flatnonzero(part.tok_n[: len(part)] >= 0).tolist():
+                    memory_id = part.ids[row]
+                    tokens = old.read(memory_id, int(part.tok_off[row]), int(part.tok_n[row]))
+                    if tokens is None:
+                        part.tok_n[row] = -1
+                    else:
+                        part.tok_off[row] = new.append(memory_id, tokens)
+        except BaseException:
+            new.close()
+            raise
+        old.replace_with(new)
 
     def _link(self, memory: Memory) -> set[str]:
         forward = set(memory.related_ids) - {memory.id}
@@ -430,10 +473,10 @@ class HotIndex:
         memory = self._memories.pop(memory_id, None)
         if memory is None:
             return None
-        dropped = self._drop_tokens(memory_id)
         self._text_bytes -= len(memory.text) + len(memory.summary)
         part = self._parts[memory.scope]
-        part.record_bytes -= len(memory.text) + len(memory.summary) + dropped
+        part.record_bytes -= len(memory.text) + len(memory.summary)
+        self._drop_tokens(part, part.row_of[memory_id])
         part.remove(memory)
         if not part:
             if part.ann is not None:
@@ -488,7 +531,22 @@ class HotIndex:
         return part.vectors[part.row_of[memory_id]].copy()
 
     def tokens_of(self, memory_id: str) -> np.ndarray | None:
-        return self._tokens.get(memory_id)
+        """The memory's token vectors, read from the token file (a view of fresh bytes:
+        read-only); None without any, or when the file no longer holds them (damaged)."""
+        memory = self._memories.get(memory_id)
+        if memory is None:
+            return None
+        part = self._parts[memory.scope]
+        row = part.row_of[memory_id]
+        count = int(part.tok_n[row])
+        if count < 0:
+            return None
+        return self._token_file.read(memory_id, int(part.tok_off[row]), count)
+
+    @property
+    def tokens_damaged(self) -> bool:
+        """A read found the token file not holding what a row points at."""
+        return self._token_file.damaged
 
     def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
         part = self._parts.get(scope)
@@ -772,6 +830,7 @@ class HotIndex:
         for part in self._parts.values():
             if part.ann is not None:
                 part.ann.close()
+        self._token_file.close()
 
     def scope_sizes(self) -> dict[str, int]:
         return {scope: len(part) for scope, part in self._parts.items()}
@@ -787,10 +846,11 @@ class HotIndex:
 
     def index_bytes(self, scopes: Iterable[str] | None = None) -> int:
         """Memory held for ``scopes`` (default all): vectors and columns exactly; records
-        approximately (text, summary and token vectors plus a fixed overhead)."""
+        approximately (text and summary plus a fixed overhead). Token vectors are in the
+        token file, not held (10 bytes per row say where)."""
         if scopes is None:
             parts = sum(p.nbytes() for p in self._parts.values())
-            return parts + self._token_bytes + self._text_bytes + 400 * len(self)
+            return parts + self._text_bytes + 400 * len(self)
         chosen = [p for s in set(scopes) if (p := self._parts.get(s)) is not None]
         return sum(p.nbytes() + p.record_bytes + 400 * len(p) for p in chosen)
 

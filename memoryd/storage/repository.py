@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 
@@ -30,11 +31,13 @@ from memoryd.storage.follow import Follower
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import STATUS_OK, LanceStore
 from memoryd.storage.lexical import Analyzer
+from memoryd.storage.token_file import TokenFile
 
 log = logging.getLogger(__name__)
 
 ACCESS_FLUSH_SECONDS = 60.0
 ANN_MAINTAIN_SECONDS = 60.0
+TOKEN_REPAIR_SECONDS = 30.0
 
 
 class Repository(HotIndex):
@@ -59,16 +62,21 @@ class Repository(HotIndex):
         ann_maintain_seconds: float = ANN_MAINTAIN_SECONDS,
         follow_interval: float = 0.0,
         claims: KeyClaims | None = None,
+        token_path: Path | None = None,
+        token_repair_seconds: float = TOKEN_REPAIR_SECONDS,
     ):
         """``follow_interval``: seconds between looks for other daemons' commits to the
         store (storage.follow_interval); 0 = this daemon is the store's only writer.
-        ``claims``: where keyed Stores claim their key across daemons (None: one daemon)."""
+        ``claims``: where keyed Stores claim their key across daemons (None: one daemon).
+        ``token_path``: the local file the token vectors are kept in while serving
+        (``<data_dir>/tokens.bin``, rewritten at every start; None: a temporary file)."""
         super().__init__(
             durable.dim,
             analyzer,
             ann_threshold=ann_threshold,
             ann_ef_search=ann_ef_search,
             ann_build_threads=ann_build_threads,
+            token_path=token_path,
         )
         self._durable = durable
         self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
@@ -77,6 +85,7 @@ class Repository(HotIndex):
         jobs = [
             Job("persist access counts", access_flush_seconds, self.flush_access_counts),
             Job("approximate-index maintenance", ann_maintain_seconds, self._maintain_ann),
+            Job("token file repair", token_repair_seconds, self.repair_tokens),
         ]
         self._follower = Follower(durable, self) if follow_interval > 0 else None
         if self._follower is not None:
@@ -126,6 +135,48 @@ class Repository(HotIndex):
 
     async def _maintain_ann(self) -> None:
         self.maintain_ann()  # installs finished builds, starts due ones (never blocks)
+
+    async def repair_tokens(self) -> bool:
+        """Rebuild the token file from the store once a read found it damaged (say,
+        truncated under the daemon); True if it did. The store is read on a thread into
+        a new file; rows written meanwhile keep what they point at, when it still reads."""
+        if not self.tokens_damaged:
+            return False
+        log.warning("rebuilding the token file from the store")
+        old = self._token_file
+        path = None if old.path is None else old.path.with_name(old.path.name + ".rebuild")
+        new = TokenFile(self.dim, path)
+        try:
+            found = await asyncio.to_thread(_write_tokens, self._durable, new)
+            self._install_tokens(new, found)
+        except BaseException:
+            new.close()
+            raise
+        return True
+
+    def _install_tokens(self, new: TokenFile, found: dict[str, tuple[int, int, object]]) -> None:
+        """Point every row at ``new`` (filled from the store as ``found`` says: offset,
+        count, (updated_at, content_hash) of the row read): the store's record where the
+        row is still that one, else the row's own from the old file, else none."""
+        old = self._token_file
+        live = 0
+        for part in self._parts.values():
+            for row, memory_id in enumerate(part.ids):
+                memory = self._memories[memory_id]
+                hit = found.get(memory_id)
+                if hit is not None and hit[2] == (memory.updated_at, memory.content_hash):
+                    part.tok_off[row], part.tok_n[row] = hit[0], hit[1]
+                elif part.tok_n[row] >= 0:
+                    tokens = old.read(memory_id, int(part.tok_off[row]), int(part.tok_n[row]))
+                    if tokens is None:
+                        part.tok_n[row] = -1
+                        continue
+                    part.tok_off[row] = new.append(memory_id, tokens)
+                else:
+                    continue
+                live += new.record_bytes(int(part.tok_n[row]))
+        new.live = live
+        old.replace_with(new)
 
     # -- what Stats, health and metrics need ------------------------------------------
 
@@ -260,6 +311,17 @@ def _keep_access(memory: Memory, current: Memory) -> Memory:
     if count == memory.access_count and last == memory.last_accessed_at:
         return memory
     return dataclasses.replace(memory, access_count=count, last_accessed_at=last)
+
+
+def _write_tokens(durable: LanceStore, new: TokenFile) -> dict[str, tuple[int, int, object]]:
+    """Every stored row's token vectors appended to ``new`` (runs on a thread; ``new`` is
+    nobody else's yet): id -> (offset, count, (updated_at, content_hash))."""
+    found: dict[str, tuple[int, int, object]] = {}
+    for memory, _, tokens in durable.scan():
+        if tokens is not None:
+            offset = new.append(memory.id, tokens)
+            found[memory.id] = (offset, tokens.shape[0], (memory.updated_at, memory.content_hash))
+    return found
 
 
 def quantize_tokens(tokens: np.ndarray | None, max_tokens: int) -> np.ndarray | None:
