@@ -6,8 +6,11 @@ loads its store at start, and counts the bytes Python allocates for it with
 ``tracemalloc``, grouped by the line that allocated them. Vectors are random unit vectors
 and token vectors random int8 rows (their bytes do not depend on their values); the
 number of token vectors per memory is the real one: what the shipped model's tokenizer
-makes of each turn, capped at ``recall.token_vectors_max`` (64) as the daemon does. The
-records themselves (text, id, hash, dates) are counted apart, from ``sys.getsizeof``.
+makes of each turn, capped at ``recall.token_vectors_max`` (64) as the daemon does; they
+go to the index's token file (``storage/token_file.py``, in a temporary directory here),
+whose size is reported apart: it is on disk and in the kernel's page cache, not in the
+daemon's heap. The records themselves (text, id, hash, dates) are counted apart, from
+``sys.getsizeof``.
 
 No timing: the figures are bytes, so they hold on a busy machine too.
 
@@ -22,6 +25,7 @@ import gc
 import hashlib
 import json
 import sys
+import tempfile
 import tracemalloc
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -41,8 +45,8 @@ TOKENS_MAX = 64  # recall.token_vectors_max's default
 
 # What each allocating line holds (file:function), for the report.
 PARTS = {
-    "repository.py": "token vectors (int8, one array per memory)",
-    "hot_index.py": "per-row arrays (float32 vectors, int8 codes, dates, flags) and id maps",
+    "token_file.py": "token vectors' bookkeeping (the vectors are in the token file)",
+    "hot_index.py": "per-row arrays (vectors, int8 codes, dates, flags, token offsets), id maps",
     "lexical.py": "BM25 postings and document lengths",
 }
 
@@ -111,17 +115,20 @@ def main() -> None:
     vectors = rng.standard_normal((n, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
 
+    tmp = tempfile.TemporaryDirectory(prefix="index-bytes-")
     gc.collect()
     tracemalloc.start(1)
     before = tracemalloc.take_snapshot()
-    index = HotIndex(384)
+    index = HotIndex(384, token_path=Path(tmp.name) / "tokens.bin")
     with index.bulk_load():
         for i, m in enumerate(memories):
             tokens = rng.standard_normal((counts[i], 384)).astype(np.float32) / 20
             index.put(m, vectors[i], quantize_tokens(tokens, TOKENS_MAX))
+            del tokens
     gc.collect()
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
+    token_file_bytes = (Path(tmp.name) / "tokens.bin").stat().st_size
 
     by_file: dict[str, int] = {}
     for stat in after.compare_to(before, "filename"):
@@ -135,7 +142,8 @@ def main() -> None:
     print(f"## Hot index bytes per memory: {n:,} LoCoMo turns in one agent\n")
     print(
         f"Token vectors per memory: mean {np.mean(counts):.1f} (cap {TOKENS_MAX}); "
-        f"row arrays sized for {part.vectors.shape[0]:,} rows (they grow by doubling).\n"
+        f"row arrays sized for {part.vectors.shape[0]:,} rows (trimmed after the load); "
+        f"token file on disk {token_file_bytes / n:,.0f} B per memory (page cache, not heap).\n"
     )
     print("| what | bytes per memory | share |")
     print("|---|---|---|")
@@ -146,6 +154,8 @@ def main() -> None:
     print(f"| {label} | {recs:,.0f} | {recs / total:.0%} |")
     print(f"| **total** | **{total:,.0f}** | |")
     print(f"\n`./dev bench index_bytes.py --memories {n}`")
+    index.close()
+    tmp.cleanup()
 
 
 if __name__ == "__main__":
