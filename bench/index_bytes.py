@@ -16,6 +16,12 @@ No timing: the figures are bytes, so they hold on a busy machine too.
 
     ./dev bench index_bytes.py                     # 10,000 memories
     ./dev bench index_bytes.py --memories 100000
+    ./dev bench index_bytes.py --memories 100000 --rss   # VmRSS growth, no tracemalloc
+
+``--rss`` reports instead what the process's resident set grew by while the records were
+made and loaded (no tracemalloc, whose own bookkeeping would swell it), per memory, plus
+the texts' bytes (made before): the allocator's slack included, the page cache of the
+token file not (it is the kernel's).
 """
 
 from __future__ import annotations
@@ -94,11 +100,49 @@ def record_bytes(m: Memory) -> int:
     )
 
 
+def vm_rss() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def rss_run(
+    texts: list[str], counts: list[int], vectors: np.ndarray, rng: np.random.Generator
+) -> None:
+    n = len(texts)
+    token_sets = [
+        quantize_tokens(rng.standard_normal((c, 384)).astype(np.float32) / 20, TOKENS_MAX)
+        for c in counts[:1000]
+    ]  # reused round robin: made before, so their bytes are not counted
+    tmp = tempfile.TemporaryDirectory(prefix="index-bytes-")
+    gc.collect()
+    before = vm_rss()
+    memories = records(texts, rng)
+    index = HotIndex(384, token_path=Path(tmp.name) / "tokens.bin")
+    with index.bulk_load():
+        for i, m in enumerate(memories):
+            index.put(m, vectors[i], token_sets[i % len(token_sets)])
+    gc.collect()
+    grown = vm_rss() - before
+    text_bytes = sum(sys.getsizeof(t) for t in texts)
+    per = (grown + text_bytes) / n
+    print(f"## Hot index RSS per memory: {n:,} LoCoMo turns in one agent\n")
+    print(f"VmRSS grew {grown / 2**20:,.1f} MiB while {n:,} records were made and loaded;")
+    print(
+        f"with the texts ({text_bytes / n:,.0f} B per memory, made before): {per:,.0f} B per memory."
+    )
+    print(f"\n`./dev bench index_bytes.py --memories {n} --rss`")
+    index.close()
+    tmp.cleanup()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--memories", type=int, default=10_000, help="memories in the index")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo's locomo10.json")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rss", action="store_true", help="report VmRSS growth instead")
     args = p.parse_args()
 
     base = turns(args.data)
@@ -111,9 +155,12 @@ def main() -> None:
     tokenizer.no_padding()  # its tokenizer.json pads to a fixed length; the daemon resets it too
     counts = [min(TOKENS_MAX, len(e.ids) - 2) for e in tokenizer.encode_batch(texts)]
     rng = np.random.default_rng(args.seed)
-    memories = records(texts, rng)
     vectors = rng.standard_normal((n, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    if args.rss:
+        rss_run(texts, counts, vectors, rng)
+        return
+    memories = records(texts, rng)
 
     tmp = tempfile.TemporaryDirectory(prefix="index-bytes-")
     gc.collect()

@@ -6,7 +6,9 @@ scopes the caller may see: the access predicate is the set of partitions, applie
 any ranking, so another agent's rows are never scored. Deletes swap the last row into the
 hole so matrices stay dense.
 
-Vector top-k is an exact scan (``topk_dot``) with the filters as a mask. A partition of
+Vector top-k is an exact scan of float16 vectors (``topk_dot_q8_f16``: int8 codes
+first, then the float16 rows of the rows that could be in the top k) with the filters
+as a mask. A partition of
 ``ann_threshold`` rows or more also gets an approximate index (``ann.PartitionAnn``),
 built on a background thread; once it is ready, searches ask it for a short list of rows
 the mask allows and re-score that exactly, and fall back to the scan when it comes back
@@ -42,7 +44,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
-from memoryd_native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
+from memoryd_native import quantize_rows, topk_dot_f16, topk_dot_q8_f16, topk_scores
 
 from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
@@ -50,9 +52,7 @@ from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, id
 from memoryd.storage.token_file import TokenFile
 
 _NO_EXPIRY = math.inf
-# Below this either exact scan is cheap; above it the int8-first one is several times
-# faster (native/bench/kernels.py; figures in bench/RESULTS.md, "Kernels").
-Q8_MIN_ROWS = 4096
+_QUANTIZE_CHUNK = 8192  # rows quantised at once after a bulk load (a float32 copy each)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -111,7 +111,9 @@ class _Order:
 class _Partition:
     def __init__(self, dim: int):
         self.dim = dim
-        self.vectors = np.zeros((16, dim), dtype=np.float32)
+        # float16: half of float32's bytes; the scans widen them exactly (topk_dot_f16),
+        # and a cosine moves by about 1e-4, far below what ranking notices
+        self.vectors = np.zeros((16, dim), dtype=np.float16)
         self.expires = np.full(16, _NO_EXPIRY, dtype=np.float64)
         self.category = np.zeros(16, dtype=np.int8)
         self.created = np.zeros(16, dtype=np.float64)  # created_at, seconds since the epoch
@@ -195,7 +197,7 @@ class _Partition:
             if old_created is not None and old_created != memory.created_at:
                 self.order.remove(order_key(old_created, memory.id))
                 self.order.add(order_key(memory.created_at, memory.id))
-            if not np.array_equal(self.vectors[row], vector):
+            if not np.array_equal(self.vectors[row], np.asarray(vector, dtype=np.float16)):
                 # Metadata-only updates keep the vector, and so the row's approximate-index
                 # label.
                 self._write_vector(row, vector)
@@ -348,9 +350,14 @@ class HotIndex:
                 if part.order.stale:
                     part.order.sort()
                 if part.codes_stale:
-                    n = len(part)
-                    codes, scales, l1 = quantize_rows(part.vectors[:n])
-                    part.codes[:n], part.scales[:n], part.l1[:n] = codes, scales, l1
+                    for at in range(0, len(part), _QUANTIZE_CHUNK):
+                        end = min(len(part), at + _QUANTIZE_CHUNK)
+                        codes, scales, l1 = quantize_rows(part.vectors[at:end])
+                        part.codes[at:end], part.scales[at:end], part.l1[at:end] = (
+                            codes,
+                            scales,
+                            l1,
+                        )
                     part.codes_stale = False
                 part.trim()
 
@@ -543,7 +550,7 @@ class HotIndex:
         if memory is None:
             return None
         part = self._parts[memory.scope]
-        return part.vectors[part.row_of[memory_id]].copy()
+        return part.vectors[part.row_of[memory_id]].astype(np.float32)
 
     def tokens_of(self, memory_id: str) -> np.ndarray | None:
         """The memory's token vectors, read from the token file (a view of fresh bytes:
@@ -785,10 +792,11 @@ class HotIndex:
             hit = ann.search(part.vectors, n, q, mask, k)
             if hit is not None:
                 return hit
-        if n < Q8_MIN_ROWS or part.codes_stale:
-            return topk_dot(part.vectors[:n], q, mask, k)
-        # The same answer as topk_dot, reading a quarter of the bytes for most rows.
-        return topk_dot_q8(
+        if part.codes_stale:
+            return topk_dot_f16(part.vectors[:n], q, mask, k)
+        # The same answer as topk_dot_f16, reading the int8 codes first and the float16
+        # rows only of the few that could be in the top k.
+        return topk_dot_q8_f16(
             part.vectors[:n], part.codes[:n], part.scales[:n], part.l1[:n], q, mask, k
         )
 

@@ -58,7 +58,8 @@ def test_candidates_are_the_union_of_both_legs_best_over_the_given_scopes(seed: 
         # distinct word counts per memory, so no two BM25 scores tie
         text = " ".join(rng.choice(WORDS, rng.integers(2, 7))) + " filler" * int(i)
         expires = NOW - timedelta(seconds=1) if i % 11 == 0 else None
-        m, v = mem(i, scope, text, expires_at=expires, language="en"), unit(rng)
+        m = mem(i, scope, text, expires_at=expires, language="en")
+        v = unit(rng).astype(np.float16).astype(np.float32)  # as the index keeps it
         index.put(m, v)
         rows[m.id] = (m, v)
     for i in rng.choice(90, 10, replace=False):  # swap-deletes reorder rows
