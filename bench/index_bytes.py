@@ -129,9 +129,7 @@ def rss_run(
     per = (grown + text_bytes) / n
     print(f"## Hot index RSS per memory: {n:,} LoCoMo turns in one agent\n")
     print(f"VmRSS grew {grown / 2**20:,.1f} MiB while {n:,} records were made and loaded;")
-    print(
-        f"with the texts ({text_bytes / n:,.0f} B per memory, made before): {per:,.0f} B per memory."
-    )
+    print(f"with the texts ({text_bytes / n:,.0f} B per memory, made before): {per:,.0f} B each.")
     print(f"\n`./dev bench index_bytes.py --memories {n} --rss`")
     index.close()
     tmp.cleanup()
