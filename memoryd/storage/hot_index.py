@@ -565,6 +565,14 @@ class HotIndex:
             return None
         return self._token_file.read(memory_id, int(part.tok_off[row]), count)
 
+    def has_tokens(self, memory_id: str) -> bool:
+        """Whether the memory was stored with token vectors (whether or not they read)."""
+        memory = self._memories.get(memory_id)
+        if memory is None:
+            return False
+        part = self._parts[memory.scope]
+        return bool(part.tok_n[part.row_of[memory_id]] >= 0)
+
     @property
     def tokens_damaged(self) -> bool:
         """A read found the token file not holding what a row points at."""

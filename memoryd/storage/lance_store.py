@@ -721,6 +721,21 @@ class LanceStore:
     def count_rows(self) -> int:
         return int(self._table.count_rows())
 
+    def read_tokens(self, memory_id: str) -> np.ndarray | None:
+        """One memory's stored token vectors (a read of the table: for the rare write that
+        needs them when the daemon's token file failed it, never for a Recall)."""
+        quoted = memory_id.replace("'", "''")
+        found = (
+            self._table.search()
+            .where(f"id = '{quoted}'")
+            .select(["token_vectors"])
+            .limit(1)
+            .to_arrow()
+        )
+        if found.num_rows == 0:
+            return None
+        return _token_blobs(found.column("token_vectors").combine_chunks(), self.dim)[0]
+
     # -- what the follower reads (storage.follow) -------------------------------------------
 
     def table_version(self) -> int:

@@ -254,6 +254,8 @@ class Repository(HotIndex):
             if vector is None:
                 raise KeyError(memory.id)
             tokens = self.tokens_of(memory.id)
+            if tokens is None and self.has_tokens(memory.id):  # the token file failed
+                tokens = await asyncio.to_thread(self._durable.read_tokens, memory.id)
         else:  # a new text: its language again (a copied record may carry the old one)
             memory = dataclasses.replace(memory, language=self.analyzer.detect(memory.text))
         if (current := self.get(memory.id)) is not None:

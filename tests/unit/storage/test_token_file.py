@@ -198,3 +198,24 @@ async def test_a_damaged_token_file_falls_back_then_is_rebuilt(tmp_path: Path, d
         await reranker.score("q", [m for m in memories if m is not None])
     finally:
         repo.close()
+
+
+async def test_an_update_while_the_file_is_damaged_keeps_the_stored_token_vectors(
+    tmp_path: Path,
+) -> None:
+    """A metadata-only Update copies the memory's token vectors: with the token file
+    damaged it takes them from the store, never writing the memory back without them."""
+    repo = open_repo(tmp_path)
+    m = await repo.add(mem(1, text="bees"), unit(1), tokens_for(1))
+    path = repo._token_file.path
+    assert path is not None
+    os.truncate(path, 0)
+    assert repo.tokens_of(m.id) is None
+    await repo.replace(dataclasses.replace(m, importance=0.9), None)
+    assert_tokens(repo, {m.id: tokens_for(1)})  # the update's own write reads again
+    repo.close()
+    again = open_repo(tmp_path)
+    try:
+        assert_tokens(again, {m.id: tokens_for(1)})
+    finally:
+        again.close()
