@@ -257,8 +257,8 @@ I8 = npt.NDArray[np.int8]
 Q8_SLACK = 1e-4  # absolute slack on the error bound: covers float32 rounding of scores
 
 
-def quantize_rows(vectors: F32) -> tuple[I8, F32, F32]:
-    """Per-row int8 codes of float32 rows, for ``topk_dot_q8``.
+def quantize_rows(vectors: F32 | npt.NDArray[np.float16]) -> tuple[I8, F32, F32]:
+    """Per-row int8 codes of float32 (or float16) rows, for ``topk_dot_q8`` (``_f16``).
 
     Row i is ``codes[i] * scales[i]`` to within ``scales[i] / 2`` per component, with
     ``scales[i] = max |vectors[i]| / 127``; ``l1[i]`` is the L1 norm of that approximation.
@@ -351,8 +351,9 @@ def topk_dot_q8(
 F16 = npt.NDArray[np.float16]
 # Every float16 bit pattern's float32 value (256 KB): numba has no float16 arithmetic, so
 # the kernels below read float16 rows as uint16 and convert through this table.
-F16_TO_F32 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
-F16_TO_F32 = F16_TO_F32.astype(np.float32)
+F16_TO_F32: F32 = (
+    np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
+)
 
 
 @numba.njit(cache=True, nogil=True)
