@@ -318,6 +318,9 @@ class HotIndex:
         self._keys: dict[tuple[str, str], KeyRecord] = {}  # keyed Stores that created nothing
         # int8 token vectors (late interaction), on disk: rows keep their offsets
         self._token_file = TokenFile(dim, token_path)
+        # Compact the token file within the write that makes it due; the repository
+        # turns this off and compacts on a thread from a job instead.
+        self._compact_inline = True
         self._text_bytes = 0
         # Links are stored one way (the newer memory names the older); the other direction
         # is derived here, so linking or superseding costs no extra write.
@@ -416,7 +419,7 @@ class HotIndex:
             part.tok_n[row] = -1
 
     def _maybe_compact_tokens(self) -> None:
-        if self._token_file.should_compact():
+        if self._compact_inline and self._token_file.should_compact():
             self.compact_tokens()
 
     def compact_tokens(self) -> None:
@@ -438,7 +441,9 @@ class HotIndex:
         except BaseException:
             new.close()
             raise
+        damaged = old.damaged
         old.replace_with(new)
+        old.damaged = damaged  # rows that lost their records: for the repair to restore
 
     def _link(self, memory: Memory) -> set[str]:
         forward = set(memory.related_ids) - {memory.id}

@@ -17,7 +17,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 ACCESS_FLUSH_SECONDS = 60.0
 ANN_MAINTAIN_SECONDS = 60.0
-TOKEN_REPAIR_SECONDS = 30.0
+TOKEN_UPKEEP_SECONDS = 30.0
 
 
 class Repository(HotIndex):
@@ -63,7 +63,7 @@ class Repository(HotIndex):
         follow_interval: float = 0.0,
         claims: KeyClaims | None = None,
         token_path: Path | None = None,
-        token_repair_seconds: float = TOKEN_REPAIR_SECONDS,
+        token_upkeep_seconds: float = TOKEN_UPKEEP_SECONDS,
     ):
         """``follow_interval``: seconds between looks for other daemons' commits to the
         store (storage.follow_interval); 0 = this daemon is the store's only writer.
@@ -79,13 +79,14 @@ class Repository(HotIndex):
             token_path=token_path,
         )
         self._durable = durable
+        self._compact_inline = False  # maintain_tokens compacts, on a thread
         self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
         self._touched: set[str] = set()
         self._claims = claims
         jobs = [
             Job("persist access counts", access_flush_seconds, self.flush_access_counts),
             Job("approximate-index maintenance", ann_maintain_seconds, self._maintain_ann),
-            Job("token file repair", token_repair_seconds, self.repair_tokens),
+            Job("token file upkeep", token_upkeep_seconds, self.maintain_tokens),
         ]
         self._follower = Follower(durable, self) if follow_interval > 0 else None
         if self._follower is not None:
@@ -136,6 +137,31 @@ class Repository(HotIndex):
     async def _maintain_ann(self) -> None:
         self.maintain_ann()  # installs finished builds, starts due ones (never blocks)
 
+    async def maintain_tokens(self) -> None:
+        """The token file's upkeep (a job): rebuild it if a read found it damaged, else
+        compact it once its dead bytes outweigh the live ones."""
+        if not await self.repair_tokens() and self._token_file.should_compact():
+            await self.compact_tokens_async()
+
+    async def compact_tokens_async(self) -> None:
+        """``compact_tokens`` with the copying on a thread: the loop keeps serving (and
+        writing to the old file) meanwhile; rows written since the copy began are copied
+        on the loop at the end."""
+        old = self._token_file
+        path = None if old.path is None else old.path.with_name(old.path.name + ".compact")
+        snapshot = [
+            (part.ids[row], int(part.tok_off[row]), int(part.tok_n[row]))
+            for part in self._parts.values()
+            for row in np.flatnonzero(part.tok_n[: len(part)] >= 0).tolist()
+        ]
+        new = TokenFile(self.dim, path)
+        try:
+            found = await asyncio.to_thread(_copy_tokens, old, new, snapshot)
+            self._install_tokens(new, found, _where)
+        except BaseException:
+            new.close()
+            raise
+
     async def repair_tokens(self) -> bool:
         """Rebuild the token file from the store once a read found it damaged (say,
         truncated under the daemon); True if it did. The store is read on a thread into
@@ -148,23 +174,30 @@ class Repository(HotIndex):
         new = TokenFile(self.dim, path)
         try:
             found = await asyncio.to_thread(_write_tokens, self._durable, new)
-            self._install_tokens(new, found)
+            self._install_tokens(new, found, _stamp)
         except BaseException:
             new.close()
             raise
         return True
 
-    def _install_tokens(self, new: TokenFile, found: dict[str, tuple[int, int, object]]) -> None:
-        """Point every row at ``new`` (filled from the store as ``found`` says: offset,
-        count, (updated_at, content_hash) of the row read): the store's record where the
-        row is still that one, else the row's own from the old file, else none."""
+    def _install_tokens(
+        self,
+        new: TokenFile,
+        found: dict[str, tuple[int, int, object]],
+        stamp: Callable[[Memory, int, int], object],
+    ) -> None:
+        """Point every row at ``new``, filled on a thread as ``found`` says (id ->
+        offset, count, the stamp of the row as it was copied): that record where the row's
+        ``stamp`` (of the memory, its offset and count now) is still the same, else the
+        row's own record copied now from the old file, else none."""
         old = self._token_file
         live = 0
         for part in self._parts.values():
             for row, memory_id in enumerate(part.ids):
                 memory = self._memories[memory_id]
                 hit = found.get(memory_id)
-                if hit is not None and hit[2] == (memory.updated_at, memory.content_hash):
+                now = stamp(memory, int(part.tok_off[row]), int(part.tok_n[row]))
+                if hit is not None and hit[2] == now:
                     part.tok_off[row], part.tok_n[row] = hit[0], hit[1]
                 elif part.tok_n[row] >= 0:
                     tokens = old.read(memory_id, int(part.tok_off[row]), int(part.tok_n[row]))
@@ -176,7 +209,10 @@ class Repository(HotIndex):
                     continue
                 live += new.record_bytes(int(part.tok_n[row]))
         new.live = live
+        damaged = old.damaged
         old.replace_with(new)
+        if stamp is _where:  # a compaction that met damage leaves it for the repair
+            old.damaged = damaged
 
     # -- what Stats, health and metrics need ------------------------------------------
 
@@ -313,6 +349,29 @@ def _keep_access(memory: Memory, current: Memory) -> Memory:
     if count == memory.access_count and last == memory.last_accessed_at:
         return memory
     return dataclasses.replace(memory, access_count=count, last_accessed_at=last)
+
+
+def _stamp(memory: Memory, offset: int, count: int) -> object:
+    """A row as the store's scan saw it (the repair)."""
+    return (memory.updated_at, memory.content_hash)
+
+
+def _where(memory: Memory, offset: int, count: int) -> object:
+    """Where a row's record was when the compaction copied it (none: -1)."""
+    return (offset, count) if count >= 0 else None
+
+
+def _copy_tokens(
+    old: TokenFile, new: TokenFile, snapshot: list[tuple[str, int, int]]
+) -> dict[str, tuple[int, int, object]]:
+    """The snapshot's records copied from ``old`` into ``new`` (runs on a thread: only
+    reads of records the loop no longer writes, and appends to a file nobody else has)."""
+    found: dict[str, tuple[int, int, object]] = {}
+    for memory_id, offset, count in snapshot:
+        tokens = old.read(memory_id, offset, count)
+        if tokens is not None:
+            found[memory_id] = (new.append(memory_id, tokens), count, (offset, count))
+    return found
 
 
 def _write_tokens(durable: LanceStore, new: TokenFile) -> dict[str, tuple[int, int, object]]:

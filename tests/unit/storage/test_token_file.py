@@ -219,3 +219,41 @@ async def test_an_update_while_the_file_is_damaged_keeps_the_stored_token_vector
         assert_tokens(again, {m.id: tokens_for(1)})
     finally:
         again.close()
+
+
+async def test_compaction_on_a_thread_keeps_writes_made_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upkeep job compacts the token file while writes go on: a memory updated or
+    forgotten during the copy reads as last written afterwards, and the file shrinks."""
+    monkeypatch.setattr(token_file, "COMPACT_MIN_DEAD", 0)
+    repo = open_repo(tmp_path)
+    try:
+        want: dict[str, np.ndarray | None] = {}
+        for i in range(30):
+            m = await repo.add(mem(i, text=f"memory {i}"), unit(i), tokens_for(i, 10))
+            want[m.id] = tokens_for(i, 10)
+        ids = list(want)
+        for memory_id in ids[:20]:  # dead records outweigh the live ones
+            current = repo.get(memory_id)
+            assert current is not None
+            one = tokens_for(50, 1)
+            await repo.replace(dataclasses.replace(current, text="x"), unit(1), one)
+            want[memory_id] = one
+        path = repo._token_file.path
+        assert path is not None
+        before = path.stat().st_size
+        compaction = asyncio.create_task(repo.maintain_tokens())
+        await asyncio.sleep(0)  # the copy has begun on its thread
+        changed = repo.get(ids[25])
+        assert changed is not None
+        await repo.replace(dataclasses.replace(changed, text="y"), unit(2), tokens_for(77))
+        want[ids[25]] = tokens_for(77)
+        await repo.delete([ids[26]])
+        want[ids[26]] = None
+        await compaction
+        assert_tokens(repo, want)
+        assert path.stat().st_size < before
+        assert not repo.tokens_damaged
+    finally:
+        repo.close()
