@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import ctypes
 import gc
 import hashlib
 import subprocess
@@ -104,6 +106,10 @@ def measure(path: Path) -> None:
     repo.open()
     gc.collect()
     after = vm_rss()
+    trimmed = after
+    with contextlib.suppress(OSError, AttributeError):  # glibc only
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        trimmed = vm_rss()
     n = len(repo)
     tokens = (path / "data" / "tokens.bin").stat().st_size
     print(f"## Daemon load RSS: {n:,} memories\n")
@@ -112,6 +118,7 @@ def measure(path: Path) -> None:
     print(
         f"(on disk and in the page cache, not in VmRSS); index_bytes {repo.index_bytes() / n:,.0f}"
     )
+    print(f"after malloc_trim(0): {trimmed / 2**20:,.0f} MiB, {(trimmed - before) / n:,.0f} B each")
     repo.close()
 
 
@@ -120,9 +127,15 @@ def main() -> None:
     p.add_argument("--memories", type=int, default=10_000)
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo's locomo10.json")
     p.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--keep", type=Path, help="write the store here once and reuse it")
     args = p.parse_args()
     if args.measure:
         measure(args.measure)
+        return
+    if args.keep:
+        if not (args.keep / "lancedb").exists():
+            asyncio.run(write_store(args.keep / "lancedb", args.memories, args.data))
+        subprocess.run([sys.executable, __file__, "--measure", str(args.keep)], check=True)
         return
     with tempfile.TemporaryDirectory(prefix="load-rss-") as tmp:
         asyncio.run(write_store(Path(tmp) / "lancedb", args.memories, args.data))

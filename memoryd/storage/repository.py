@@ -14,6 +14,8 @@ says through ``status``, ``write_counters``, ``follow_lag`` and ``pending``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import dataclasses
 import logging
 import time
@@ -109,6 +111,7 @@ class Repository(HotIndex):
         if self._follower is not None:
             self._follower.baseline(version)
         self._durable.start()
+        _release_freed_memory()
         self.maintain_ann()  # big scopes start their HNSW build now
         took = time.perf_counter() - start
         log.info("loaded %d memories into the hot index in %.2fs", len(self), took)
@@ -349,6 +352,14 @@ def _keep_access(memory: Memory, current: Memory) -> Memory:
     if count == memory.access_count and last == memory.last_accessed_at:
         return memory
     return dataclasses.replace(memory, access_count=count, last_accessed_at=last)
+
+
+def _release_freed_memory() -> None:
+    """Hand the memory the load freed back to the system (glibc keeps freed pages of its
+    arenas: at 100k memories the scan's batches left ~1.8 KB a memory of VmRSS behind,
+    bench/load_rss.py). Elsewhere (musl, macOS) there is nothing to call."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _stamp(memory: Memory, offset: int, count: int) -> object:
