@@ -84,7 +84,9 @@ async def write_store(path: Path, n: int, data: Path) -> None:
     store.close()
 
 
-def measure(path: Path) -> None:
+def measure(path: Path, arena_max: int) -> None:
+    if arena_max:  # glibc's M_ARENA_MAX, set before LanceDB's threads first allocate
+        ctypes.CDLL("libc.so.6").mallopt(-8, arena_max)
     from memoryd.storage.lance_store import LanceStore
     from memoryd.storage.repository import Repository
 
@@ -128,18 +130,32 @@ def main() -> None:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo's locomo10.json")
     p.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--keep", type=Path, help="write the store here once and reuse it")
+    p.add_argument("--arena-max", type=int, default=0, help="glibc M_ARENA_MAX (0: default)")
     args = p.parse_args()
     if args.measure:
-        measure(args.measure)
+        measure(args.measure, args.arena_max)
         return
     if args.keep:
         if not (args.keep / "lancedb").exists():
             asyncio.run(write_store(args.keep / "lancedb", args.memories, args.data))
-        subprocess.run([sys.executable, __file__, "--measure", str(args.keep)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--measure",
+                str(args.keep),
+                "--arena-max",
+                str(args.arena_max),
+            ],
+            check=True,
+        )
         return
     with tempfile.TemporaryDirectory(prefix="load-rss-") as tmp:
         asyncio.run(write_store(Path(tmp) / "lancedb", args.memories, args.data))
-        subprocess.run([sys.executable, __file__, "--measure", tmp], check=True)
+        subprocess.run(
+            [sys.executable, __file__, "--measure", tmp, "--arena-max", str(args.arena_max)],
+            check=True,
+        )
     print(f"\n`./dev bench load_rss.py --memories {args.memories}`")
 
 

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
+import gc
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -358,6 +359,7 @@ def _release_freed_memory() -> None:
     """Hand the memory the load freed back to the system (glibc keeps freed pages of its
     arenas: at 100k memories the scan's batches left ~1.8 KB a memory of VmRSS behind,
     bench/load_rss.py). Elsewhere (musl, macOS) there is nothing to call."""
+    gc.collect()  # the scan's last batches, held by reference cycles
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
