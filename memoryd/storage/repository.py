@@ -104,19 +104,24 @@ class Repository(HotIndex):
         start = time.perf_counter()
         # Other daemons may commit while this one loads: follow from before the load.
         version = self._durable.table_version()
-        with self.bulk_load():
-            for memory, vector, tokens in self._durable.scan():
-                self.put(memory, vector, tokens)
+        self._load_rows()
         for record in self._durable.read_keys():
             self.put_key(record)
         if self._follower is not None:
             self._follower.baseline(version)
         self._durable.start()
-        _release_freed_memory()
         self.maintain_ann()  # big scopes start their HNSW build now
+        _release_freed_memory()
         took = time.perf_counter() - start
         log.info("loaded %d memories into the hot index in %.2fs", len(self), took)
         return took
+
+    def _load_rows(self) -> None:
+        # A function of its own: the last row's vector and token vectors are views of the
+        # scan's last batch, which a loop variable left in open() would keep alive.
+        with self.bulk_load():
+            for memory, vector, tokens in self._durable.scan():
+                self.put(memory, vector, tokens)
 
     def start_jobs(self) -> None:
         """Start the background jobs (on the event loop)."""
