@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import ctypes
 import json
 import logging
 import os
@@ -24,7 +26,20 @@ if TYPE_CHECKING:
     from memoryd.config import Settings
 
 
+def _limit_malloc_arenas() -> None:
+    """At most 2 glibc malloc arenas (its default is 8 per core), before any thread
+    starts: with one arena per LanceDB reader thread, the pages the start-up scan freed
+    stayed in those arenas, and at 100k memories the daemon held ~9 KB per memory instead
+    of ~4 (bench/load_rss.py, bench/RESULTS.md). MALLOC_ARENA_MAX set by the user wins;
+    elsewhere than glibc there is nothing to set."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").mallopt(-8, 2)  # M_ARENA_MAX
+
+
 def _serve(args: argparse.Namespace) -> int:
+    _limit_malloc_arenas()
     # gRPC's C core writes its own lines to stderr (e.g. a second copy of a bind error);
     # memoryd says what matters in its log. GRPC_VERBOSITY set by the user still wins.
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")

@@ -106,6 +106,8 @@ FOLLOW_FAILING_MIN_SECONDS = 2.0
 STORAGE_WATCH_SECONDS = 1.0
 SWEEP_INTERVAL_SECONDS = 60.0
 FREEZE_MIN_OBJECTS = 200_000  # re-freeze the heap only past this many unfrozen objects
+# The late-interaction token vectors while serving (token_file.py; rewritten at start)
+TOKEN_FILE = "tokens.bin"
 
 
 def freeze_heap(*, unless_below: int = 0) -> bool:
@@ -494,6 +496,7 @@ class Daemon:
             ann_ef_search=s.recall.ann_ef_search,
             ann_build_threads=s.recall.ann_build_threads,
             follow_interval=s.follow_interval,
+            token_path=Path(s.data_dir) / TOKEN_FILE,
             claims=(
                 KeyClaims(
                     s.storage_uri,

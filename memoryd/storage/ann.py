@@ -1,11 +1,11 @@
 """Approximate vector search for scope partitions too large to scan exactly.
 
 A partition of at least ``AnnSettings.threshold`` rows gets a faiss HNSW graph over 8-bit
-scalar-quantised copies of its vectors (about 530 B/row at 384-d, a third of the float32
-matrix the partition already holds). A search asks the graph for ``max(4k, 64)`` labels,
+scalar-quantised copies of its vectors (about 530 B/row at 384-d, two thirds of the
+float16 matrix the partition already holds). A search asks the graph for ``max(4k, 64)`` labels,
 restricted inside the graph walk to the rows the caller's predicate allows (expiry,
 superseded, category: the partition's mask), adds the rows the graph does not hold (the
-*tail*), and re-scores that short list with ``topk_dot`` over the stored float32 vectors.
+*tail*), and re-scores that short list with ``topk_dot_f16`` over the stored vectors.
 So scores and tie order are the exact kernel's; what the graph can change is only which
 rows make the short list. If fewer than k rows survive, the caller runs the exact scan.
 
@@ -21,7 +21,8 @@ Threads. Everything here runs on the event loop thread except ``_build``, which 
 daemon thread, one build at a time per hot index (``build_lock``) so one of the two cores
 stays with the loop and the embedder. The builder reads rows [0, m) of the matrix the
 partition held at the snapshot *without copying it* (a copy of 300k x 384 floats would
-stall the loop and double the memory). The loop keeps writing that matrix meanwhile;
+stall the loop and double the memory; it widens one chunk of rows at a time). The loop
+keeps writing that matrix meanwhile;
 every row position below m it writes kills label p (``_Labels.reading``), so whatever the
 builder read at a written position, that label is never returned. Only rows untouched
 since the snapshot keep their labels, and for those the builder read what the loop still
@@ -43,11 +44,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from memoryd_native import topk_dot
+from memoryd_native import topk_dot_f16
 
 log = logging.getLogger(__name__)
 
 F32 = npt.NDArray[np.float32]
+F16 = npt.NDArray[np.float16]  # the partition's vectors
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
 
@@ -214,7 +216,7 @@ class PartitionAnn:
 
     # --- building and hand-over --------------------------------------------------------------
 
-    def maintain(self, matrix: F32, n: int) -> None:
+    def maintain(self, matrix: F16, n: int) -> None:
         """Install a finished build; start one if there is no graph or it has gone stale."""
         build = self.building
         if build is not None and build.future.done():
@@ -246,7 +248,7 @@ class PartitionAnn:
         stale = (n - graph.labels.live) + (graph.labels.size - graph.labels.live)
         return stale > self.settings.rebuild_fraction * n
 
-    def _start(self, matrix: F32, n: int) -> None:
+    def _start(self, matrix: F16, n: int) -> None:
         build = _Build(_Labels(n, matrix.shape[0], reading=True))
         self.building = build
         thread = threading.Thread(
@@ -257,7 +259,7 @@ class PartitionAnn:
         )
         thread.start()
 
-    def _run(self, build: _Build, matrix: F32, n: int) -> None:
+    def _run(self, build: _Build, matrix: F16, n: int) -> None:
         try:
             with self._build_lock:
                 graph = _build(matrix, n, self.settings, build)
@@ -281,7 +283,7 @@ class PartitionAnn:
 
     # --- searching (loop thread) -------------------------------------------------------------
 
-    def search(self, matrix: F32, n: int, query: F32, mask: U8, k: int) -> tuple[I64, F32] | None:
+    def search(self, matrix: F16, n: int, query: F32, mask: U8, k: int) -> tuple[I64, F32] | None:
         """Top-k like ``topk_dot(matrix[:n], query, mask, k)``, or None: scan exactly."""
         graph = self.serving
         if graph is None or k <= 0:
@@ -306,7 +308,7 @@ class PartitionAnn:
         rows = rows[rows >= 0]
         shortlist = (mask[:n] != 0) & (labels.label_of_row[:n] < 0)  # the tail
         shortlist[rows] = mask[rows] != 0
-        idx, scores = topk_dot(matrix[:n], query, shortlist, k)
+        idx, scores = topk_dot_f16(matrix[:n], query, shortlist, k)
         if len(idx) < min(k, eligible):
             self.fallbacks += 1
             return None
@@ -339,7 +341,7 @@ class PartitionAnn:
         )
 
 
-def _build(matrix: F32, n: int, settings: AnnSettings, build: _Build) -> _Graph:
+def _build(matrix: F16, n: int, settings: AnnSettings, build: _Build) -> _Graph:
     """Runs on the builder thread: an HNSW graph over rows [0, n) of ``matrix``, label = row."""
     import faiss
 
@@ -352,11 +354,12 @@ def _build(matrix: F32, n: int, settings: AnnSettings, build: _Build) -> _Graph:
     )
     index.hnsw.efConstruction = settings.ef_construction
     step = max(1, math.ceil(n / _TRAIN_ROWS))
-    index.train(np.ascontiguousarray(matrix[:n:step]))
+    index.train(np.ascontiguousarray(matrix[:n:step], dtype=np.float32))
     for start in range(0, n, _ADD_CHUNK):
         if build.cancel.is_set():
             raise _Cancelled
-        index.add(matrix[start : min(n, start + _ADD_CHUNK)])  # a view: no copy
+        # float16 rows (the hot index's) widened a chunk at a time
+        index.add(np.ascontiguousarray(matrix[start : min(n, start + _ADD_CHUNK)], np.float32))
         build.nbytes = _graph_nbytes(index)
     return _Graph(index, build.labels, _graph_nbytes(index))
 

@@ -6,7 +6,9 @@ scopes the caller may see: the access predicate is the set of partitions, applie
 any ranking, so another agent's rows are never scored. Deletes swap the last row into the
 hole so matrices stay dense.
 
-Vector top-k is an exact scan (``topk_dot``) with the filters as a mask. A partition of
+Vector top-k is an exact scan of float16 vectors (``topk_dot_q8_f16``: int8 codes
+first, then the float16 rows of the rows that could be in the top k) with the filters
+as a mask. A partition of
 ``ann_threshold`` rows or more also gets an approximate index (``ann.PartitionAnn``),
 built on a background thread; once it is ready, searches ask it for a short list of rows
 the mask allows and re-score that exactly, and fall back to the scan when it comes back
@@ -39,18 +41,18 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
-from memoryd_native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
+from memoryd_native import quantize_rows, topk_dot_f16, topk_dot_q8_f16, topk_scores
 
 from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
 from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, idf
+from memoryd.storage.token_file import TokenFile
 
 _NO_EXPIRY = math.inf
-# Below this either exact scan is cheap; above it the int8-first one is several times
-# faster (native/bench/kernels.py; figures in bench/RESULTS.md, "Kernels").
-Q8_MIN_ROWS = 4096
+_QUANTIZE_CHUNK = 8192  # rows quantised at once after a bulk load (a float32 copy each)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -109,7 +111,9 @@ class _Order:
 class _Partition:
     def __init__(self, dim: int):
         self.dim = dim
-        self.vectors = np.zeros((16, dim), dtype=np.float32)
+        # float16: half of float32's bytes; the scans widen them exactly (topk_dot_f16),
+        # and a cosine moves by about 1e-4, far below what ranking notices
+        self.vectors = np.zeros((16, dim), dtype=np.float16)
         self.expires = np.full(16, _NO_EXPIRY, dtype=np.float64)
         self.category = np.zeros(16, dtype=np.int8)
         self.created = np.zeros(16, dtype=np.float64)  # created_at, seconds since the epoch
@@ -118,13 +122,16 @@ class _Partition:
         self.codes = np.zeros((16, dim), dtype=np.int8)
         self.scales = np.zeros(16, dtype=np.float32)
         self.l1 = np.zeros(16, dtype=np.float32)
+        # Where the row's token vectors are in the index's TokenFile (count -1: none)
+        self.tok_off = np.zeros(16, dtype=np.int64)
+        self.tok_n = np.full(16, -1, dtype=np.int32)
         self.ids: list[str] = []
         self.row_of: dict[str, int] = {}
         self.by_hash: dict[str, str] = {}
         self.lexical = LexicalPartition()
         self.ann: PartitionAnn | None = None  # told of every vector write and move
         self.codes_stale = False  # set while bulk loading: codes are made in one pass after
-        self.record_bytes = 0  # texts, summaries and token vectors of its memories
+        self.record_bytes = 0  # texts and summaries of its memories
         self.order = _Order()  # its rows in creation order (listing)
         # The last filter mask without a category filter, reused while nothing changed and
         # no row's expiry falls between the time it was made and the query's time.
@@ -136,7 +143,20 @@ class _Partition:
         return len(self.ids)
 
     def _grow(self) -> None:
-        cap = self.vectors.shape[0] * 2
+        # By a quarter, not doubling: at 100k rows doubling leaves up to half the arrays
+        # unused (~1 KB a row); copying a little more often costs far less than that.
+        old = self.vectors.shape[0]
+        self._resize(max(old + 16, old + old // 4))
+
+    def trim(self) -> None:
+        """Shrink the row arrays to the rows held plus a little room (after a bulk load)."""
+        n = len(self.ids)
+        cap = max(16, n + n // 64)
+        if cap < self.vectors.shape[0]:
+            self._resize(cap)
+
+    def _resize(self, cap: int) -> None:
+        keep = min(cap, len(self.ids))
         for name in (
             "vectors",
             "expires",
@@ -146,10 +166,12 @@ class _Partition:
             "codes",
             "scales",
             "l1",
+            "tok_off",
+            "tok_n",
         ):
             old = getattr(self, name)
             new = np.empty((cap, *old.shape[1:]), dtype=old.dtype)
-            new[: old.shape[0]] = old
+            new[:keep] = old[:keep]
             setattr(self, name, new)
 
     def put(
@@ -175,7 +197,7 @@ class _Partition:
             if old_created is not None and old_created != memory.created_at:
                 self.order.remove(order_key(old_created, memory.id))
                 self.order.add(order_key(memory.created_at, memory.id))
-            if not np.array_equal(self.vectors[row], vector):
+            if not np.array_equal(self.vectors[row], np.asarray(vector, dtype=np.float16)):
                 # Metadata-only updates keep the vector, and so the row's approximate-index
                 # label.
                 self._write_vector(row, vector)
@@ -215,6 +237,8 @@ class _Partition:
             self.codes[row] = self.codes[last]
             self.scales[row] = self.scales[last]
             self.l1[row] = self.l1[last]
+            self.tok_off[row] = self.tok_off[last]
+            self.tok_n[row] = self.tok_n[last]
         self.ids.pop()
         if self.by_hash.get(memory.content_hash) == memory.id:
             del self.by_hash[memory.content_hash]
@@ -258,6 +282,8 @@ class _Partition:
             self.codes,
             self.scales,
             self.l1,
+            self.tok_off,
+            self.tok_n,
         )
         return sum(c.nbytes for c in columns) + (self.ann.nbytes() if self.ann else 0)
 
@@ -271,9 +297,12 @@ class HotIndex:
         ann_threshold: int = 200_000,
         ann_ef_search: int = 128,
         ann_build_threads: int = 1,
+        token_path: Path | None = None,
     ):
         """``ann_threshold``: rows in one scope from which it gets an approximate index
-        (0: exact scans only); ``ann_ef_search``, ``ann_build_threads``: see AnnSettings."""
+        (0: exact scans only); ``ann_ef_search``, ``ann_build_threads``: see AnnSettings.
+        ``token_path``: the file the token vectors go to (``token_file``; truncated now);
+        None: an anonymous temporary file."""
         self.dim = dim
         self.analyzer = analyzer or Analyzer()
         self.ann_settings = AnnSettings(
@@ -287,9 +316,12 @@ class HotIndex:
         self._memories: dict[str, Memory] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
         self._keys: dict[tuple[str, str], KeyRecord] = {}  # keyed Stores that created nothing
-        self._tokens: dict[str, np.ndarray] = {}  # int8 token vectors (late interaction)
+        # int8 token vectors (late interaction), on disk: rows keep their offsets
+        self._token_file = TokenFile(dim, token_path)
+        # Compact the token file within the write that makes it due; the repository
+        # turns this off and compacts on a thread from a job instead.
+        self._compact_inline = True
         self._text_bytes = 0
-        self._token_bytes = 0  # sum of _tokens' nbytes, kept in step
         # Links are stored one way (the newer memory names the older); the other direction
         # is derived here, so linking or superseding costs no extra write.
         self._forward: dict[str, set[str]] = {}
@@ -321,18 +353,20 @@ class HotIndex:
                 if part.order.stale:
                     part.order.sort()
                 if part.codes_stale:
-                    n = len(part)
-                    codes, scales, l1 = quantize_rows(part.vectors[:n])
-                    part.codes[:n], part.scales[:n], part.l1[:n] = codes, scales, l1
+                    for at in range(0, len(part), _QUANTIZE_CHUNK):
+                        end = min(len(part), at + _QUANTIZE_CHUNK)
+                        codes, scales, l1 = quantize_rows(part.vectors[at:end])
+                        part.codes[at:end], part.scales[at:end], part.l1[at:end] = (
+                            codes,
+                            scales,
+                            l1,
+                        )
                     part.codes_stale = False
+                part.trim()
 
     def put(self, memory: Memory, vector: np.ndarray, tokens: np.ndarray | None = None) -> Memory:
         """Insert or overwrite (same id; the scope never changes); returns the record as
         readers now see it (language filled in, links derived)."""
-        dropped = self._drop_tokens(memory.id)
-        if tokens is not None:
-            self._tokens[memory.id] = tokens
-            self._token_bytes += tokens.nbytes
         old = self._memories.get(memory.id)
         same_text = old is not None and old.text == memory.text
         if not memory.language:  # stored before languages were: detected on load
@@ -344,7 +378,7 @@ class HotIndex:
         if old is not None:
             self._text_bytes -= len(old.text) + len(old.summary)
             old_part = self._parts[old.scope]
-            old_part.record_bytes -= len(old.text) + len(old.summary) + dropped
+            old_part.record_bytes -= len(old.text) + len(old.summary)
             if old_part.by_hash.get(old.content_hash) == old.id:
                 del old_part.by_hash[old.content_hash]
         part = self._parts.get(memory.scope)
@@ -352,10 +386,19 @@ class HotIndex:
             part = self._parts[memory.scope] = _Partition(self.dim)
             part.codes_stale = part.order.stale = self._bulk
         part.put(memory, vector, terms, old.created_at if old is not None else None)
+        row = part.row_of[memory.id]
+        if old is not None:
+            self._drop_tokens(part, row)
+        if tokens is not None:
+            part.tok_off[row] = self._token_file.append(memory.id, tokens)
+            part.tok_n[row] = tokens.shape[0]
+        else:
+            part.tok_n[row] = -1
         self._memories[memory.id] = memory
         self._text_bytes += len(memory.text) + len(memory.summary)
         part.record_bytes += len(memory.text) + len(memory.summary)
-        part.record_bytes += 0 if tokens is None else tokens.nbytes
+        if old is not None:
+            self._maybe_compact_tokens()
         if memory.idempotency_key:
             self._idempotency[(memory.agent_id, memory.idempotency_key)] = memory.id
         affected = self._unlink(memory.id) | self._link(memory)
@@ -369,16 +412,43 @@ class HotIndex:
             self._refresh(memory_id)
         return self._memories[memory.id]
 
-    def _drop_tokens(self, memory_id: str) -> int:
-        previous = self._tokens.pop(memory_id, None)
-        if previous is None:
-            return 0
-        self._token_bytes -= previous.nbytes
-        return int(previous.nbytes)
+    def _drop_tokens(self, part: _Partition, row: int) -> None:
+        count = int(part.tok_n[row])
+        if count >= 0:
+            self._token_file.dropped(count)
+            part.tok_n[row] = -1
+
+    def _maybe_compact_tokens(self) -> None:
+        if self._compact_inline and self._token_file.should_compact():
+            self.compact_tokens()
+
+    def compact_tokens(self) -> None:
+        """Rewrite the token file with only the records rows point at (dropping the dead
+        bytes overwrites and deletes left). A record that reads as damaged is left out
+        (its row then has none)."""
+        old = self._token_file
+        path = None if old.path is None else old.path.with_name(old.path.name + ".compact")
+        new = TokenFile(self.dim, path)
+        try:
+            for part in self._parts.values():
+                for row in np.flatnonzero(part.tok_n[: len(part)] >= 0).tolist():
+                    memory_id = part.ids[row]
+                    tokens = old.read(memory_id, int(part.tok_off[row]), int(part.tok_n[row]))
+                    if tokens is None:
+                        part.tok_n[row] = -1
+                    else:
+                        part.tok_off[row] = new.append(memory_id, tokens)
+        except BaseException:
+            new.close()
+            raise
+        damaged = old.damaged
+        old.replace_with(new)
+        old.damaged = damaged  # rows that lost their records: for the repair to restore
 
     def _link(self, memory: Memory) -> set[str]:
         forward = set(memory.related_ids) - {memory.id}
-        self._forward[memory.id] = forward
+        if forward:  # most memories link nowhere: no empty set each (~200 B)
+            self._forward[memory.id] = forward
         for target in forward:
             self._backlinks.setdefault(target, set()).add(memory.id)
         affected = set(forward)
@@ -430,10 +500,10 @@ class HotIndex:
         memory = self._memories.pop(memory_id, None)
         if memory is None:
             return None
-        dropped = self._drop_tokens(memory_id)
         self._text_bytes -= len(memory.text) + len(memory.summary)
         part = self._parts[memory.scope]
-        part.record_bytes -= len(memory.text) + len(memory.summary) + dropped
+        part.record_bytes -= len(memory.text) + len(memory.summary)
+        self._drop_tokens(part, part.row_of[memory_id])
         part.remove(memory)
         if not part:
             if part.ann is not None:
@@ -485,10 +555,33 @@ class HotIndex:
         if memory is None:
             return None
         part = self._parts[memory.scope]
-        return part.vectors[part.row_of[memory_id]].copy()
+        return part.vectors[part.row_of[memory_id]].astype(np.float32)
 
     def tokens_of(self, memory_id: str) -> np.ndarray | None:
-        return self._tokens.get(memory_id)
+        """The memory's token vectors, read from the token file (a view of fresh bytes:
+        read-only); None without any, or when the file no longer holds them (damaged)."""
+        memory = self._memories.get(memory_id)
+        if memory is None:
+            return None
+        part = self._parts[memory.scope]
+        row = part.row_of[memory_id]
+        count = int(part.tok_n[row])
+        if count < 0:
+            return None
+        return self._token_file.read(memory_id, int(part.tok_off[row]), count)
+
+    def has_tokens(self, memory_id: str) -> bool:
+        """Whether the memory was stored with token vectors (whether or not they read)."""
+        memory = self._memories.get(memory_id)
+        if memory is None:
+            return False
+        part = self._parts[memory.scope]
+        return bool(part.tok_n[part.row_of[memory_id]] >= 0)
+
+    @property
+    def tokens_damaged(self) -> bool:
+        """A read found the token file not holding what a row points at."""
+        return self._token_file.damaged
 
     def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
         part = self._parts.get(scope)
@@ -716,10 +809,11 @@ class HotIndex:
             hit = ann.search(part.vectors, n, q, mask, k)
             if hit is not None:
                 return hit
-        if n < Q8_MIN_ROWS or part.codes_stale:
-            return topk_dot(part.vectors[:n], q, mask, k)
-        # The same answer as topk_dot, reading a quarter of the bytes for most rows.
-        return topk_dot_q8(
+        if part.codes_stale:
+            return topk_dot_f16(part.vectors[:n], q, mask, k)
+        # The same answer as topk_dot_f16, reading the int8 codes first and the float16
+        # rows only of the few that could be in the top k.
+        return topk_dot_q8_f16(
             part.vectors[:n], part.codes[:n], part.scales[:n], part.l1[:n], q, mask, k
         )
 
@@ -776,6 +870,7 @@ class HotIndex:
         for part in self._parts.values():
             if part.ann is not None:
                 part.ann.close()
+        self._token_file.close()
 
     def scope_sizes(self) -> dict[str, int]:
         return {scope: len(part) for scope, part in self._parts.items()}
@@ -791,10 +886,11 @@ class HotIndex:
 
     def index_bytes(self, scopes: Iterable[str] | None = None) -> int:
         """Memory held for ``scopes`` (default all): vectors and columns exactly; records
-        approximately (text, summary and token vectors plus a fixed overhead)."""
+        approximately (text and summary plus a fixed overhead). Token vectors are in the
+        token file, not held (10 bytes per row say where)."""
         if scopes is None:
             parts = sum(p.nbytes() for p in self._parts.values())
-            return parts + self._token_bytes + self._text_bytes + 400 * len(self)
+            return parts + self._text_bytes + 400 * len(self)
         chosen = [p for s in set(scopes) if (p := self._parts.get(s)) is not None]
         return sum(p.nbytes() + p.record_bytes + 400 * len(p) for p in chosen)
 

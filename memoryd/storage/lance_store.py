@@ -334,6 +334,9 @@ def _datetimes(column: pa.Array) -> list[datetime | None]:
     ]
 
 
+_SCAN_BATCH = 8192  # rows per batch of the load at start
+
+
 def _token_blobs(column: pa.Array, dim: int) -> list[np.ndarray | None]:
     """The int8 [t, dim] token vectors of each row, as views of the column's buffer: at
     100k rows the daemon's RSS after the load was 2.1 GB with views and 2.9 GB with a copy
@@ -616,6 +619,21 @@ class LanceStore:
             f"{damage.describe(table_dir, error, 'opened')} (no older version opens either)"
         )
 
+    def _stream(self, table: Any, name: str) -> Iterator[pa.RecordBatch]:
+        """Every row of ``table``, a batch at a time: the whole table is never in memory at
+        once (at 100k memories its token vectors alone are 1.4 GB, which the allocator
+        kept after the load). A table that fails to read goes through ``_read_all``: a
+        DataCorrupt naming the damage or, with ``open_last_good``, the rollback (which
+        reads whole, before any row is handed out)."""
+        if self.open_last_good:
+            yield from self._read_all(table, name).to_batches(max_chunksize=_SCAN_BATCH)
+            return
+        try:
+            yield from table.search().limit(None).to_batches(_SCAN_BATCH)
+        except Exception as error:
+            self._read_all(table, name)  # a DataCorrupt naming the damage, if that is it
+            raise error
+
     def _read_all(self, table: Any, name: str) -> pa.Table:
         """Every row of ``table``; unreadable fragments are a DataCorrupt naming them, or,
         with ``open_last_good``, roll the table back to the newest version that reads."""
@@ -692,7 +710,7 @@ class LanceStore:
         """Every stored row (for rebuilding the in-memory index at start), with the newest
         access count of each from the access log."""
         access = self.read_access()
-        for batch in self._read_all(self._table, self._table_name).to_batches(max_chunksize=8192):
+        for batch in self._stream(self._table, self._table_name):
             for memory, vector, tokens in from_arrow(batch):
                 entry = access.get(memory.id)
                 if entry is not None:
@@ -720,6 +738,21 @@ class LanceStore:
 
     def count_rows(self) -> int:
         return int(self._table.count_rows())
+
+    def read_tokens(self, memory_id: str) -> np.ndarray | None:
+        """One memory's stored token vectors (a read of the table: for the rare write that
+        needs them when the daemon's token file failed it, never for a Recall)."""
+        quoted = memory_id.replace("'", "''")
+        found = (
+            self._table.search()
+            .where(f"id = '{quoted}'")
+            .select(["token_vectors"])
+            .limit(1)
+            .to_arrow()
+        )
+        if found.num_rows == 0:
+            return None
+        return _token_blobs(found.column("token_vectors").combine_chunks(), self.dim)[0]
 
     # -- what the follower reads (storage.follow) -------------------------------------------
 

@@ -218,7 +218,9 @@ class LexicalPartition:
 
     def __init__(self) -> None:
         self.postings: dict[str, dict[int, int]] = {}
-        self.doc_terms: list[Counter[str]] = []
+        # each row's distinct terms (its term frequencies are in the postings): a tuple of
+        # shared strings is a third of a Counter's bytes
+        self.doc_terms: list[tuple[str, ...]] = []
         self.doc_len: list[int] = []
         self.total_len = 0
         self.doc_language: list[str] = []
@@ -272,11 +274,11 @@ class LexicalPartition:
         counts = Counter(terms)
         self.language_counts[language] += 1
         if row == len(self.doc_terms):
-            self.doc_terms.append(counts)
+            self.doc_terms.append(tuple(counts))
             self.doc_len.append(len(terms))
             self.doc_language.append(language)
         else:
-            self.doc_terms[row] = counts
+            self.doc_terms[row] = tuple(counts)
             self.doc_len[row] = len(terms)
             self.doc_language[row] = language
         self._set_length(row, len(terms))
@@ -291,10 +293,9 @@ class LexicalPartition:
         self._unpost(row)
         if row != last:
             moved = self.doc_terms[last]
-            for term, tf in moved.items():
+            for term in moved:
                 posting = self.postings[term]
-                del posting[last]
-                posting[row] = tf
+                posting[row] = posting.pop(last)
                 self._arrays.pop(term, None)
             self.doc_terms[row] = moved
             self.doc_len[row] = self.doc_len[last]

@@ -14,11 +14,15 @@ says through ``status``, ``write_counters``, ``follow_lag`` and ``pending``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import dataclasses
+import gc
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 
@@ -30,11 +34,13 @@ from memoryd.storage.follow import Follower
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import STATUS_OK, LanceStore
 from memoryd.storage.lexical import Analyzer
+from memoryd.storage.token_file import TokenFile
 
 log = logging.getLogger(__name__)
 
 ACCESS_FLUSH_SECONDS = 60.0
 ANN_MAINTAIN_SECONDS = 60.0
+TOKEN_UPKEEP_SECONDS = 30.0
 
 
 class Repository(HotIndex):
@@ -59,24 +65,31 @@ class Repository(HotIndex):
         ann_maintain_seconds: float = ANN_MAINTAIN_SECONDS,
         follow_interval: float = 0.0,
         claims: KeyClaims | None = None,
+        token_path: Path | None = None,
+        token_upkeep_seconds: float = TOKEN_UPKEEP_SECONDS,
     ):
         """``follow_interval``: seconds between looks for other daemons' commits to the
         store (storage.follow_interval); 0 = this daemon is the store's only writer.
-        ``claims``: where keyed Stores claim their key across daemons (None: one daemon)."""
+        ``claims``: where keyed Stores claim their key across daemons (None: one daemon).
+        ``token_path``: the local file the token vectors are kept in while serving
+        (``<data_dir>/tokens.bin``, rewritten at every start; None: a temporary file)."""
         super().__init__(
             durable.dim,
             analyzer,
             ann_threshold=ann_threshold,
             ann_ef_search=ann_ef_search,
             ann_build_threads=ann_build_threads,
+            token_path=token_path,
         )
         self._durable = durable
+        self._compact_inline = False  # maintain_tokens compacts, on a thread
         self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
         self._touched: set[str] = set()
         self._claims = claims
         jobs = [
             Job("persist access counts", access_flush_seconds, self.flush_access_counts),
             Job("approximate-index maintenance", ann_maintain_seconds, self._maintain_ann),
+            Job("token file upkeep", token_upkeep_seconds, self.maintain_tokens),
         ]
         self._follower = Follower(durable, self) if follow_interval > 0 else None
         if self._follower is not None:
@@ -91,18 +104,24 @@ class Repository(HotIndex):
         start = time.perf_counter()
         # Other daemons may commit while this one loads: follow from before the load.
         version = self._durable.table_version()
-        with self.bulk_load():
-            for memory, vector, tokens in self._durable.scan():
-                self.put(memory, vector, tokens)
+        self._load_rows()
         for record in self._durable.read_keys():
             self.put_key(record)
         if self._follower is not None:
             self._follower.baseline(version)
         self._durable.start()
         self.maintain_ann()  # big scopes start their HNSW build now
+        _release_freed_memory()
         took = time.perf_counter() - start
         log.info("loaded %d memories into the hot index in %.2fs", len(self), took)
         return took
+
+    def _load_rows(self) -> None:
+        # A function of its own: the last row's vector and token vectors are views of the
+        # scan's last batch, which a loop variable left in open() would keep alive.
+        with self.bulk_load():
+            for memory, vector, tokens in self._durable.scan():
+                self.put(memory, vector, tokens)
 
     def start_jobs(self) -> None:
         """Start the background jobs (on the event loop)."""
@@ -126,6 +145,83 @@ class Repository(HotIndex):
 
     async def _maintain_ann(self) -> None:
         self.maintain_ann()  # installs finished builds, starts due ones (never blocks)
+
+    async def maintain_tokens(self) -> None:
+        """The token file's upkeep (a job): rebuild it if a read found it damaged, else
+        compact it once its dead bytes outweigh the live ones."""
+        if not await self.repair_tokens() and self._token_file.should_compact():
+            await self.compact_tokens_async()
+
+    async def compact_tokens_async(self) -> None:
+        """``compact_tokens`` with the copying on a thread: the loop keeps serving (and
+        writing to the old file) meanwhile; rows written since the copy began are copied
+        on the loop at the end."""
+        old = self._token_file
+        path = None if old.path is None else old.path.with_name(old.path.name + ".compact")
+        snapshot = [
+            (part.ids[row], int(part.tok_off[row]), int(part.tok_n[row]))
+            for part in self._parts.values()
+            for row in np.flatnonzero(part.tok_n[: len(part)] >= 0).tolist()
+        ]
+        new = TokenFile(self.dim, path)
+        try:
+            found = await asyncio.to_thread(_copy_tokens, old, new, snapshot)
+            self._install_tokens(new, found, _where)
+        except BaseException:
+            new.close()
+            raise
+
+    async def repair_tokens(self) -> bool:
+        """Rebuild the token file from the store once a read found it damaged (say,
+        truncated under the daemon); True if it did. The store is read on a thread into
+        a new file; rows written meanwhile keep what they point at, when it still reads."""
+        if not self.tokens_damaged:
+            return False
+        log.warning("rebuilding the token file from the store")
+        old = self._token_file
+        path = None if old.path is None else old.path.with_name(old.path.name + ".rebuild")
+        new = TokenFile(self.dim, path)
+        try:
+            found = await asyncio.to_thread(_write_tokens, self._durable, new)
+            self._install_tokens(new, found, _stamp)
+        except BaseException:
+            new.close()
+            raise
+        return True
+
+    def _install_tokens(
+        self,
+        new: TokenFile,
+        found: dict[str, tuple[int, int, object]],
+        stamp: Callable[[Memory, int, int], object],
+    ) -> None:
+        """Point every row at ``new``, filled on a thread as ``found`` says (id ->
+        offset, count, the stamp of the row as it was copied): that record where the row's
+        ``stamp`` (of the memory, its offset and count now) is still the same, else the
+        row's own record copied now from the old file, else none."""
+        old = self._token_file
+        live = 0
+        for part in self._parts.values():
+            for row, memory_id in enumerate(part.ids):
+                memory = self._memories[memory_id]
+                hit = found.get(memory_id)
+                now = stamp(memory, int(part.tok_off[row]), int(part.tok_n[row]))
+                if hit is not None and hit[2] == now:
+                    part.tok_off[row], part.tok_n[row] = hit[0], hit[1]
+                elif part.tok_n[row] >= 0:
+                    tokens = old.read(memory_id, int(part.tok_off[row]), int(part.tok_n[row]))
+                    if tokens is None:
+                        part.tok_n[row] = -1
+                        continue
+                    part.tok_off[row] = new.append(memory_id, tokens)
+                else:
+                    continue
+                live += new.record_bytes(int(part.tok_n[row]))
+        new.live = live
+        damaged = old.damaged
+        old.replace_with(new)
+        if stamp is _where:  # a compaction that met damage leaves it for the repair
+            old.damaged = damaged
 
     # -- what Stats, health and metrics need ------------------------------------------
 
@@ -210,6 +306,8 @@ class Repository(HotIndex):
             if vector is None:
                 raise KeyError(memory.id)
             tokens = self.tokens_of(memory.id)
+            if tokens is None and self.has_tokens(memory.id):  # the token file failed
+                tokens = await asyncio.to_thread(self._durable.read_tokens, memory.id)
         else:  # a new text: its language again (a copied record may carry the old one)
             memory = dataclasses.replace(memory, language=self.analyzer.detect(memory.text))
         if (current := self.get(memory.id)) is not None:
@@ -267,6 +365,49 @@ def _keep_access(memory: Memory, current: Memory) -> Memory:
     if count == memory.access_count and last == memory.last_accessed_at:
         return memory
     return dataclasses.replace(memory, access_count=count, last_accessed_at=last)
+
+
+def _release_freed_memory() -> None:
+    """Hand the memory the load freed back to the system (glibc keeps freed pages of its
+    arenas: at 100k memories the scan's batches left ~1.8 KB a memory of VmRSS behind,
+    bench/load_rss.py). Elsewhere (musl, macOS) there is nothing to call."""
+    gc.collect()  # the scan's last batches, held by reference cycles
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _stamp(memory: Memory, offset: int, count: int) -> object:
+    """A row as the store's scan saw it (the repair)."""
+    return (memory.updated_at, memory.content_hash)
+
+
+def _where(memory: Memory, offset: int, count: int) -> object:
+    """Where a row's record was when the compaction copied it (none: -1)."""
+    return (offset, count) if count >= 0 else None
+
+
+def _copy_tokens(
+    old: TokenFile, new: TokenFile, snapshot: list[tuple[str, int, int]]
+) -> dict[str, tuple[int, int, object]]:
+    """The snapshot's records copied from ``old`` into ``new`` (runs on a thread: only
+    reads of records the loop no longer writes, and appends to a file nobody else has)."""
+    found: dict[str, tuple[int, int, object]] = {}
+    for memory_id, offset, count in snapshot:
+        tokens = old.read(memory_id, offset, count)
+        if tokens is not None:
+            found[memory_id] = (new.append(memory_id, tokens), count, (offset, count))
+    return found
+
+
+def _write_tokens(durable: LanceStore, new: TokenFile) -> dict[str, tuple[int, int, object]]:
+    """Every stored row's token vectors appended to ``new`` (runs on a thread; ``new`` is
+    nobody else's yet): id -> (offset, count, (updated_at, content_hash))."""
+    found: dict[str, tuple[int, int, object]] = {}
+    for memory, _, tokens in durable.scan():
+        if tokens is not None:
+            offset = new.append(memory.id, tokens)
+            found[memory.id] = (offset, tokens.shape[0], (memory.updated_at, memory.content_hash))
+    return found
 
 
 def quantize_tokens(tokens: np.ndarray | None, max_tokens: int) -> np.ndarray | None:

@@ -24,7 +24,9 @@ from memoryd_native.kernels import (
     mmr_select,
     quantize_rows,
     topk_dot,
+    topk_dot_f16,
     topk_dot_q8,
+    topk_dot_q8_f16,
     topk_scores,
 )
 from memoryd_native.warmup import warm_up
@@ -48,7 +50,9 @@ __all__ = [
     "mmr_select",
     "quantize_rows",
     "topk_dot",
+    "topk_dot_f16",
     "topk_dot_q8",
+    "topk_dot_q8_f16",
     "topk_scores",
     "warm_up",
 ]

@@ -257,8 +257,8 @@ I8 = npt.NDArray[np.int8]
 Q8_SLACK = 1e-4  # absolute slack on the error bound: covers float32 rounding of scores
 
 
-def quantize_rows(vectors: F32) -> tuple[I8, F32, F32]:
-    """Per-row int8 codes of float32 rows, for ``topk_dot_q8``.
+def quantize_rows(vectors: F32 | npt.NDArray[np.float16]) -> tuple[I8, F32, F32]:
+    """Per-row int8 codes of float32 (or float16) rows, for ``topk_dot_q8`` (``_f16``).
 
     Row i is ``codes[i] * scales[i]`` to within ``scales[i] / 2`` per component, with
     ``scales[i] = max |vectors[i]| / 127``; ``l1[i]`` is the L1 norm of that approximation.
@@ -344,6 +344,122 @@ def topk_dot_q8(
             size = _heap_offer(heap_s, heap_i, size, _dot(matrix[i], query), i)
     _heap_sort_best_first(heap_s, heap_i, size)
     return heap_i, heap_s
+
+
+# --- 1c. exact top-k over float16 rows -----------------------------------------------------
+
+F16 = npt.NDArray[np.float16]
+# Every float16 bit pattern's float32 value (256 KB): numba has no float16 arithmetic, so
+# the kernels below read float16 rows as uint16 and convert through this table.
+F16_TO_F32: F32 = (
+    np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
+)
+
+
+@numba.njit(cache=True, nogil=True)
+def _widen(bits: npt.NDArray[np.uint16], i: int, lut: F32, buf: F32) -> F32:
+    for j in range(bits.shape[1]):
+        buf[j] = lut[bits[i, j]]
+    return buf
+
+
+@numba.njit(cache=True, nogil=True)
+def _topk_dot_f16(
+    bits: npt.NDArray[np.uint16], lut: F32, query: F32, mask: Mask, k: int
+) -> tuple[I64, F32]:
+    n = bits.shape[0]
+    if query.shape[0] != bits.shape[1]:
+        raise ValueError("query length differs from the matrix's row length")
+    if mask.shape[0] != n:
+        raise ValueError("mask length differs from the number of matrix rows")
+    heap_s, heap_i = _new_heap(mask, k)
+    if heap_s.shape[0] == 0:
+        return heap_i, heap_s
+    buf = np.empty(bits.shape[1], dtype=np.float32)
+    size = 0
+    for i in range(n):
+        if mask[i]:
+            size = _heap_offer(heap_s, heap_i, size, _dot(_widen(bits, i, lut, buf), query), i)
+    _heap_sort_best_first(heap_s, heap_i, size)
+    return heap_i, heap_s
+
+
+def topk_dot_f16(matrix: F16, query: F32, mask: Mask, k: int) -> tuple[I64, F32]:
+    """``topk_dot(matrix.astype(np.float32), query, mask, k)`` exactly (same rows, same
+    scores, same tie rule), reading float16 rows: half the bytes of float32 ones."""
+    return _topk_dot_f16(matrix.view(np.uint16), F16_TO_F32, query, mask, k)
+
+
+@numba.njit(cache=True, nogil=True)
+def _topk_dot_q8_f16(
+    bits: npt.NDArray[np.uint16],
+    lut: F32,
+    codes: I8,
+    scales: F32,
+    l1: F32,
+    query: F32,
+    mask: Mask,
+    k: int,
+) -> tuple[I64, F32]:
+    n = bits.shape[0]
+    d = bits.shape[1]
+    if query.shape[0] != d:
+        raise ValueError("query length differs from the matrix's row length")
+    if mask.shape[0] != n or codes.shape[0] != n or scales.shape[0] != n or l1.shape[0] != n:
+        raise ValueError("mask, codes, scales and l1 must have one entry per matrix row")
+    if codes.shape[1] != d:
+        raise ValueError("codes differ in row length from the matrix")
+    heap_s, heap_i = _new_heap(mask, k)
+    m = heap_s.shape[0]
+    if m == 0:
+        return heap_i, heap_s
+    peak = 0.0
+    q_l1 = 0.0
+    for j in range(d):
+        a = abs(float(query[j]))
+        q_l1 += a
+        if a > peak:
+            peak = a
+    q_scale = peak / 127.0
+    q8 = np.zeros(d, dtype=np.int16)
+    if q_scale > 0.0:
+        for j in range(d):
+            q8[j] = np.int16(np.rint(query[j] / q_scale))
+    dots = np.zeros(n, dtype=np.int32)
+    for i in range(n):
+        if mask[i]:
+            acc = np.int32(0)
+            for j in range(d):
+                acc += np.int32(codes[i, j]) * np.int32(q8[j])
+            dots[i] = acc
+    upper = np.empty(n, dtype=np.float64)
+    size = 0
+    for i in range(n):
+        if not mask[i]:
+            continue
+        approx = float(dots[i]) * float(scales[i]) * q_scale
+        bound = 0.5 * float(scales[i]) * q_l1 + 0.5 * q_scale * float(l1[i]) + Q8_SLACK
+        upper[i] = approx + bound
+        lower = approx - bound
+        if size < m or lower > heap_s[0]:
+            size = _heap_offer(heap_s, heap_i, size, np.float32(lower), i)
+    floor = float(heap_s[0]) - Q8_SLACK
+    buf = np.empty(d, dtype=np.float32)
+    size = 0
+    for i in range(n):
+        if mask[i] and upper[i] >= floor:
+            size = _heap_offer(heap_s, heap_i, size, _dot(_widen(bits, i, lut, buf), query), i)
+    _heap_sort_best_first(heap_s, heap_i, size)
+    return heap_i, heap_s
+
+
+def topk_dot_q8_f16(
+    matrix: F16, codes: I8, scales: F32, l1: F32, query: F32, mask: Mask, k: int
+) -> tuple[I64, F32]:
+    """``topk_dot_q8`` over float16 rows: ``topk_dot_f16``'s exact answer, found by
+    scanning the int8 codes first. The codes must be ``quantize_rows`` of the float16
+    rows as float32 (so the error bound holds for the rows as stored)."""
+    return _topk_dot_q8_f16(matrix.view(np.uint16), F16_TO_F32, codes, scales, l1, query, mask, k)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -28,6 +28,9 @@ def warm_up() -> float:
     for mask in (np.ones(n, dtype=np.uint8), np.ones(n, dtype=np.bool_)):
         K.topk_dot(matrix, query, mask, k)
         K.topk_dot_q8(matrix, *K.quantize_rows(matrix), query, mask, k)
+        half = matrix.astype(np.float16)
+        K.topk_dot_f16(half, query, mask, k)
+        K.topk_dot_q8_f16(half, *K.quantize_rows(half), query, mask, k)
         K.topk_scores(scores, mask, k)
 
     ranks = np.arange(n, dtype=np.int64)

@@ -135,6 +135,38 @@ def test_topk_dot_q8_is_topk_dot_exactly_on_embeddings(
     np.testing.assert_array_equal(got[1], want[1])
 
 
+@FAST
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 400),
+    d=st.sampled_from([1, 7, 384]),
+    spread=st.sampled_from([0.05, 0.5, 2.0]),
+)
+def test_float16_scans_are_topk_dot_of_the_widened_rows(
+    seed: int, n: int, d: int, spread: float
+) -> None:
+    # The hot index keeps float16 rows: both scans over them give exactly topk_dot's
+    # answer over the same rows as float32 (rows, scores, ties), near-duplicates included.
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((4, d)).astype(np.float32)
+    matrix = centres[rng.integers(0, 4, n)] + spread * rng.standard_normal((n, d))
+    matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float16)
+    if n > 1:
+        matrix[rng.integers(0, n)] = 0.0
+        matrix[-1] = matrix[0]  # an exact tie
+    query = (centres[0] + spread * rng.standard_normal(d)).astype(np.float32)
+    query /= np.float32(np.linalg.norm(query))
+    mask = (rng.random(n) < 0.8).astype(np.uint8)
+    k = int(rng.integers(0, 60))
+    want = kernels.topk_dot(matrix.astype(np.float32), query, mask, k)
+    for got in (
+        kernels.topk_dot_f16(matrix, query, mask, k),
+        kernels.topk_dot_q8_f16(matrix, *kernels.quantize_rows(matrix), query, mask, k),
+    ):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
 def test_quantize_rows_error_is_within_half_a_step() -> None:
     rng = np.random.default_rng(3)
     rows = rng.standard_normal((50, 384)).astype(np.float32)

@@ -1,0 +1,147 @@
+"""The late-interaction token vectors, in a local file instead of the daemon's memory.
+
+A memory's token vectors (int8 [t, dim], ``repository.quantize_tokens``; ~13 KB for a
+35-token turn) are three quarters of what the hot index would hold per memory, yet a
+Recall reranks only its best ``recall.rerank_top`` candidates. So the index keeps, per
+row, only where the vectors are in this file (an offset and a count, 10 bytes), and the
+reranker reads the few it needs with one ``os.pread`` each: from the kernel's page cache
+(not the daemon's RSS) once warm, a few microseconds per candidate. It is a local file
+also when the store is an object store (``storage.uri = s3://...``), where reading the
+table per Recall would cost a round trip per query.
+
+The file is derived data: LanceDB holds every memory's token vectors durably. It is
+written afresh at every start (``open`` truncates it; the load appends every row), so a
+crash, a reembed or a file left by another version never carries over. Records are only
+appended: an overwrite or a delete leaves dead bytes, and ``HotIndex`` rewrites the live
+records into a new file once the dead ones outweigh them (``should_compact``).
+
+Each record starts with a header (magic, token count, dimension, the memory id's CRC-32)
+that every read checks: a truncated or overwritten file, or an offset that
+points elsewhere, reads as damaged (``read`` answers None and ``damaged`` turns True)
+rather than as another memory's vectors, so a Recall falls back to its fused order
+instead of giving a wrong ranking, until the file is rebuilt.
+
+Not thread-safe: used from the event loop thread only, like the index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import struct
+import tempfile
+import weakref
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+_HEADER = struct.Struct("<IHHII")  # magic, tokens, dim, CRC-32 of the id, reserved (0)
+_MAGIC = 0x314B544D  # "MTK1"
+HEADER_BYTES = _HEADER.size
+# Compact once dead bytes are more than the live ones and at least this many.
+COMPACT_MIN_DEAD = 64 << 20
+
+
+def id_hash(memory_id: str) -> int:
+    # CRC-32, not a cryptographic hash: it tells records apart, it guards nothing (the
+    # file is the daemon's own), and at ~0.1 us it is a fraction of a read's cost.
+    return zlib.crc32(memory_id.encode())
+
+
+class TokenFile:
+    """An append-only file of token-vector records; callers keep (offset, count).
+
+    ``path`` None: an anonymous temporary file (tests, tools); else the file is created
+    or truncated at ``path``."""
+
+    def __init__(self, dim: int, path: Path | None = None):
+        self.dim = dim
+        self.path = path
+        self._fd = self._open(path)
+        # An index dropped without close() (tests, tools) still gives its descriptor back.
+        self._finalizer = weakref.finalize(self, _close_quietly, [self._fd])
+        self.size = 0  # bytes written (the end of the last record)
+        self.live = 0  # bytes of records some row still points at
+        self.damaged = False  # a read found a record that is not what the index expects
+
+    @staticmethod
+    def _open(path: Path | None) -> int:
+        if path is None:
+            with tempfile.TemporaryFile(prefix="memoryd-tokens-") as handle:
+                return os.dup(handle.fileno())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+
+    def record_bytes(self, count: int) -> int:
+        return HEADER_BYTES + count * self.dim
+
+    def append(self, memory_id: str, tokens: np.ndarray) -> int:
+        """Write a record; returns its offset (its count is ``tokens.shape[0]``)."""
+        tokens = np.ascontiguousarray(tokens, dtype=np.int8)
+        if tokens.ndim != 2 or tokens.shape[1] != self.dim or tokens.shape[0] > 0xFFFF:
+            raise ValueError(f"token vectors of shape {tokens.shape}, want [t, {self.dim}]")
+        header = _HEADER.pack(_MAGIC, tokens.shape[0], self.dim, id_hash(memory_id), 0)
+        offset = self.size
+        data = header + tokens.tobytes()
+        written = os.pwrite(self._fd, data, offset)
+        if written != len(data):
+            raise OSError(f"short write to the token file ({written} of {len(data)} bytes)")
+        self.size += len(data)
+        self.live += len(data)
+        return offset
+
+    def read(self, memory_id: str, offset: int, count: int) -> np.ndarray | None:
+        """The record at ``offset`` if it is ``memory_id``'s with ``count`` tokens; None
+        (and ``damaged``) otherwise."""
+        want = self.record_bytes(count)
+        try:
+            data = os.pread(self._fd, want, offset)
+        except OSError:
+            data = b""
+        if len(data) == want:
+            magic, n, dim, hashed, _ = _HEADER.unpack_from(data)
+            if magic == _MAGIC and n == count and dim == self.dim and hashed == id_hash(memory_id):
+                return np.frombuffer(data, np.int8, offset=HEADER_BYTES).reshape(count, self.dim)
+        if not self.damaged:
+            log.warning(
+                "the token file %s does not hold memory %s's token vectors at %d: damaged; "
+                "recalls rerank without them until it is rebuilt",
+                self.path or "(temporary)",
+                memory_id,
+                offset,
+            )
+        self.damaged = True
+        return None
+
+    def dropped(self, count: int) -> None:
+        """A row stopped pointing at a record of ``count`` tokens (overwrite, delete)."""
+        self.live -= self.record_bytes(count)
+
+    def should_compact(self) -> bool:
+        dead = self.size - self.live
+        return dead >= COMPACT_MIN_DEAD and dead > self.live
+
+    def replace_with(self, other: TokenFile) -> None:
+        """Take ``other``'s file (written as a compacted copy) in place of this one."""
+        if self.path is not None and other.path is not None:
+            os.replace(other.path, self.path)
+        self.close()
+        self._fd, self.size, self.live, self.damaged = other._fd, other.size, other.live, False
+        other._finalizer.detach()
+        other._fd = -1
+        self._finalizer = weakref.finalize(self, _close_quietly, [self._fd])
+
+    def close(self) -> None:
+        self._finalizer.detach()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _close_quietly(holder: list[int]) -> None:
+    with contextlib.suppress(OSError):
+        os.close(holder[0])

@@ -1,0 +1,259 @@
+"""Token vectors on disk (storage/token_file.py): the late-interaction rerank reads each
+candidate's token vectors from the daemon's token file, and what it reads is always what
+the store holds for that memory, through restarts, reembeds, followed rows, updates,
+forgets and a damaged file."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from memoryd_native import maxsim
+
+from memoryd.core.errors import FailedPrecondition
+from memoryd.core.retrieval import LateInteractionReranker
+from memoryd.storage import token_file
+from memoryd.storage.lance_store import LanceStore
+from memoryd.storage.repository import Repository
+
+from .test_storage import mem, unit
+
+DIM = 8
+
+
+def tokens_for(i: int, count: int = 0) -> np.ndarray:
+    """int8 token vectors as quantize_tokens makes them, different per memory."""
+    rng = np.random.default_rng(i)
+    count = count or int(rng.integers(1, 12))
+    return rng.integers(-127, 128, (count, DIM)).astype(np.int8)
+
+
+def open_repo(path: Path, *, model: str = "x", follow: float = 0.0) -> Repository:
+    store = LanceStore(
+        str(path / "lancedb"), table="m", model_name=model, dim=DIM, shared=follow > 0
+    )
+    repo = Repository(
+        store,
+        follow_interval=follow,
+        token_path=path / f"data-{id(store)}" / "tokens.bin",
+    )
+    repo.open()
+    return repo
+
+
+def assert_tokens(repo: Repository, want: dict[str, np.ndarray | None]) -> None:
+    for memory_id, expected in want.items():
+        got = repo.tokens_of(memory_id)
+        if expected is None:
+            assert got is None, memory_id
+        else:
+            assert got is not None, memory_id
+            np.testing.assert_array_equal(got, expected)
+
+
+class FixedQuery:
+    """The embedder side of the reranker: a fixed query's token vectors."""
+
+    def __init__(self, q: np.ndarray):
+        self.q = q
+
+    async def embed_query_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.q[0], self.q
+
+
+async def test_rerank_scores_are_those_of_the_stored_token_vectors(tmp_path: Path) -> None:
+    repo = open_repo(tmp_path)
+    try:
+        written = {}
+        for i in range(40):
+            m = await repo.add(mem(i, text=f"memory {i}"), unit(i), tokens_for(i))
+            written[m.id] = tokens_for(i)
+        q = np.random.default_rng(99).standard_normal((5, DIM)).astype(np.float32)
+        q /= np.linalg.norm(q, axis=1, keepdims=True)
+        reranker = LateInteractionReranker(repo, FixedQuery(q))  # type: ignore[arg-type]
+        chosen = [repo.get(i) for i in list(written)[5:25]]
+        got = await reranker.score("query", [m for m in chosen if m is not None])
+        # what the same candidates score with their token vectors held in memory
+        docs = [written[m.id] for m in chosen if m is not None]
+        offsets = np.concatenate([[0], np.cumsum([d.shape[0] for d in docs])]).astype(np.int64)
+        want = np.clip(maxsim(q / 127.0, np.concatenate(docs), offsets), 0.0, 1.0)
+        np.testing.assert_array_equal(got, want)
+        assert np.argsort(-got).tolist() == np.argsort(-want).tolist()
+    finally:
+        repo.close()
+
+
+async def test_updates_forgets_and_restart_keep_each_memorys_tokens(tmp_path: Path) -> None:
+    repo = open_repo(tmp_path)
+    want: dict[str, np.ndarray | None] = {}
+    try:
+        for i in range(30):
+            m = await repo.add(mem(i, text=f"memory {i}"), unit(i), tokens_for(i))
+            want[m.id] = tokens_for(i)
+        ids = list(want)
+        # a new text: new token vectors
+        first = repo.get(ids[0])
+        assert first is not None
+        await repo.replace(dataclasses.replace(first, text="changed"), unit(3), tokens_for(100))
+        want[ids[0]] = tokens_for(100)
+        # metadata only (no new vector): the token vectors stay
+        second = repo.get(ids[1])
+        assert second is not None
+        await repo.replace(dataclasses.replace(second, importance=0.9), None)
+        # forgotten: none, and the rows that moved into their place keep their own
+        await repo.delete(ids[2:6])
+        for memory_id in ids[2:6]:
+            want[memory_id] = None
+        assert_tokens(repo, want)
+        # compaction (forced) rewrites the file: nothing changes for a reader
+        repo.compact_tokens()
+        assert_tokens(repo, want)
+    finally:
+        repo.close()
+    again = open_repo(tmp_path)  # a restart: the token file is rebuilt from the store
+    try:
+        assert_tokens(again, want)
+    finally:
+        again.close()
+
+
+async def test_a_reembedded_store_never_serves_the_old_token_vectors(tmp_path: Path) -> None:
+    """The token file of a daemon restarted on a reembedded store holds the new model's
+    vectors (the file is rewritten at every start, never trusted from before)."""
+    path = tmp_path / "data" / "tokens.bin"
+    old = Repository(
+        LanceStore(str(tmp_path / "old"), table="m", model_name="a", dim=DIM), token_path=path
+    )
+    old.open()
+    m = await old.add(mem(1, text="bees"), unit(1), tokens_for(1))
+    old.close()
+    new = Repository(
+        LanceStore(str(tmp_path / "new"), table="m", model_name="b", dim=DIM), token_path=path
+    )
+    new.open()
+    try:
+        assert new.tokens_of(m.id) is None  # not in the new store yet: nothing stale
+        await new.add(m, unit(1), tokens_for(7))
+        assert_tokens(new, {m.id: tokens_for(7)})
+    finally:
+        new.close()
+
+
+async def test_a_followed_row_brings_its_token_vectors(tmp_path: Path) -> None:
+    a = open_repo(tmp_path, follow=60.0)
+    b = open_repo(tmp_path, follow=60.0)
+    try:
+        m = await a.add(mem(1, text="the user keeps bees"), unit(1), tokens_for(1))
+        await b.catch_up()
+        assert_tokens(b, {m.id: tokens_for(1)})
+        changed = dataclasses.replace(
+            m, text="wasps now", content_hash="h2", updated_at=m.updated_at + timedelta(seconds=1)
+        )
+        await a.replace(changed, unit(2), tokens_for(2))
+        await b.catch_up()
+        assert_tokens(b, {m.id: tokens_for(2)})
+        await a.delete([m.id])
+        await b.catch_up()
+        assert_tokens(b, {m.id: None})
+    finally:
+        await asyncio.to_thread(a.close)
+        await asyncio.to_thread(b.close)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "overwrite"])
+async def test_a_damaged_token_file_falls_back_then_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    repo = open_repo(tmp_path)
+    try:
+        want = {}
+        for i in range(20):
+            m = await repo.add(mem(i, text=f"memory {i}"), unit(i), tokens_for(i, 6))
+            want[m.id] = tokens_for(i, 6)
+        path = repo._token_file.path
+        assert path is not None
+        if damage == "truncate":
+            os.truncate(path, path.stat().st_size // 2)
+        else:  # another memory's record copied over the first ones: wrong ids
+            data = path.read_bytes()
+            size = token_file.HEADER_BYTES + 6 * DIM
+            path.write_bytes(data[5 * size : 10 * size] + data[5 * size :])
+        q = np.ones((2, DIM), np.float32) / np.sqrt(DIM)
+        reranker = LateInteractionReranker(repo, FixedQuery(q))  # type: ignore[arg-type]
+        memories = [repo.get(i) for i in want]
+        damaged = [i for i in want if repo.tokens_of(i) is None]
+        assert damaged  # the damaged records are seen as such, never as other vectors
+        for memory_id in want:
+            got = repo.tokens_of(memory_id)
+            if got is not None:
+                np.testing.assert_array_equal(got, want[memory_id])
+        with pytest.raises(FailedPrecondition):  # the Recall keeps its fused order
+            await reranker.score("q", [m for m in memories if m is not None])
+        assert await repo.repair_tokens()
+        assert_tokens(repo, want)
+        assert not await repo.repair_tokens()  # nothing left to repair
+        await reranker.score("q", [m for m in memories if m is not None])
+    finally:
+        repo.close()
+
+
+async def test_an_update_while_the_file_is_damaged_keeps_the_stored_token_vectors(
+    tmp_path: Path,
+) -> None:
+    """A metadata-only Update copies the memory's token vectors: with the token file
+    damaged it takes them from the store, never writing the memory back without them."""
+    repo = open_repo(tmp_path)
+    m = await repo.add(mem(1, text="bees"), unit(1), tokens_for(1))
+    path = repo._token_file.path
+    assert path is not None
+    os.truncate(path, 0)
+    assert repo.tokens_of(m.id) is None
+    await repo.replace(dataclasses.replace(m, importance=0.9), None)
+    assert_tokens(repo, {m.id: tokens_for(1)})  # the update's own write reads again
+    repo.close()
+    again = open_repo(tmp_path)
+    try:
+        assert_tokens(again, {m.id: tokens_for(1)})
+    finally:
+        again.close()
+
+
+async def test_compaction_on_a_thread_keeps_writes_made_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upkeep job compacts the token file while writes go on: a memory updated or
+    forgotten during the copy reads as last written afterwards, and the file shrinks."""
+    monkeypatch.setattr(token_file, "COMPACT_MIN_DEAD", 0)
+    repo = open_repo(tmp_path)
+    try:
+        want: dict[str, np.ndarray | None] = {}
+        for i in range(30):
+            m = await repo.add(mem(i, text=f"memory {i}"), unit(i), tokens_for(i, 10))
+            want[m.id] = tokens_for(i, 10)
+        ids = list(want)
+        for memory_id in ids[:20]:  # dead records outweigh the live ones
+            current = repo.get(memory_id)
+            assert current is not None
+            one = tokens_for(50, 1)
+            await repo.replace(dataclasses.replace(current, text="x"), unit(1), one)
+            want[memory_id] = one
+        path = repo._token_file.path
+        assert path is not None
+        before = path.stat().st_size
+        compaction = asyncio.create_task(repo.maintain_tokens())
+        await asyncio.sleep(0)  # the copy has begun on its thread
+        changed = repo.get(ids[25])
+        assert changed is not None
+        await repo.replace(dataclasses.replace(changed, text="y"), unit(2), tokens_for(77))
+        want[ids[25]] = tokens_for(77)
+        await repo.delete([ids[26]])
+        want[ids[26]] = None
+        await compaction
+        assert_tokens(repo, want)
+        assert path.stat().st_size < before
+        assert not repo.tokens_damaged
+    finally:
+        repo.close()
