@@ -35,9 +35,11 @@ def test_daemon_serves_the_store_the_script_writes(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     [result] = json.loads(out.read_text())
     assert result["layout"] == "10 agents x 20" and result["memories"] == 200
-    # The daemon loaded every row written, and its index holds their token vectors.
+    # The daemon loaded every row written; their token vectors (written by the script)
+    # live in the daemon's tokens.bin, not in its index, which holds less than they take.
     assert result["store_rows"] == 200
-    assert result["index_bytes"] > result["token_bytes"] > 200 * 384
+    assert result["token_bytes"] > 200 * 384
+    assert 200 * 384 < result["index_bytes"] < result["token_bytes"]
     # Every Recall (one agent each) found that agent's memories.
     assert result["recall"]["n"] == 5 and 0 < result["recall"]["p50"] <= result["recall"]["p99"]
     assert result["recalls_found"] == 6
