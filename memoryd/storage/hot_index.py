@@ -45,7 +45,13 @@ from memoryd_native import quantize_rows, topk_dot, topk_dot_q8, topk_scores
 
 from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
-from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, idf
+from memoryd.storage.lexical import (
+    TRIGRAM_WEIGHT,
+    Analyzer,
+    LexicalPartition,
+    bm25_touched,
+    idf,
+)
 
 _NO_EXPIRY = math.inf
 # Below this either exact scan is cheap; above it the int8-first one is several times
@@ -550,7 +556,9 @@ class HotIndex:
             for term, count in query_counts.items():
                 df = sum(p.lexical.df(term) for p in parts)
                 if df:
-                    weights[term] = idf(df, n_docs) * count
+                    weights[term] = (
+                        idf(df, n_docs) * count * (TRIGRAM_WEIGHT if term.startswith("#") else 1.0)
+                    )
         else:
             avgdl = 0.0
         vec_parts: list[tuple[np.ndarray, np.ndarray]] = []  # per partition: rows, scores
