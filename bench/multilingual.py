@@ -107,15 +107,56 @@ class Language:
         return f"xquad-{self.code}"
 
 
-def load(data: Path, lang: str) -> Language:
+def _spaced_pieces(text: str) -> list[tuple[int, str]]:
+    pieces: list[tuple[int, str]] = []
+    pos = 0
+    for m in _SPACES.finditer(text):
+        pieces.append((pos, text[pos : m.start()]))
+        pos = m.end()
+    pieces.append((pos, text[pos:]))
+    return [(s, t) for s, t in pieces if t]
+
+
+def split_into(text: str, k: int) -> list[tuple[int, str]]:
+    """Thai ``text`` cut at spaces into ``k`` consecutive pieces of about equal length (or
+    fewer when it has fewer spaces)."""
+    pieces = _spaced_pieces(text)
+    total = sum(len(t) for _, t in pieces)
+    out: list[tuple[int, str]] = []
+    start, buf, done = -1, "", 0
+    for i, (at, piece) in enumerate(pieces):
+        if start < 0:
+            start = at
+        buf = f"{buf} {piece}" if buf else piece
+        done += len(piece)
+        need = k - len(out) - 1
+        if need > 0 and (done >= total * (len(out) + 1) / k or len(pieces) - i - 1 == need):
+            out.append((start, buf))
+            start, buf = -1, ""
+    if buf:
+        out.append((start, buf))
+    return out
+
+
+def load(data: Path, lang: str, thai_pieces: str = "120") -> Language:
+    """``thai_pieces``: "120" joins Thai's space-separated phrases to at least 120
+    characters (``split_sentences``); "english" cuts each Thai paragraph into as many
+    pieces as its English version has sentences (same number of memories as English)."""
     doc = json.loads((data / f"xquad.{lang}.json").read_text(encoding="utf-8"))
+    english = None
+    if lang == "th" and thai_pieces == "english":
+        english = json.loads((data / "xquad.en.json").read_text(encoding="utf-8"))
     sentences: list[str] = []
     questions: list[tuple[str, int]] = []
-    for article in doc["data"]:
-        for para in article["paragraphs"]:
+    for a, article in enumerate(doc["data"]):
+        for p, para in enumerate(article["paragraphs"]):
             context = para["context"].lstrip("\ufeff")
             shift = len(para["context"]) - len(context)
-            spans = split_sentences(context, lang)
+            if english is not None:
+                en_context = english["data"][a]["paragraphs"][p]["context"].lstrip("\ufeff")
+                spans = split_into(context, len(split_sentences(en_context, "en")))
+            else:
+                spans = split_sentences(context, lang)
             base = len(sentences)
             sentences.extend(t for _, t in spans)
             for qa in para["qas"]:
@@ -256,7 +297,7 @@ async def evaluate(
 async def run(args: argparse.Namespace) -> None:
     codes = [c.strip() for c in args.langs.split(",") if c.strip()]
     names = [n.strip() for n in args.configs.split(",") if n.strip()]
-    langs = [load(args.data, c) for c in codes]
+    langs = [load(args.data, c, args.thai_pieces) for c in codes]
     for lang in langs:
         print(
             f"{lang.code}: {len(lang.sentences)} sentences, {len(lang.questions)} questions",
@@ -301,6 +342,13 @@ def main() -> None:
     p.add_argument("--langs", default=",".join(LANGS))
     p.add_argument("--configs", default=DEFAULT_CONFIGS, help=f"comma list of {DEFAULT_CONFIGS}")
     p.add_argument("--parallel", type=int, default=8, help="recalls in flight")
+    p.add_argument(
+        "--thai-pieces",
+        choices=("120", "english"),
+        default="120",
+        help="Thai memories: phrases joined to >= 120 characters (default), or each paragraph"
+        " cut into as many pieces as its English version has sentences",
+    )
     args = p.parse_args()
     if not (args.data / "xquad.en.json").is_file():
         raise SystemExit(f"XQuAD not found at {args.data}; pass --data DIR")

@@ -48,7 +48,13 @@ from memoryd_native import quantize_rows, topk_dot_f16, topk_dot_q8_f16, topk_sc
 
 from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
-from memoryd.storage.lexical import Analyzer, LexicalPartition, bm25_touched, idf
+from memoryd.storage.lexical import (
+    TRIGRAM_WEIGHT,
+    Analyzer,
+    LexicalPartition,
+    bm25_touched,
+    idf,
+)
 from memoryd.storage.token_file import TokenFile
 
 _NO_EXPIRY = math.inf
@@ -647,7 +653,9 @@ class HotIndex:
             for term, count in query_counts.items():
                 df = sum(p.lexical.df(term) for p in parts)
                 if df:
-                    weights[term] = idf(df, n_docs) * count
+                    weights[term] = (
+                        idf(df, n_docs) * count * (TRIGRAM_WEIGHT if term.startswith("#") else 1.0)
+                    )
         else:
             avgdl = 0.0
         vec_parts: list[tuple[np.ndarray, np.ndarray]] = []  # per partition: rows, scores

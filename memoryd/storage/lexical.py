@@ -8,8 +8,9 @@ analysed by script runs: a word in another script than the text's language is an
 that script's default language (a Latin brand name in Russian text as English, Cyrillic in
 English text as Russian). Runs of Chinese, Japanese, Korean or Thai characters (no spaces
 between words) become overlapping character n-grams (bigrams for CJK, ``THAI_NGRAM``-grams
-for Thai). Tag-like tokens (``proj:x``) are kept whole as well as split, so a tag query
-finds the memory carrying the tag.
+for Thai). Arabic words also index their character trigrams (``WORD_TRIGRAM_LANGUAGES``),
+weighed ``TRIGRAM_WEIGHT`` of their idf in a query. Tag-like tokens (``proj:x``) are kept
+whole as well as split, so a tag query finds the memory carrying the tag.
 
 A query is analysed in its detected language and, term by term at most as often as any one
 analysis yields it, in the main languages of the scopes it searches (``query_terms``): a
@@ -17,7 +18,7 @@ short query the detector gets wrong still meets the stems its memories were inde
 
 Postings live beside the vectors, one ``LexicalPartition`` per scope partition, and are
 changed in the same call that changes the vectors: the text index can never be stale.
-Scores are Okapi BM25 (k1 = 1.2, b = 0.75, Lucene's non-negative idf) with the collection
+Scores are Okapi BM25 (k1 = 0.6, b = 0.75, Lucene's non-negative idf) with the collection
 statistics of the scopes being searched.
 """
 
@@ -35,7 +36,21 @@ from memoryd_native import bm25_sparse
 
 from memoryd.core import language as lang
 
-K1 = 1.2
+# k1 0.6, not Lucene's 1.2: memories are a sentence or a chat turn, where a word said twice
+# is little more telling than once, so its weight saturates sooner. Measured (bench/RESULTS.md,
+# issue 13): XQuAD MRR@10 en 0.852 -> 0.855, es 0.764 -> 0.775, ar 0.727 -> 0.740 (default
+# pipeline, MiniLM), LoCoMo recall@10 / MRR 0.674 / 0.507 -> 0.678 / 0.521. At a memory of
+# average length a term said once scores its idf whatever k1 is.
+K1 = 0.6
+
+# Languages whose words also index their character trigrams (``_word_trigrams``). Arabic:
+# XQuAD MRR@10 (default pipeline, MiniLM) 0.740 -> 0.772 (bench/RESULTS.md, issue 13).
+WORD_TRIGRAM_LANGUAGES = frozenset({"ar"})
+# A query's word trigram terms weigh this much of their idf: a word yields about as many
+# trigrams as it has letters, and at full weight they outweighed its stem and pushed the
+# lexical scores into the top of the fusion's tanh (XQuAD ar with USE: 0.781 -> 0.765;
+# 0.25: 0.778, and MiniLM 0.772; 0.5: USE 0.774, below its lexical leg's 0.776).
+TRIGRAM_WEIGHT = 0.25
 B = 0.75
 THAI_NGRAM = 3
 
@@ -137,7 +152,17 @@ class _Language:
         for part in parts:
             if part and part not in self.stop:
                 out.append(self.stem(part))
+                if self.code in WORD_TRIGRAM_LANGUAGES:
+                    _word_trigrams(part, out)
         return tuple(out)
+
+
+def _word_trigrams(word: str, out: list[str]) -> None:
+    """The character trigrams of ``#word#``, each marked with a leading "#" (no word term
+    holds one). Arabic joins articles, prepositions, conjunctions and pronouns to its words,
+    and its stemmer strips only some of them: the trigrams match what the stem misses."""
+    marked = f"#{word}#"
+    out.extend("#" + marked[i : i + 3] for i in range(len(marked) - 2))
 
 
 def _ngrams(chars: str, n: int, out: list[str]) -> None:

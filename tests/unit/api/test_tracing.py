@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +92,22 @@ def named(spans: Sequence[ReadableSpan], name: str) -> ReadableSpan:
     return found[0]
 
 
+async def finished(
+    exporter: InMemorySpanExporter, *names: str, servers: int = 0
+) -> Sequence[ReadableSpan]:
+    """The daemon's finished spans once those named (and ``servers`` SERVER spans) are
+    among them: the server ends an RPC's span just after its answer is on the wire, so
+    the client may hold the answer a moment before the span is exported."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        spans = exporter.get_finished_spans()
+        have = {s.name for s in spans}
+        enough = sum(s.kind == SpanKind.SERVER for s in spans) >= servers
+        if (enough and all(n in have for n in names)) or time.monotonic() > deadline:
+            return spans
+        await asyncio.sleep(0.01)
+
+
 def children(spans: Sequence[ReadableSpan], parent: ReadableSpan) -> list[str]:
     return sorted(
         s.name for s in spans if s.parent is not None and s.parent.span_id == parent.context.span_id
@@ -116,7 +133,7 @@ async def test_a_recall_trace_runs_from_the_client_span_through_the_rpc_span_to_
             response = await client.recall(AGENT, QUERY)
     assert response.results  # the call itself worked
 
-    spans = traced.daemon_spans.get_finished_spans()
+    spans = await finished(traced.daemon_spans, "memoryd.v1.MemoryService/Recall")
     rpc = named(spans, "memoryd.v1.MemoryService/Recall")
     assert rpc.kind == SpanKind.SERVER
     assert rpc.context.trace_id == app_span.get_span_context().trace_id
@@ -144,7 +161,7 @@ async def test_a_store_trace_reaches_the_commit_from_the_blocking_client(traced:
         response = await asyncio.to_thread(store)  # the thread runs in this context
     assert response.memory.id
 
-    spans = traced.daemon_spans.get_finished_spans()
+    spans = await finished(traced.daemon_spans, "memoryd.v1.MemoryService/Store")
     rpc = named(spans, "memoryd.v1.MemoryService/Store")
     assert rpc.parent is not None and rpc.parent.span_id == app_span.get_span_context().span_id
     assert children(spans, rpc) == ["memoryd.commit", "memoryd.embed"]
@@ -174,7 +191,9 @@ async def test_a_stream_session_and_an_export_are_children_of_the_caller_span(
             exported = await asyncio.to_thread(export)  # blocking, a server stream
     assert len(answers) == 2 and len(exported) == 1
 
-    spans = traced.daemon_spans.get_finished_spans()
+    spans = await finished(
+        traced.daemon_spans, "memoryd.v1.MemoryService/Stream", "memoryd.v1.MemoryService/Export"
+    )
     app_id = app_span.get_span_context().span_id
     for name in ("memoryd.v1.MemoryService/Stream", "memoryd.v1.MemoryService/Export"):
         rpc = named(spans, name)
@@ -195,7 +214,8 @@ async def test_without_a_caller_context_or_with_a_forged_one_the_rpc_span_is_a_r
         for bad in ("00-zz-not-hex-01", "00-" + "0" * 32 + "-" + "0" * 16 + "-01", "x" * 5000):
             request = pb.RecallRequest(agent_id=AGENT, query=QUERY)
             await stub.Recall(request, metadata=(("traceparent", bad),))
-    rpcs = [s for s in traced.daemon_spans.get_finished_spans() if s.kind == SpanKind.SERVER]
+    spans = await finished(traced.daemon_spans, servers=4)
+    rpcs = [s for s in spans if s.kind == SpanKind.SERVER]
     assert len(rpcs) == 4
     assert all(s.parent is None for s in rpcs)
     assert len({s.context.trace_id for s in rpcs}) == 4  # each its own new trace
@@ -205,7 +225,8 @@ async def test_a_refused_call_records_its_status_code_but_not_its_message(traced
     async with AsyncMemoryClient(traced.address, timeout=30.0, retries=0) as client:
         with pytest.raises(MemorydError):
             await client.store(AGENT, "x" * 500)  # the fixture's limit is 200 chars
-    rpc = named(traced.daemon_spans.get_finished_spans(), "memoryd.v1.MemoryService/Store")
+    spans = await finished(traced.daemon_spans, "memoryd.v1.MemoryService/Store")
+    rpc = named(spans, "memoryd.v1.MemoryService/Store")
     assert rpc.attributes is not None
     assert rpc.attributes["rpc.grpc.status_code"] == grpc.StatusCode.INVALID_ARGUMENT.value[0]
     # The caller's mistake, not the server's: no ERROR status (OpenTelemetry's rule).

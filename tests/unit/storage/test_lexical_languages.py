@@ -91,3 +91,28 @@ def test_a_query_meets_memories_in_its_own_language_and_the_scopes_languages() -
     cands = index.candidates(v, "Hochzeiten", ["s"], 3, now=NOW)
     assert cands.memories[int(np.argmax(cands.lexical_scores))].id == "0"
     assert cands.lexical_scores.max() > 0
+
+
+def test_an_arabic_word_meets_its_form_with_a_prefix_the_stemmer_keeps() -> None:
+    # The Snowball stemmer strips "ال" but keeps "وال" ("and the"): "والمدرسة" stems to
+    # "والمدرس", "المدرسة" to "مدرس". The words' character trigrams still meet.
+    a = Analyzer()
+    stems = {t for t in a.terms("والمدرسة", "ar") if not t.startswith("#")}
+    assert "مدرس" not in stems and "مدرس" in a.terms("المدرسة", "ar")
+    index = HotIndex(4)
+    v = np.array([1, 0, 0, 0], dtype=np.float32)
+    texts = ["ذهب أخي إلى السوق والمدرسة صباحا", "السيارة حمراء وجديدة", "القطة اسمها ميسو"]
+    for i, text in enumerate(texts):
+        index.put(
+            Memory(
+                id=str(i), agent_id="a", scope="s", text=text, summary="",
+                category=Category.FACT, importance=0.5, created_at=NOW, updated_at=NOW,
+            ),
+            v,
+        )  # fmt: skip
+    cands = index.candidates(v, "أين المدرسة؟", ["s"], 3, now=NOW)
+    assert cands.query_language == "ar"
+    best = int(np.argmax(cands.lexical_scores))
+    assert cands.memories[best].id == "0" and cands.lexical_scores[best] > 0
+    # English words index no trigrams: nothing changes outside the listed languages
+    assert not any(t.startswith("#") for t in a.terms("schooling schools", "en"))
