@@ -337,10 +337,13 @@ describe("MemorydClient against memoryd", () => {
       ),
       "CANCELLED",
     );
-    await rejectsWith(
-      client.buildContext({ agentId: "hooked", prompt: "What is my favourite colour?" }, { timeoutMs: 1 }),
-      "DEADLINE_EXCEEDED",
-    );
+    // A deadline no daemon can meet: eight new texts to embed and commit take milliseconds
+    // (a BuildContext of a prompt asked before is answered from the caches within 1 ms).
+    const late = Array.from({ length: 8 }, (_, i) => ({
+      role: "user",
+      text: `Remember that the ${i}th invoice of the quarter was sent to the Lisbon office on a ${i % 2 ? "Tuesday" : "Friday"} morning`,
+    }));
+    await rejectsWith(client.capture({ agentId: "hooked-late", messages: late }, { timeoutMs: 1 }), "DEADLINE_EXCEEDED");
     assert.equal((await client.stats({ agentId: "hooked-abort" })).total, 0n, "the aborted capture stored nothing");
   });
 
