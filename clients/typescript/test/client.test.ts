@@ -426,7 +426,7 @@ describe("MemorydClient against memoryd", () => {
   it("a tiny deadline yields DEADLINE_EXCEEDED, without hanging", async () => {
     const started = Date.now();
     await rejectsWith(
-      client.recall({ agentId: "crud", query: "dark mode" }, { timeoutMs: 1 }),
+      client.recall({ agentId: "crud", query: `dark mode, never asked before ${Date.now()}` }, { timeoutMs: 1 }),
       "DEADLINE_EXCEEDED",
     );
     assert.ok(Date.now() - started < 5_000, "the call came back promptly");

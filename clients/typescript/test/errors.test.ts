@@ -83,7 +83,7 @@ describe("the exception tree", () => {
     assert.ok(denied instanceof PermissionDenied, String(denied));
     assert.match(denied.message, /agent:someone-else/);
 
-    const late = await failure(client.recall({ agentId, query: "anything" }, { timeoutMs: 1 }));
+    const late = await failure(client.recall({ agentId, query: `anything new ${Date.now()}` }, { timeoutMs: 1 }));
     assert.ok(late instanceof DeadlineExceeded, String(late));
   });
 
