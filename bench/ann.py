@@ -27,6 +27,7 @@ import platform
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -35,6 +36,7 @@ import numpy as np  # noqa: E402
 from memoryd_native import warm_up  # noqa: E402
 
 from memoryd.core.records import Category, Memory  # noqa: E402
+from memoryd.storage.ann import AnnSettings  # noqa: E402
 from memoryd.storage.hot_index import HotIndex  # noqa: E402
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -77,17 +79,37 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--noise", type=float, default=1.0, help="noise norm around a centre")
     parser.add_argument("--threshold", type=int, default=200_000, help="ann_threshold")
-    parser.add_argument("--ef-search", type=int, default=128, help="ann_ef_search")
+    parser.add_argument(
+        "--ef-search", type=int, default=AnnSettings.ef_search, help="ann_ef_search"
+    )
     parser.add_argument("--build-threads", type=int, default=1, help="ann_build_threads")
+    parser.add_argument(
+        "--vectors",
+        type=Path,
+        help="real embeddings instead of synthetic ones: a float32 [n, dim] .npy (e.g. the "
+        "corpus peers.py embeds), its first --rows rows",
+    )
+    parser.add_argument(
+        "--query-vectors", type=Path, help="with --vectors: the queries' [n, dim] .npy"
+    )
     args = parser.parse_args()
     if args.rows < args.threshold:
         parser.error(f"--rows {args.rows} is below --threshold {args.threshold}: nothing to time")
 
     rng = np.random.default_rng(args.seed)
-    centres = rng.standard_normal((max(16, args.rows // 200), args.dim)).astype(np.float32)
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    vectors = clustered(rng, centres, args.rows, args.noise)
-    queries = clustered(rng, centres, args.queries, args.noise)
+    if args.vectors:
+        if not args.query_vectors:
+            parser.error("--vectors needs --query-vectors")
+        vectors = np.ascontiguousarray(np.load(args.vectors, mmap_mode="r")[: args.rows])
+        queries = np.ascontiguousarray(np.load(args.query_vectors)[: args.queries])
+        args.rows, args.queries, args.dim = len(vectors), len(queries), vectors.shape[1]
+        data = f"real embeddings from {args.vectors.name}"
+    else:
+        centres = rng.standard_normal((max(16, args.rows // 200), args.dim)).astype(np.float32)
+        centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+        vectors = clustered(rng, centres, args.rows, args.noise)
+        queries = clustered(rng, centres, args.queries, args.noise)
+        data = f"clustered, noise {args.noise}"
     warm_up()
 
     exact = HotIndex(args.dim, ann_threshold=0)
@@ -147,13 +169,15 @@ def main() -> None:
     print()
     print(
         f"### Hot index: approximate vs exact search, {args.rows:,} x {args.dim} "
-        f"(clustered, noise {args.noise}), k={args.k}"
+        f"({data}), k={args.k}"
     )
     print()
     print(
         f"`python bench/ann.py --rows {args.rows} --queries {args.queries} --seed {args.seed}"
         f" --threshold {args.threshold} --ef-search {args.ef_search}"
-        f" --build-threads {args.build_threads}`; {platform.machine()}, {os.cpu_count()} cores,"
+        f" --build-threads {args.build_threads}"
+        + (f" --vectors {args.vectors} --query-vectors {args.query_vectors}" * bool(args.vectors))
+        + f"`; {platform.machine()}, {os.cpu_count()} cores,"
         f" load average {load}"
     )
     print()
@@ -170,7 +194,8 @@ def main() -> None:
         )
     print()
     print(
-        f"Build (HNSW M=16, efConstruction=64, 8-bit scalar quantiser, "
+        f"Build (HNSW M={AnnSettings.m}, efConstruction={AnnSettings.ef_construction}, "
+        f"8-bit scalar quantiser, "
         f"{args.build_threads} thread): {build_s:.1f} s ({args.rows / build_s:,.0f} rows/s). "
         f"Memory: graph and label maps {graph_mb:,.0f} MiB ({status.nbytes / args.rows:.0f} B/row)"
         f" beside the float32 matrix's {matrix_mb:,.0f} MiB."

@@ -305,7 +305,7 @@ class RecallSection(_Section):
         description="rows in one scope from which vector search also uses an HNSW index "
         "(faiss, built in the background, results re-scored exactly); 0 = exact scans only",
     )
-    ann_ef_search: int = Field(128, ge=1, le=4096, description="HNSW search breadth")
+    ann_ef_search: int = Field(512, ge=1, le=4096, description="HNSW search breadth")
     ann_build_threads: int = Field(1, ge=1, le=64, description="threads building an HNSW index")
     cross_encoder_dir: OptionalPath = Field(
         None, description="model.onnx + tokenizer.json of a cross-encoder; enables that rerank"

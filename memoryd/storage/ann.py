@@ -76,10 +76,14 @@ class AnnSettings:
     """
 
     threshold: int = 200_000
-    ef_search: int = 128
+    # Measured on real sentence embeddings (bench/RESULTS.md, "HNSW recall on real
+    # embeddings"): at M 16, efConstruction 64, ef 128 a graph of 100k LoCoMo turns and
+    # synthetic memories found 0.75 of the exact top 10 for LoCoMo's questions, and none
+    # of it for some; M 32, efConstruction 200, ef 512 found 0.999.
+    ef_search: int = 512
     build_threads: int = 1
-    m: int = 16
-    ef_construction: int = 64
+    m: int = 32
+    ef_construction: int = 200
     rebuild_fraction: float = 0.1
 
     def __post_init__(self) -> None:

@@ -301,7 +301,7 @@ class HotIndex:
         analyzer: Analyzer | None = None,
         *,
         ann_threshold: int = 200_000,
-        ann_ef_search: int = 128,
+        ann_ef_search: int = 512,
         ann_build_threads: int = 1,
         token_path: Path | None = None,
     ):

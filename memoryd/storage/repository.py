@@ -59,7 +59,7 @@ class Repository(HotIndex):
         max_tokens: int = 64,
         *,
         ann_threshold: int = 200_000,
-        ann_ef_search: int = 128,
+        ann_ef_search: int = 512,
         ann_build_threads: int = 1,
         access_flush_seconds: float = ACCESS_FLUSH_SECONDS,
         ann_maintain_seconds: float = ANN_MAINTAIN_SECONDS,
