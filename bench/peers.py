@@ -46,6 +46,7 @@ pyproject.toml; ``./dev bench`` installs it).
 
 from __future__ import annotations
 
+import abc
 import argparse
 import asyncio
 import contextlib
@@ -239,21 +240,25 @@ def query_embedder() -> Any:
 # -- peers ----------------------------------------------------------------------------
 
 
-class Peer:
-    """One store of one system: ``add`` rows (global integer ids), ``search`` one agent."""
+class Peer(abc.ABC):
+    """One store of one system: ``add`` rows (global integer ids), ``search`` one agent.
+
+    A peer must implement both: one that misses either cannot be constructed."""
 
     def __init__(self, workdir: Path, name: str, dim: int, capacity: int):
         self.workdir, self.name, self.dim, self.capacity = workdir, name, dim, capacity
         self.texts: dict[int, str] = {}
         self.multi = False  # more than one agent: filter (or pick the agent's index)
 
-    def add(self, agents: list[str], ids: list[int], vectors: np.ndarray, texts: list[str]) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def add(
+        self, agents: list[str], ids: list[int], vectors: np.ndarray, texts: list[str]
+    ) -> None: ...
 
-    def search(self, agent: str, vector: np.ndarray, k: int) -> list[int]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def search(self, agent: str, vector: np.ndarray, k: int) -> list[int]: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: only peers holding a client close it)
         pass
 
 
