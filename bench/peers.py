@@ -545,20 +545,6 @@ def quality_row(scores: locomo.Scores) -> dict[str, Any]:
 # -- memoryd --------------------------------------------------------------------------
 
 
-def vector_only() -> Any:
-    from memoryd_client import pb
-
-    return pb.RecallOptions(
-        fusion=pb.FUSION_MODE_VECTOR_ONLY,
-        rerank=pb.RERANK_MODE_NONE,
-        importance_weight=0.0,
-        recency_weight=0.0,
-        length_weight=0.0,
-        decay_half_life_days=0.0,
-        mmr_lambda=1.0,
-    )
-
-
 def run_memoryd(job: Job) -> dict[str, Any]:
     from memoryd_client import MemoryClient
 
@@ -569,7 +555,7 @@ def run_memoryd(job: Job) -> dict[str, Any]:
     if not job.only_vector:
         pipelines.append(("memoryd", None, job.queries))
     if job.vector_too or job.only_vector:
-        pipelines.append(("memoryd-vector", vector_only(), job.vector_queries))
+        pipelines.append(("memoryd-vector", harness.VECTOR_ONLY, job.vector_queries))
     results: list[LayoutResult] = []
     quality: dict[str, Any] = {}
     try:
