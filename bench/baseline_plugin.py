@@ -40,7 +40,7 @@ import harness
 import lancedb
 import numpy as np
 import pyarrow as pa
-from memoryd_client import MemoryClient, pb
+from memoryd_client import MemoryClient
 
 from memoryd.config import load_settings
 from memoryd.inference.onnx_embedder import OnnxEmbedder
@@ -51,16 +51,6 @@ HEADERS = (
     "of which search p50", "memoryd p50 ms", "memoryd p99 ms", "plugin/memoryd p50",
     "plugin/memoryd p99", "top-k overlap", "queries",
 )  # fmt: skip
-# Recall ranked as the plugin ranks: cosine only; no rerank, boosts, decay or MMR.
-VECTOR_ONLY = pb.RecallOptions(
-    fusion=pb.FUSION_MODE_VECTOR_ONLY,
-    rerank=pb.RERANK_MODE_NONE,
-    importance_weight=0.0,
-    recency_weight=0.0,
-    length_weight=0.0,
-    decay_half_life_days=0.0,
-    mmr_lambda=1.0,
-)
 LOAD_HEADERS = (
     "size", "stored now", "created", "duplicates", "errors", "stores/s", "plugin table rows",
 )  # fmt: skip
@@ -102,7 +92,7 @@ def measure(
     queries: list[str],
 ) -> dict[str, list[float]]:
     where = f"agent_id = '{args.agent}'"
-    options = VECTOR_ONLY if args.fusion == "vector" else None
+    options = harness.VECTOR_ONLY if args.fusion == "vector" else None
     out: dict[str, list[float]] = {"plugin": [], "embed": [], "search": [], "memoryd": []}
     overlap: list[float] = []
     for n, q in enumerate(queries):

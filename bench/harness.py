@@ -46,6 +46,17 @@ SERVING_RE = re.compile(r"SERVING after ([0-9.]+)s")
 LOADED_RE = re.compile(
     r"embedder .* ([0-9.]+)s, store (\d+) memories ([0-9.]+)s, kernels ([0-9.]+)s"
 )
+# Recall ranked as a plain vector store ranks: cosine only; no rerank, boosts, decay or MMR
+# (baseline_plugin.py's plugin path, peers.py's memoryd-vector).
+VECTOR_ONLY = pb.RecallOptions(
+    fusion=pb.FUSION_MODE_VECTOR_ONLY,
+    rerank=pb.RERANK_MODE_NONE,
+    importance_weight=0.0,
+    recency_weight=0.0,
+    length_weight=0.0,
+    decay_half_life_days=0.0,
+    mmr_lambda=1.0,
+)
 
 
 def log(message: str) -> None:

@@ -46,6 +46,7 @@ pyproject.toml; ``./dev bench`` installs it).
 
 from __future__ import annotations
 
+import abc
 import argparse
 import asyncio
 import contextlib
@@ -240,21 +241,25 @@ def query_embedder() -> Any:
 # -- peers ----------------------------------------------------------------------------
 
 
-class Peer:
-    """One store of one system: ``add`` rows (global integer ids), ``search`` one agent."""
+class Peer(abc.ABC):
+    """One store of one system: ``add`` rows (global integer ids), ``search`` one agent.
+
+    A peer must implement both: one that misses either cannot be constructed."""
 
     def __init__(self, workdir: Path, name: str, dim: int, capacity: int):
         self.workdir, self.name, self.dim, self.capacity = workdir, name, dim, capacity
         self.texts: dict[int, str] = {}
         self.multi = False  # more than one agent: filter (or pick the agent's index)
 
-    def add(self, agents: list[str], ids: list[int], vectors: np.ndarray, texts: list[str]) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def add(
+        self, agents: list[str], ids: list[int], vectors: np.ndarray, texts: list[str]
+    ) -> None: ...
 
-    def search(self, agent: str, vector: np.ndarray, k: int) -> list[int]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def search(self, agent: str, vector: np.ndarray, k: int) -> list[int]: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: only peers holding a client close it)
         pass
 
 
@@ -541,20 +546,6 @@ def quality_row(scores: locomo.Scores) -> dict[str, Any]:
 # -- memoryd --------------------------------------------------------------------------
 
 
-def vector_only() -> Any:
-    from memoryd_client import pb
-
-    return pb.RecallOptions(
-        fusion=pb.FUSION_MODE_VECTOR_ONLY,
-        rerank=pb.RERANK_MODE_NONE,
-        importance_weight=0.0,
-        recency_weight=0.0,
-        length_weight=0.0,
-        decay_half_life_days=0.0,
-        mmr_lambda=1.0,
-    )
-
-
 def run_memoryd(job: Job) -> dict[str, Any]:
     from memoryd_client import MemoryClient
 
@@ -565,7 +556,7 @@ def run_memoryd(job: Job) -> dict[str, Any]:
     if not job.only_vector:
         pipelines.append(("memoryd", None, job.queries))
     if job.vector_too or job.only_vector:
-        pipelines.append(("memoryd-vector", vector_only(), job.vector_queries))
+        pipelines.append(("memoryd-vector", harness.VECTOR_ONLY, job.vector_queries))
     results: list[LayoutResult] = []
     quality: dict[str, Any] = {}
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from memoryd_client._gen.memoryd.v1 import hooks_pb2 as hooks_pb
 from memoryd_client._gen.memoryd.v1 import hooks_pb2_grpc as hooks_grpc
@@ -30,6 +30,15 @@ from memoryd.core.hooks import HookService
 from memoryd.core.records import FollowLag
 from memoryd.core.review import ReviewService
 from memoryd.core.service import MemoryService
+
+T = TypeVar("T")
+
+
+def _ready(service: T | None) -> T:
+    """The service a servicer delegates to; NotReady until the root has set it."""
+    if service is None:
+        raise NotReady("memoryd is starting (loading models and the index); retry shortly")
+    return service
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
@@ -69,9 +78,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @property
     def service(self) -> MemoryService:
-        if self._service is None:
-            raise NotReady("memoryd is starting (loading models and the index); retry shortly")
-        return self._service
+        return _ready(self._service)
 
     async def Store(self, request: pb.StoreRequest, context: Any) -> pb.StoreResponse:
         return await self._store(request)
@@ -266,9 +273,7 @@ class HookServicer(hooks_grpc.HookServiceServicer):
 
     @property
     def hooks(self) -> HookService:
-        if self._hooks is None:
-            raise NotReady("memoryd is starting (loading models and the index); retry shortly")
-        return self._hooks
+        return _ready(self._hooks)
 
     async def BuildContext(
         self, request: hooks_pb.BuildContextRequest, context: Any
@@ -309,9 +314,7 @@ class ReviewServicer(review_grpc.ReviewServiceServicer):
 
     @property
     def review(self) -> ReviewService:
-        if self._review is None:
-            raise NotReady("memoryd is starting (loading models and the index); retry shortly")
-        return self._review
+        return _ready(self._review)
 
     async def Prepare(
         self, request: review_pb.PrepareReviewRequest, context: Any

@@ -273,28 +273,17 @@ def quantize_rows(vectors: F32 | npt.NDArray[np.float16]) -> tuple[I8, F32, F32]
 
 
 @numba.njit(cache=True, nogil=True)
-def topk_dot_q8(
-    matrix: F32, codes: I8, scales: F32, l1: F32, query: F32, mask: Mask, k: int
-) -> tuple[I64, F32]:
-    """``topk_dot``'s exact answer, found by scanning int8 codes first.
+def _q8_shortlist(
+    n: int, d: int, codes: I8, scales: F32, l1: F32, query: F32, mask: Mask, k: int
+) -> tuple[F32, I64, F64, float]:
+    """Step 1 of ``topk_dot_q8`` (and ``_f16``) over n rows of length d: check the shapes,
+    bound every allowed row's score from its int8 codes, and shortlist.
 
-    ``codes``, ``scales``, ``l1`` are ``quantize_rows(matrix)`` (rows beyond ``codes``
-    must not exist: all four arrays have n rows). The float32 matrix is 4x the bytes of
-    the codes, and at 10k+ rows the scan is bound by memory, not arithmetic; so:
-
-    1. every allowed row gets an approximate score from integer dot products of its codes
-       with the int8-quantised query, and a proven error bound
-       ``|exact - approx| <= scales[i]/2 * |query|_1 + s_q/2 * l1[i]`` (+ ``Q8_SLACK``);
-    2. L = the k-th best lower bound (approx - bound); only a row whose upper bound
-       reaches L can be in the top k, and only those rows are scored exactly, with the same
-       float32 dot product as ``topk_dot``.
-
-    So the result is the same rows and scores as ``topk_dot`` (same tie rule), not an
-    approximation; the saving depends on how many rows' bounds reach L (few, for
-    embeddings whose scores spread out).
+    Returns ``(heap_s, heap_i, upper, floor)``: the caller's empty top-k heap (m slots, its
+    contents scratch), each allowed row's upper bound, and the m-th best lower bound less
+    ``Q8_SLACK``; only rows with ``upper[i] >= floor`` can be in the top k. With m = 0 the
+    heap is empty and nothing else is computed.
     """
-    n = matrix.shape[0]
-    d = matrix.shape[1]
     if query.shape[0] != d:
         raise ValueError("query length differs from the matrix's row length")
     if mask.shape[0] != n or codes.shape[0] != n or scales.shape[0] != n or l1.shape[0] != n:
@@ -304,7 +293,7 @@ def topk_dot_q8(
     heap_s, heap_i = _new_heap(mask, k)
     m = heap_s.shape[0]
     if m == 0:
-        return heap_i, heap_s
+        return heap_s, heap_i, np.empty(0, dtype=np.float64), 0.0
     peak = 0.0
     q_l1 = 0.0
     for j in range(d):
@@ -338,6 +327,36 @@ def topk_dot_q8(
         if size < m or lower > heap_s[0]:
             size = _heap_offer(heap_s, heap_i, size, np.float32(lower), i)
     floor = float(heap_s[0]) - Q8_SLACK  # the m-th best lower bound (float32-rounded)
+    return heap_s, heap_i, upper, floor
+
+
+@numba.njit(cache=True, nogil=True)
+def topk_dot_q8(
+    matrix: F32, codes: I8, scales: F32, l1: F32, query: F32, mask: Mask, k: int
+) -> tuple[I64, F32]:
+    """``topk_dot``'s exact answer, found by scanning int8 codes first.
+
+    ``codes``, ``scales``, ``l1`` are ``quantize_rows(matrix)`` (rows beyond ``codes``
+    must not exist: all four arrays have n rows). The float32 matrix is 4x the bytes of
+    the codes, and at 10k+ rows the scan is bound by memory, not arithmetic; so:
+
+    1. every allowed row gets an approximate score from integer dot products of its codes
+       with the int8-quantised query, and a proven error bound
+       ``|exact - approx| <= scales[i]/2 * |query|_1 + s_q/2 * l1[i]`` (+ ``Q8_SLACK``);
+    2. L = the k-th best lower bound (approx - bound); only a row whose upper bound
+       reaches L can be in the top k, and only those rows are scored exactly, with the same
+       float32 dot product as ``topk_dot``.
+
+    So the result is the same rows and scores as ``topk_dot`` (same tie rule), not an
+    approximation; the saving depends on how many rows' bounds reach L (few, for
+    embeddings whose scores spread out).
+    """
+    n = matrix.shape[0]
+    heap_s, heap_i, upper, floor = _q8_shortlist(
+        n, matrix.shape[1], codes, scales, l1, query, mask, k
+    )
+    if heap_s.shape[0] == 0:
+        return heap_i, heap_s
     size = 0
     for i in range(n):
         if mask[i] and upper[i] >= floor:
@@ -401,49 +420,10 @@ def _topk_dot_q8_f16(
     mask: Mask,
     k: int,
 ) -> tuple[I64, F32]:
-    n = bits.shape[0]
-    d = bits.shape[1]
-    if query.shape[0] != d:
-        raise ValueError("query length differs from the matrix's row length")
-    if mask.shape[0] != n or codes.shape[0] != n or scales.shape[0] != n or l1.shape[0] != n:
-        raise ValueError("mask, codes, scales and l1 must have one entry per matrix row")
-    if codes.shape[1] != d:
-        raise ValueError("codes differ in row length from the matrix")
-    heap_s, heap_i = _new_heap(mask, k)
-    m = heap_s.shape[0]
-    if m == 0:
+    n, d = bits.shape
+    heap_s, heap_i, upper, floor = _q8_shortlist(n, d, codes, scales, l1, query, mask, k)
+    if heap_s.shape[0] == 0:
         return heap_i, heap_s
-    peak = 0.0
-    q_l1 = 0.0
-    for j in range(d):
-        a = abs(float(query[j]))
-        q_l1 += a
-        if a > peak:
-            peak = a
-    q_scale = peak / 127.0
-    q8 = np.zeros(d, dtype=np.int16)
-    if q_scale > 0.0:
-        for j in range(d):
-            q8[j] = np.int16(np.rint(query[j] / q_scale))
-    dots = np.zeros(n, dtype=np.int32)
-    for i in range(n):
-        if mask[i]:
-            acc = np.int32(0)
-            for j in range(d):
-                acc += np.int32(codes[i, j]) * np.int32(q8[j])
-            dots[i] = acc
-    upper = np.empty(n, dtype=np.float64)
-    size = 0
-    for i in range(n):
-        if not mask[i]:
-            continue
-        approx = float(dots[i]) * float(scales[i]) * q_scale
-        bound = 0.5 * float(scales[i]) * q_l1 + 0.5 * q_scale * float(l1[i]) + Q8_SLACK
-        upper[i] = approx + bound
-        lower = approx - bound
-        if size < m or lower > heap_s[0]:
-            size = _heap_offer(heap_s, heap_i, size, np.float32(lower), i)
-    floor = float(heap_s[0]) - Q8_SLACK
     buf = np.empty(d, dtype=np.float32)
     size = 0
     for i in range(n):

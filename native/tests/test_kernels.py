@@ -167,6 +167,41 @@ def test_float16_scans_are_topk_dot_of_the_widened_rows(
         np.testing.assert_array_equal(got[1], want[1])
 
 
+@FAST
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 400), d=st.sampled_from([1, 7, 384]))
+def test_both_int8_scans_shortlist_alike_and_answer_alike_on_random_rows(
+    seed: int, n: int, d: int
+) -> None:
+    # topk_dot_q8 over float16 rows widened to float32 and topk_dot_q8_f16 over the rows as
+    # stored: the same codes, so the same shortlist (every allowed row's upper bound at or
+    # above its exact score, every top-k row's upper bound at or above the floor), and the
+    # same rows and scores.
+    rng = np.random.default_rng(seed)
+    half = rng.standard_normal((n, d)).astype(np.float16)
+    if n > 1:
+        half[-1] = half[0]  # an exact tie
+    wide = half.astype(np.float32)
+    query = rng.standard_normal(d).astype(np.float32)
+    mask = (rng.random(n) < 0.7).astype(np.uint8)
+    k = int(rng.integers(0, 40))
+    codes = kernels.quantize_rows(half)
+    got = kernels.topk_dot_q8_f16(half, *codes, query, mask, k)
+    want = kernels.topk_dot_q8(wide, *codes, query, mask, k)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+    heap, _, upper, floor = kernels._q8_shortlist(n, d, *codes, query, mask, k)
+    assert len(heap) == len(got[0])
+    if len(heap):
+        allowed = mask.astype(bool)
+        rows, scores = kernels.topk_dot(wide, query, np.ones(n, dtype=np.uint8), n)
+        exact = np.empty(n, dtype=np.float32)
+        exact[rows] = scores  # every row's float32 score, as the kernels compute it
+        assert (exact[allowed] <= upper[allowed]).all()
+        assert (upper[got[0]] >= floor).all()
+        assert floor <= got[1][-1]
+
+
 def test_quantize_rows_error_is_within_half_a_step() -> None:
     rng = np.random.default_rng(3)
     rows = rng.standard_normal((50, 384)).astype(np.float32)

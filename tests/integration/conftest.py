@@ -21,6 +21,7 @@ from memoryd_client import AsyncMemoryClient, MemoryClient, MemorydError, pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
 from memoryd_testing.launcher import Daemon
 from memoryd_testing.memories import FACTS, memory_content
+from memoryd_testing.s3 import S3Server
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +48,15 @@ def start_daemon(
         if code != 0:
             failures.append(f"{daemon.address} exited {code}\n{daemon.log_tail()}")
     assert not failures, "\n\n".join(failures)
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    """An S3-compatible server (moto) on loopback, one per test module; each test takes
+    buckets of its own (``s3.new_bucket()``)."""
+    server = S3Server().start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

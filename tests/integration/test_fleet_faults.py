@@ -12,34 +12,24 @@ import re
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import grpc
-import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memoryd_client import MemoryClient, MemorydError
 from memoryd_testing.launcher import Daemon
 from memoryd_testing.memories import FACTS
+from memoryd_testing.records import record, row
 from memoryd_testing.s3 import S3Server, TcpProxy
 
 from memoryd.core.errors import StoreUnavailable
-from memoryd.core.records import Category, Memory
 from memoryd.storage.lance_store import LanceStore
 
 pytestmark = pytest.mark.integration
 
 STORAGE = "memoryd.storage"
 FOLLOW = "memoryd.follow"
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3Server]:
-    server = S3Server().start()
-    yield server
-    server.stop()
 
 
 def storage_health(address: str, entry: str = STORAGE) -> int:
@@ -259,20 +249,4 @@ async def test_a_store_that_hangs_is_unavailable_too_and_recovered_from(
         store.close()
         proxy.stop()
     fresh = LanceStore(uri, table="m", model_name="x", dim=8, storage_options=s3.storage_options())
-    assert sorted(m.id for m, _, _ in fresh.scan()) == ["m1", "m3"]
-
-
-def row(i: int) -> tuple[Memory, np.ndarray, None]:
-    at = datetime(2026, 1, 1, tzinfo=UTC)
-    memory = Memory(
-        id=f"m{i}",
-        agent_id="a",
-        scope="agent:a",
-        text=f"memory {i}",
-        summary=f"memory {i}",
-        category=Category.FACT,
-        importance=0.5,
-        created_at=at,
-        updated_at=at,
-    )
-    return memory, np.full(8, 1 / np.sqrt(8), dtype=np.float32), None
+    assert sorted(m.id for m, _, _ in fresh.scan()) == [record(1).id, record(3).id]

@@ -29,9 +29,8 @@ T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
-def daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Daemon]]:
+def daemons(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Daemon]]:
     """Three daemons, each with its own data dir, over one bucket."""
-    s3 = S3Server().start()
     root = tmp_path_factory.mktemp("fleet")
     env = s3.daemon_env(f"s3://{s3.new_bucket()}/memoryd")
     fleet = [Daemon(root / n, root / f"{n}.log", env) for n in "abc"]
@@ -43,7 +42,6 @@ def daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Daemon]]:
         for d in fleet:
             if d.alive():
                 assert d.stop() == 0, d.log_tail()
-        s3.stop()
 
 
 @pytest.fixture(scope="module")

@@ -5,17 +5,17 @@ The stores here are LanceStores as the daemon builds them, two per bucket."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import lancedb
-import numpy as np
 import pytest
+from memoryd_testing.records import record, row
 from memoryd_testing.s3 import S3Server
 
-from memoryd.core.records import Category, Memory
 from memoryd.storage import lance_store
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.lease import MaintenanceLease, open_store
@@ -23,13 +23,6 @@ from memoryd.storage.lease import MaintenanceLease, open_store
 pytestmark = pytest.mark.integration
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3Server]:
-    server = S3Server().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(autouse=True)
@@ -85,30 +78,6 @@ def test_a_lease_not_renewed_is_taken_over_after_its_ttl_and_a_released_one_at_o
     assert a.try_acquire()  # released: no waiting
 
 
-def memory(i: int) -> tuple[Memory, np.ndarray, None]:
-    m = Memory(
-        id=f"m{i:04d}",
-        agent_id="a",
-        scope="agent:a",
-        text=f"memory {i}",
-        summary=f"memory {i}",
-        category=Category.FACT,
-        importance=0.5,
-        created_at=NOW,
-        updated_at=NOW,
-        expires_at=None,
-        metadata={},
-        content_hash=f"h{i}",
-        idempotency_key="",
-        access_count=0,
-        last_accessed_at=None,
-        related_ids=[],
-        supersedes="",
-        language="en",
-    )
-    return m, np.full(8, 1 / np.sqrt(8), dtype=np.float32), None
-
-
 def shared_store(s3: S3Server, uri: str, **kw: object) -> LanceStore:
     return LanceStore(
         uri,
@@ -141,6 +110,22 @@ async def wait_for(condition: object, timeout: float = 30.0) -> None:
         await asyncio.sleep(0.1)
 
 
+@contextlib.asynccontextmanager
+async def holder_and_other(s3: S3Server, uri: str) -> AsyncIterator[tuple[LanceStore, LanceStore]]:
+    """Two daemons' stores on one bucket, started: the first holds the maintenance lease
+    (and folds the access log past 4 rows), the other does not; both closed at the end."""
+    holder = shared_store(s3, uri, access_fold_rows=4)
+    holder.start()
+    other = shared_store(s3, uri)
+    other.start()
+    try:
+        await wait_for(lambda: holder._lease.held())  # type: ignore[union-attr]
+        yield holder, other
+    finally:
+        holder.close()
+        other.close()
+
+
 async def test_two_daemons_on_one_bucket_compact_one_at_a_time_and_lose_nothing(
     s3: S3Server,
 ) -> None:
@@ -153,7 +138,7 @@ async def test_two_daemons_on_one_bucket_compact_one_at_a_time_and_lose_nothing(
     second.start()
     try:
         for i in range(0, 16, 2):  # both append, one commit each, interleaved
-            await asyncio.gather(first.add([memory(i)]), second.add([memory(i + 1)]))
+            await asyncio.gather(first.add([row(i)]), second.add([row(i + 1)]))
         assert manifests(s3, uri) == 17  # the empty table's version and 16 appends
         blocker.release()  # one of the two takes the lease over, compacts, cleans up
         await wait_for(lambda: first.compactions + second.compactions > 0)
@@ -164,13 +149,13 @@ async def test_two_daemons_on_one_bucket_compact_one_at_a_time_and_lose_nothing(
         assert len(holders) == 1
         idle = second if holders[0] is first else first
         assert idle.compactions == 0 and idle.cleanups == 0
-        await asyncio.gather(first.add([memory(100)]), second.add([memory(101)]))
+        await asyncio.gather(first.add([row(100)]), second.add([row(101)]))
     finally:
         first.close()
         second.close()
     fresh = LanceStore(uri, table="m", model_name="x", dim=8, storage_options=s3.storage_options())
     ids = sorted(m.id for m, _, _ in fresh.scan())
-    assert ids == sorted([f"m{i:04d}" for i in range(16)] + ["m0100", "m0101"])
+    assert ids == sorted(record(i).id for i in [*range(16), 100, 101])
 
 
 async def test_a_cleanup_spares_the_version_another_daemon_just_opened(s3: S3Server) -> None:
@@ -185,7 +170,7 @@ async def test_a_cleanup_spares_the_version_another_daemon_just_opened(s3: S3Ser
     store.start()
     try:
         for i in range(3):
-            await store.add([memory(i)])  # 3 small fragments: a compaction is due
+            await store.add([row(i)])  # 3 small fragments: a compaction is due
         await asyncio.sleep(keep + 0.5)  # the newest version is now older than keep ...
         reader = lancedb.connect(uri, storage_options=s3.storage_options()).open_table("m")
         opened = reader.version  # ... when a daemon opens it; then the lease changes hands
@@ -195,7 +180,7 @@ async def test_a_cleanup_spares_the_version_another_daemon_just_opened(s3: S3Ser
         assert opened in versions_in(s3, uri)
         assert max(versions_in(s3, uri)) > opened
         rows = reader.to_arrow()
-        assert sorted(rows.column("id").to_pylist()) == ["m0000", "m0001", "m0002"]
+        assert sorted(rows.column("id").to_pylist()) == [record(i).id for i in range(3)]
     finally:
         store.close()
 
@@ -242,20 +227,12 @@ async def test_access_counts_of_other_daemons_persist_across_the_holders_fold(
     """The holder folds the access log (rewrites it as one row per id); an append another
     daemon prepared against the log before the fold still lands, on the folded log."""
     uri = f"s3://{s3.new_bucket()}/memoryd"
-    holder = shared_store(s3, uri, access_fold_rows=4)
-    holder.start()
-    other = shared_store(s3, uri)
-    other.start()
-    try:
-        await wait_for(lambda: holder._lease.held())  # type: ignore[union-attr]
+    async with holder_and_other(s3, uri) as (holder, other):
         await other.record_access([("m0001", 1, NOW)])
         await holder.record_access([(f"m{i:04d}", 1, NOW) for i in range(2, 7)])
         assert holder.access_folds == 1
         later = NOW.replace(hour=5)
         await other.record_access([("m0001", 7, later)])  # its handle predates the fold
-    finally:
-        holder.close()
-        other.close()
     fresh = LanceStore(uri, table="m", model_name="x", dim=8, storage_options=s3.storage_options())
     access = fresh.read_access()
     assert access["m0001"] == (7, later)
@@ -266,20 +243,12 @@ async def test_the_holder_folds_an_access_log_that_only_other_daemons_write(
     s3: S3Server,
 ) -> None:
     uri = f"s3://{s3.new_bucket()}/memoryd"
-    holder = shared_store(s3, uri, access_fold_rows=4)
-    holder.start()
-    other = shared_store(s3, uri)
-    other.start()
-    try:
-        await wait_for(lambda: holder._lease.held())  # type: ignore[union-attr]
+    async with holder_and_other(s3, uri) as (holder, other):
         for i in range(6):  # one append each, by the daemon not holding the lease
             await other.record_access([(f"m{i:04d}", i + 1, NOW)])
         await wait_for(lambda: holder.access_folds == 1)
         assert other.access_folds == 0
         await other.record_access([("m0000", 9, NOW)])
-    finally:
-        holder.close()
-        other.close()
     fresh = LanceStore(uri, table="m", model_name="x", dim=8, storage_options=s3.storage_options())
     assert fresh._access is not None and fresh._access.count_rows() <= 7  # folded: 6 ids (+1)
     access = fresh.read_access()

@@ -5,7 +5,6 @@ could mean anything), and a daemon keeps its memories in the bucket, not in its 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import botocore.exceptions
@@ -15,13 +14,6 @@ from memoryd_testing.launcher import Daemon
 from memoryd_testing.s3 import S3Server
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3Server]:
-    server = S3Server().start()
-    yield server
-    server.stop()
 
 
 def test_the_test_server_refuses_the_second_of_two_conditional_puts(s3: S3Server) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from memoryd_testing.records import record as record  # unit tests import it from here
 
 from memoryd.core.policy import AccessPolicy
-from memoryd.core.records import Category, Memory, StoreResult
+from memoryd.core.records import Category, StoreResult
 from memoryd.core.service import MemoryService, NewMemory, ServiceLimits
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.repository import Repository
@@ -103,25 +104,3 @@ async def prefer(service: MemoryService, drink: str) -> StoreResult:
     return await service.store_memory(
         NewMemory(agent_id="a", text=text, category=Category.PREFERENCE)
     )
-
-
-RECORD_TIME = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def record(i: int, **kw: object) -> Memory:
-    """Stored memory record number ``i``: agent a's, in its own scope, a fact of importance
-    0.5 with a unique id and content hash; ``kw`` sets any other field."""
-    fields: dict[str, object] = dict(
-        id=f"00000000-0000-4000-8000-{i:012d}",
-        agent_id="a",
-        scope="agent:a",
-        text=f"text {i}",
-        summary="",
-        category=Category.FACT,
-        importance=0.5,
-        created_at=RECORD_TIME,
-        updated_at=RECORD_TIME,
-        content_hash=f"h{i}",
-    )
-    fields.update(kw)
-    return Memory(**fields)  # type: ignore[arg-type]

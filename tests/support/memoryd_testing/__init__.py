@@ -5,6 +5,8 @@
                and bench/ all use it)
     memories   the shared sample memories (``FACTS``) and what a memory *is* for
                comparisons (``memory_content``)
+    records    stored memory records and LanceStore rows made in one line (``record``,
+               ``row``), for the tests that drive storage itself
     otlp       an OTLP/gRPC trace collector on loopback (the tests of tracing.exporter
                = "otlp")
     node       the venv's Node on PATH and the repo's scripts/*_setup.sh, for the tests

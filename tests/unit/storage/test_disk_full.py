@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import errno
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from memoryd_testing.records import record, row
 
 from memoryd.core.errors import StorageFull
-from memoryd.core.records import Memory
 from memoryd.storage.lance_store import SPACE_FREED_BYTES, LanceStore, no_space
 
-from ..conftest import record
-
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 # What lancedb raised when a 3 MiB tmpfs filled up (Table.add; delete and merge_insert
 # say the same through another Rust source path).
 LANCE_ENOSPC = (
@@ -25,14 +20,6 @@ LANCE_ENOSPC = (
     "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/lance-file-13.0.0/src/"
     "writer/structural.rs:258:9"
 )
-
-
-def mem(i: int) -> Memory:
-    return record(i, summary=f"text {i}", created_at=NOW + timedelta(seconds=i), updated_at=NOW)
-
-
-def row(i: int) -> tuple[Memory, np.ndarray, None]:
-    return mem(i), np.ones(8, dtype=np.float32) / np.sqrt(8), None
 
 
 @pytest.mark.parametrize(
@@ -81,7 +68,7 @@ async def test_a_full_disk_refuses_writes_keeps_data_and_recovers(tmp_path: Path
     finally:
         store.close()
     reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
-    assert sorted(m.id for m, _, _ in reopened.scan()) == [mem(1).id, mem(3).id]
+    assert sorted(m.id for m, _, _ in reopened.scan()) == [record(1).id, record(3).id]
 
 
 async def test_the_fault_clears_while_idle_once_space_is_freed(tmp_path: Path) -> None:
