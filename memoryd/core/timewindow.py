@@ -551,8 +551,8 @@ _RULES: list[tuple[str | None, re.Pattern[str], Span]] = [
         (rf"{_B}сегодня{_E}", _fixed("day", 0)),
         (rf"{_B}dnes{_E}", _fixed("day", 0)),
         (r"今天|今日|오늘", _fixed("day", 0)),
-        (  # not "ذلك اليوم" (that day) nor "اليوم التالي" (the day after)
-            rf"{_B}(?<!ذلك\s)(?<!تلك\s)(?<!نفس\s){_AR_THE}{_ar('يوم')}{_E}(?!\s+ال)",
+        (  # not ذلك اليوم (that day), في اليوم (a day, per day), اليوم التالي (the day after)
+            rf"{_B}(?<!ذلك\s)(?<!تلك\s)(?<!نفس\s)(?<!في\s){_AR_THE}{_ar('يوم')}{_E}(?!\s+ال)",
             _fixed("day", 0),
         ),
         (r"(?<!ทุก)วันนี้", _fixed("day", 0)),  # not ทุกวันนี้, nowadays

@@ -272,7 +272,7 @@ def test_a_thai_expression_inside_an_unsegmented_sentence_names_its_words() -> N
     [
         # Arabic: "the next day", "on that day", the verb مارس (practised), a week before an
         # event, a day's date, أمسك (held), "public opinion" / "the current director general",
-        # the last century, two more days' dates
+        # the last century, two more days' dates, "ten times its weight a day"
         "في اليوم التالي ذهب إلى المدرسة",
         "في ذلك اليوم كان الجو جميلا",
         "مارس الرياضة كل صباح قبل العمل",
@@ -283,6 +283,7 @@ def test_a_thai_expression_inside_an_unsegmented_sentence_names_its_words() -> N
         "استقال المدير العام الحالي للشركة",
         "عاش في القرن الماضي عدد كبير من العلماء",
         "وفي 12 أيار/مايو 1705 صدر القانون",
+        "تأكل عشرة أضعاف وزنها في اليوم",
         "استقلت الجامعة في 1 من آب عام 1963",
         # Thai: nowadays, the sun, this Sunday, the past many years, a day's date, three
         # days before the match, a bird's wing, every year, the civil service office (ก.พ.),
