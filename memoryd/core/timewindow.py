@@ -14,10 +14,10 @@ Japanese, Korean, Arabic, Thai and Vietnamese:
 
 Each script's ways of writing them: Arabic with or without the article and the attached
 و ف ب ك ل, with or without hamza (الأسبوع / الاسبوع), ى for ي and ه for ة, vowel marks
-ignored, Arabic-Indic digits, the dual (منذ يومين), Western and Levantine month names
-(مارس, آذار, آذار/مارس); Thai inside an unsegmented sentence, Thai digits and number
-words, Buddhist-era years (พ.ศ. 2567 = 2024); Vietnamese in NFC or NFD, number words
-(ba ngày trước), "tháng 3" / "tháng Ba". A count before "week" ("3 สัปดาห์ที่ผ่านมา",
+ignored, Arabic-Indic digits, the dual (منذ يومين), Western, Levantine and Maghreb month
+names (مارس, آذار, آذار/مارس, فيفري); Thai inside an unsegmented sentence, Thai digits
+and number words, Buddhist-era years (พ.ศ. 2567 = 2024); Vietnamese in NFC or NFD, number
+words (ba ngày trước), "tháng 3" / "tháng Ba". A count before "week" ("3 สัปดาห์ที่ผ่านมา",
 "vài tuần trước", "منذ أسابيع") never reads as "last week"; a day of a month ("5 มีนาคม",
 "ngày 5 tháng 3", "3月5日") names a day, not the month, and resolves nothing.
 
