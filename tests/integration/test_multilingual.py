@@ -125,3 +125,59 @@ def test_a_bad_time_zone_or_an_empty_window_is_invalid_argument(client, new_agen
     with pytest.raises(MemorydError) as e:
         client.recall(agent, "tea", created_after=now, created_before=now)
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+# language -> (query "what did I do in the garden yesterday", its time words, yesterday's
+# memory, a shorter memory from the week before with the same words of the query, so its
+# words alone rank it first)
+YESTERDAY_IN_THE_GARDEN = {
+    "ar": (
+        "ماذا فعلت في الحديقة أمس؟",
+        "أمس",
+        "زرعت الورود الحمراء والبيضاء في الحديقة",
+        "قصصت العشب في الحديقة",
+    ),
+    "th": (
+        "เมื่อวานฉันทำอะไรในสวน",
+        "เมื่อวาน",
+        "ฉันปลูกดอกกุหลาบสีแดงและสีขาวในสวน",
+        "ฉันตัดหญ้าในสวน",
+    ),
+    "vi": (
+        "Hôm qua tôi đã làm gì trong vườn?",
+        "Hôm qua",
+        "Tôi trồng hoa hồng đỏ và trắng trong vườn",
+        "Tôi cắt cỏ trong vườn",
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(YESTERDAY_IN_THE_GARDEN))
+def test_yesterday_in_arabic_thai_and_vietnamese_ranks_yesterdays_memory_first(  # type: ignore[no-untyped-def]
+    client, new_agent, language: str
+) -> None:
+    query, words, yesterdays, decoys = YESTERDAY_IN_THE_GARDEN[language]
+    agent = new_agent()
+    ref = datetime(2026, 3, 18, 12, 0, tzinfo=UTC)  # a Wednesday
+    yesterday = client.store(agent, yesterdays, created_at=ref - timedelta(days=1)).memory
+    decoy = client.store(agent, decoys, created_at=ref - timedelta(days=8)).memory
+
+    def ranked(**kw: object) -> list[str]:
+        got = client.recall(
+            agent, query, limit=2, reference_time=ref, timezone="Europe/Berlin", **kw
+        )
+        return [r.memory.id for r in got.results]
+
+    # by its words alone the decoy comes first; "yesterday" in the query puts yesterday's first
+    assert ranked(ignore_time_expressions=True) == [decoy.id, yesterday.id]
+    assert ranked() == [yesterday.id, decoy.id]
+    got = client.recall(
+        agent, query, limit=2, explain=True, reference_time=ref, timezone="Europe/Berlin"
+    )
+    first, second = got.results
+    assert first.explain.time_expression == words
+    assert first.explain.time_window_start.ToDatetime(tzinfo=UTC) == datetime(
+        2026, 3, 16, 23, 0, tzinfo=UTC
+    )  # Tuesday 00:00 in Berlin
+    assert first.explain.time_boost > 0.0
+    assert second.explain.time_boost == 0.0

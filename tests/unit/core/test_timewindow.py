@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 
 import pytest
@@ -136,3 +137,181 @@ def test_an_unknown_time_zone_is_invalid_argument() -> None:
     with pytest.raises(InvalidArgument, match="5000 chars"):
         zone("x" * 5000)
     assert zone("") == zone("UTC")
+
+
+# -- Arabic, Thai, Vietnamese: the same table as the other languages -----------------------
+# Wednesday 18 March 2026, as above.
+TODAY = (utc(2026, 3, 18), utc(2026, 3, 19))
+DAY_BEFORE = (utc(2026, 3, 16), utc(2026, 3, 17))
+THIS_WEEK = (utc(2026, 3, 16), utc(2026, 3, 23))
+THIS_MONTH = (utc(2026, 3, 1), utc(2026, 4, 1))
+LAST_MONTH = (utc(2026, 2, 1), utc(2026, 3, 1))
+THIS_YEAR = (utc(2026, 1, 1), utc(2027, 1, 1))
+LAST_YEAR = (utc(2025, 1, 1), utc(2026, 1, 1))
+THREE_DAYS_AGO = (utc(2026, 3, 15), utc(2026, 3, 16))
+TWO_WEEKS_AGO = (utc(2026, 3, 2), utc(2026, 3, 9))
+TWO_MONTHS_AGO = (utc(2026, 1, 1), utc(2026, 2, 1))
+MARCH = THIS_MONTH
+MARCH_2023 = (utc(2023, 3, 1), utc(2023, 4, 1))
+MARCH_2025 = (utc(2025, 3, 1), utc(2025, 4, 1))
+
+ARABIC = [
+    ("ماذا فعلت اليوم؟", TODAY),
+    ("ماذا قررنا أمس؟", YESTERDAY),
+    ("ماذا قررنا بالأمس", YESTERDAY),
+    ("وامس ذهبنا إلى السوق", YESTERDAY),  # no hamza, و attached
+    ("ماذا حدث البارحة؟", YESTERDAY),
+    ("ماذا قلت أول أمس؟", DAY_BEFORE),
+    ("ماذا قلت اول من امس", DAY_BEFORE),
+    ("ماذا قلت الأسبوع الماضي؟", LAST_WEEK),
+    ("ماذا قلت في الاسبوع الماضى", LAST_WEEK),  # no hamza, ى for ي
+    ("وبالأسبوع الفائت اشترينا سيارة", LAST_WEEK),
+    ("ما خططنا لهذا الأسبوع", THIS_WEEK),
+    ("ماذا اشترينا الشهر الماضي", LAST_MONTH),
+    ("ماذا اشترينا هذا الشهر", THIS_MONTH),
+    ("أين سافرنا العام الماضي", LAST_YEAR),
+    ("أين سافرنا في السنة الماضية", LAST_YEAR),
+    ("أين سنسافر هذا العام", THIS_YEAR),
+    ("أين سنسافر هذه السنة", THIS_YEAR),
+    ("ماذا قلت منذ 3 أيام", THREE_DAYS_AGO),
+    ("ماذا قلت منذ ٣ أيام", THREE_DAYS_AGO),  # Arabic-Indic digits
+    ("ماذا قلت قبل ثلاثة أيام", THREE_DAYS_AGO),
+    ("ماذا قلت منذ يومين", DAY_BEFORE),  # the dual: two days ago
+    ("ماذا قلت قبل أسبوعين", TWO_WEEKS_AGO),
+    ("ماذا اشترينا منذ شهرين", TWO_MONTHS_AGO),
+    ("ماذا قلت منذ أسبوع", LAST_WEEK),
+    ("ماذا اشترينا منذ شهر", LAST_MONTH),
+    ("ماذا قررنا في مارس؟", MARCH),
+    ("ماذا قررنا في آذار؟", MARCH),
+    ("ماذا قررنا في شهر آذار/مارس", MARCH),
+    ("ماذا قررنا خلال مارس ٢٠٢٣", MARCH_2023),
+    ("اجتماع كانون الثاني 2025", (utc(2025, 1, 1), utc(2025, 2, 1))),
+    ("ماذا قررنا في كانون الثاني", (utc(2026, 1, 1), utc(2026, 2, 1))),
+    ("ماذا قررنا في مارس من العام الماضي", MARCH_2025),
+    ("ماذا قررنا في آذار من عام 2023", MARCH_2023),
+    ("ماذا قررنا في آذار/مارس2023", MARCH_2023),
+    ("ماذَا فَعَلْتُ أَمْسِ؟", YESTERDAY),  # with vowel marks
+]
+THAI = [  # unsegmented, as Thai is written
+    ("วันนี้ฉันทำอะไร", TODAY),
+    ("เมื่อวานเราตัดสินใจอะไร", YESTERDAY),
+    ("เราคุยอะไรกันเมื่อวานนี้", YESTERDAY),
+    ("เมื่อวานซืนฉันไปไหนมา", DAY_BEFORE),
+    ("สัปดาห์ที่แล้วฉันพูดว่าอะไร", LAST_WEEK),
+    ("อาทิตย์ที่แล้วเราประชุมเรื่องอะไร", LAST_WEEK),
+    ("ในสัปดาห์ที่ผ่านมาฉันทำอะไรบ้าง", LAST_WEEK),
+    ("สัปดาห์นี้มีนัดอะไรบ้าง", THIS_WEEK),
+    ("เดือนที่แล้วเราซื้ออะไร", LAST_MONTH),
+    ("เดือนนี้เราใช้เงินไปเท่าไร", THIS_MONTH),
+    ("ปีที่แล้วเราไปเที่ยวที่ไหน", LAST_YEAR),
+    ("ปีนี้เราจะไปเที่ยวที่ไหน", THIS_YEAR),
+    ("3 วันที่แล้วฉันทำอะไร", THREE_DAYS_AGO),
+    ("เมื่อ๓วันก่อนฉันทำอะไร", THREE_DAYS_AGO),  # Thai digits
+    ("เมื่อสามวันก่อนฉันทำอะไร", THREE_DAYS_AGO),
+    ("สองสัปดาห์ที่แล้วเราคุยเรื่องอะไร", TWO_WEEKS_AGO),
+    ("2 เดือนที่แล้วเราซื้ออะไร", TWO_MONTHS_AGO),
+    ("เราตัดสินใจอะไรในเดือนมีนาคม", MARCH),
+    ("เราตัดสินใจอะไรเดือนมีนา", MARCH),
+    ("การประชุมเดือนมีนาคม พ.ศ. 2566", MARCH_2023),  # Buddhist era: 2566 - 543
+    ("การประชุมมีนาคม 2566", MARCH_2023),
+    ("การประชุม มี.ค. 2566", MARCH_2023),
+    ("การประชุมมีนาคม ค.ศ. 2023", MARCH_2023),
+    ("การประชุมเดือนมีนาคมปีที่แล้ว", MARCH_2025),
+    ("การประชุมในเดือน มีนาคม ปี 2023", MARCH_2023),
+]
+VIETNAMESE = [
+    ("Hôm nay tôi đã làm gì?", TODAY),
+    ("Hôm qua chúng ta đã quyết định gì?", YESTERDAY),
+    ("Hôm kia tôi đi đâu?", DAY_BEFORE),
+    ("Tuần trước tôi đã nói gì?", LAST_WEEK),
+    ("Tuần này có cuộc họp nào?", THIS_WEEK),
+    ("Tháng trước chúng ta mua gì?", LAST_MONTH),
+    ("Tháng này chúng ta tiêu bao nhiêu?", THIS_MONTH),
+    ("Năm ngoái chúng ta đi du lịch ở đâu?", LAST_YEAR),
+    ("Năm nay chúng ta sẽ đi đâu?", THIS_YEAR),
+    ("3 ngày trước tôi đã làm gì?", THREE_DAYS_AGO),
+    ("Ba ngày trước tôi đã làm gì?", THREE_DAYS_AGO),
+    ("Cách đây 3 ngày tôi đã làm gì?", THREE_DAYS_AGO),
+    ("2 tuần trước chúng ta nói về chuyện gì?", TWO_WEEKS_AGO),
+    ("Hai tháng trước chúng ta mua gì?", TWO_MONTHS_AGO),
+    ("Chúng ta đã quyết định gì vào tháng 3?", MARCH),
+    ("Chúng ta đã quyết định gì vào tháng Ba?", MARCH),
+    ("cuộc họp tháng 03/2023", MARCH_2023),
+    ("cuộc họp tháng 3 năm 2023", MARCH_2023),
+    ("cuộc họp tháng 3 năm ngoái", MARCH_2025),
+    ("cuộc họp tháng 3, 2023", MARCH_2023),
+    ("cuộc họp tháng Năm", (utc(2025, 5, 1), utc(2025, 6, 1))),
+]
+
+
+@pytest.mark.parametrize(("query", "expected"), ARABIC + THAI + VIETNAMESE)
+def test_arabic_thai_and_vietnamese_expressions_resolve_to_their_window(
+    query: str, expected: tuple[datetime, datetime]
+) -> None:
+    assert window(query, REF) == expected
+
+
+@pytest.mark.parametrize(("query", "expected"), VIETNAMESE)
+def test_vietnamese_typed_in_nfd_resolves_as_in_nfc(
+    query: str, expected: tuple[datetime, datetime]
+) -> None:
+    decomposed = unicodedata.normalize("NFD", query)
+    assert decomposed != query
+    assert window(decomposed, REF) == expected
+
+
+def test_a_thai_expression_inside_an_unsegmented_sentence_names_its_words() -> None:
+    w = resolve("พรุ่งนี้ต้องส่งงานที่เราคุยกันเมื่อวานใช่ไหม", REF, zone("Asia/Bangkok"))
+    assert w is not None and w.expression == "เมื่อวาน"
+    # Bangkok is UTC+7: yesterday there began at 17:00 UTC the day before
+    assert (w.start, w.end) == (utc(2026, 3, 16, 17), utc(2026, 3, 17, 17))
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # Arabic: "the next day", "on that day", the verb مارس (practised), a week before an
+        # event, a day's date, أمسك (held), "public opinion" / "the current director general",
+        # the last century, two more days' dates, "ten times its weight a day"
+        "في اليوم التالي ذهب إلى المدرسة",
+        "في ذلك اليوم كان الجو جميلا",
+        "مارس الرياضة كل صباح قبل العمل",
+        "قبل أسبوع من الانتخابات أعلن الحزب برنامجه",
+        "وصل الوفد في 5 مارس 2020 إلى القاهرة",
+        "أمسك الولد الكرة بيديه",
+        "تغير الرأي العام بعد الحرب",
+        "استقال المدير العام الحالي للشركة",
+        "عاش في القرن الماضي عدد كبير من العلماء",
+        "وفي 12 أيار/مايو 1705 صدر القانون",
+        "تأكل عشرة أضعاف وزنها في اليوم",
+        "استقلت الجامعة في 1 من آب عام 1963",
+        # Thai: nowadays, the sun, this Sunday, the past many years, a day's date, three
+        # days before the match, a bird's wing, every year, the civil service office (ก.พ.),
+        # 66 million years ago
+        "ทุกวันนี้ผู้คนใช้โทรศัพท์มือถือกันมาก",
+        "ดวงอาทิตย์ขึ้นทางทิศตะวันออก",
+        "วันอาทิตย์นี้ฉันจะไปตลาด",
+        "หลายปีที่ผ่านมามีการเปลี่ยนแปลงมาก",
+        "เขาเกิดเมื่อวันที่ 5 มีนาคม 2500",
+        "3 วันก่อนการแข่งขันนักกีฬาได้พักผ่อน",
+        "ปีกของนกมีขนสีขาว",
+        "ทุกปีที่ผ่านมาเราจัดงานนี้",
+        "สำนักงาน ก.พ. ประกาศผลสอบ",
+        "ไดโนเสาร์สูญพันธุ์เมื่อ 66 ล้านปีก่อน",
+        # Vietnamese: nowadays, a day's date, "months and years", three days before the
+        # match, a few weeks ago, the past two years, the week before that, the third year,
+        # "for 5 years now", 66 million years ago
+        "Ngày nay nhiều người dùng điện thoại",
+        "Ông sinh ngày 5 tháng 3 năm 1990",
+        "Những tháng năm tuổi trẻ đã qua",
+        "Ba ngày trước khi trận đấu diễn ra, đội đã tập luyện",
+        "Vài tuần trước có một cơn bão",
+        "Hai năm qua công ty đã phát triển nhanh",
+        "Tuần trước đó anh ấy bị ốm",
+        "Anh ấy học năm thứ ba",
+        "5 năm nay anh ấy sống ở Hà Nội",
+        "Khủng long tuyệt chủng 66 triệu năm trước",
+    ],
+)
+def test_ordinary_arabic_thai_and_vietnamese_sentences_resolve_nothing(sentence: str) -> None:
+    assert window(sentence, REF) is None
