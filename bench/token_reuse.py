@@ -14,8 +14,9 @@ does, each start in a fresh process, ``--runs`` times each way:
 Per start: the seconds ``open`` took (a timing: publish it only from a quiet machine), the
 token column's bytes read (``LanceStore.token_bytes_read``), the bytes the process read and
 wrote through system calls in ``open`` (``/proc/self/io`` rchar and wchar, page-cache hits
-included) and read from the block device (read_bytes), its VmRSS growth, and the seconds
-``close`` took (which saves the map).
+included) and read from the block device (read_bytes), its VmRSS growth (with ``--arena-max``
+2 malloc arenas, as ``memoryd serve`` sets), and the seconds ``close`` took (which saves
+the map).
 
     ./dev bench token_reuse.py --memories 100000 --keep /tmp/store100k
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import gc
 import json
 import shutil
@@ -44,7 +46,9 @@ def proc_io() -> dict[str, int]:
     return out
 
 
-def measure(path: Path, mode: str) -> dict[str, float]:
+def measure(path: Path, mode: str, arena_max: int) -> dict[str, float]:
+    if arena_max:  # glibc's M_ARENA_MAX, as memoryd serve sets it, before LanceDB's threads
+        ctypes.CDLL("libc.so.6").mallopt(-8, arena_max)
     from memoryd.storage import token_map
     from memoryd.storage.lance_store import LanceStore
     from memoryd.storage.repository import Repository
@@ -87,11 +91,12 @@ def main() -> None:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo's locomo10.json")
     p.add_argument("--keep", type=Path, help="write the store here once and reuse it")
     p.add_argument("--runs", type=int, default=1, help="starts each way")
+    p.add_argument("--arena-max", type=int, default=2, help="glibc M_ARENA_MAX (0: default)")
     p.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--mode", choices=("rewritten", "reused"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.mode)))
+        print(json.dumps(measure(args.measure, args.mode, args.arena_max)))
         return
     path = args.keep or Path(tempfile.mkdtemp(prefix="memoryd-bench-token-reuse-"))
     if not (path / "lancedb").exists():
@@ -101,6 +106,7 @@ def main() -> None:
         for _ in range(args.runs):
             for mode in ("rewritten", "reused"):
                 cmd = [sys.executable, __file__, "--measure", str(path), "--mode", mode]
+                cmd += ["--arena-max", str(args.arena_max)]
                 run = subprocess.run(cmd, capture_output=True, text=True, check=True)
                 rows.append(json.loads(run.stdout.strip().splitlines()[-1]))
     finally:
@@ -122,7 +128,10 @@ def main() -> None:
             f"| {r['rss_growth'] / n:,.0f} | {r['close_s']:.2f} |"
         )
     print(f"\nwhy: {rows[0]['why']!r}; {rows[1]['why']!r}")
-    print(f"\n`./dev bench token_reuse.py --memories {args.memories} --runs {args.runs}`")
+    print(
+        f"\n`./dev bench token_reuse.py --memories {args.memories} --runs {args.runs} "
+        f"--arena-max {args.arena_max}`"
+    )
 
 
 if __name__ == "__main__":

@@ -327,9 +327,16 @@ class Repository(HotIndex):
         assert self._token_path is not None
         where = token_map.map_path(self._token_path)
         try:
-            # With others writing the store: the version the last look brought the index to.
-            version = None if self._follower is None else self._follower.applied_version
-            table = self._durable.identity(version)
+            table = self._durable.identity()
+            if self._follower is not None and self._follower.applied_version != table["version"]:
+                # Other daemons wrote since the last look (or it failed): the index holds an
+                # older version than the table's, and any start from here reads it anew.
+                log.info(
+                    "no map for the token file: the index holds table version %d of %d",
+                    self._follower.applied_version,
+                    table["version"],
+                )
+                return
             stat = self._token_file.sync()
             if stat.st_size != self._token_file.size:
                 raise ValueError(
