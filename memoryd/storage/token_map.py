@@ -110,7 +110,7 @@ def write(path: Path, rows: TokenMap) -> None:
         digest.update(part)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "wb") as f:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
             for part in parts:
                 f.write(part)
             f.write(digest.digest())
