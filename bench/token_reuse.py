@@ -14,9 +14,9 @@ does, each start in a fresh process, ``--runs`` times each way:
 Per start: the seconds ``open`` took (a timing: publish it only from a quiet machine), the
 token column's bytes read (``LanceStore.token_bytes_read``), the bytes the process read and
 wrote through system calls in ``open`` (``/proc/self/io`` rchar and wchar, page-cache hits
-included) and read from the block device (read_bytes), its VmRSS growth (with ``--arena-max``
-2 malloc arenas, as ``memoryd serve`` sets), and the seconds ``close`` took (which saves
-the map).
+included) and read from the block device (read_bytes), its VmRSS growth (at 2 malloc
+arenas by default, ``--arena-max``, as ``memoryd serve`` sets), and the seconds ``close``
+took (which saves the map).
 
     ./dev bench token_reuse.py --memories 100000 --keep /tmp/store100k
 """
