@@ -101,6 +101,12 @@ def measure(path: Path, arena_max: int) -> None:
     empty.close()
     gc.collect()
     before = vm_rss()
+    # The start that rewrites the token file (as after a crash, or the first start): a map
+    # left by an earlier run's clean close would make it reuse the file (token_map.py;
+    # bench/token_reuse.py measures that start).
+    from memoryd.storage import token_map
+
+    token_map.remove(token_map.map_path(path / "data" / "tokens.bin"))
     repo = Repository(
         LanceStore(str(path / "lancedb"), table="m", model_name="x", dim=384),
         token_path=path / "data" / "tokens.bin",

@@ -303,6 +303,40 @@ def serve(
             out["recall"] = harness.summary_ms(lat)
         status = harness.proc_status(daemon.pid)
         out["rss_end"], out["rss_peak"] = status.get("VmRSS"), status.get("VmHWM")
+        out["io_start"] = proc_io(daemon.pid)
+    finally:
+        code = daemon.stop()
+        if code not in (0, None):
+            harness.log(f"memoryd exited {code}:\n{daemon.log_tail()}")
+    if layout is not None and args.restart:
+        out["restart"] = restart(daemon)
+    return out
+
+
+def proc_io(pid: int) -> dict[str, int]:
+    """The process's I/O so far (/proc/PID/io: rchar, wchar are read and write system
+    calls' bytes, page-cache hits included; read_bytes what came from the disk)."""
+    out = {}
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        key, _, value = line.partition(":")
+        out[key] = int(value)
+    return out
+
+
+def restart(daemon: harness.Daemon) -> dict[str, Any]:
+    """The daemon started again on the store its clean stop just left (``--restart``): its
+    token file reused (storage/token_map.py), so the table is read without the token
+    vectors: time to SERVING and the bytes it read and wrote until then."""
+    t0 = time.perf_counter()
+    daemon.start()
+    out: dict[str, Any] = {"spawn_s": time.perf_counter() - t0}
+    try:
+        out.update(daemon.startup())
+        out["io_start"] = proc_io(daemon.pid)
+        out["rss_start"] = harness.proc_status(daemon.pid).get("VmRSS")
+        text = daemon.log_text()
+        out["token_file"] = "reused" if "token file reused" in text else "rewritten"
+        harness.log(f"restarted: {out}")
     finally:
         code = daemon.stop()
         if code not in (0, None):
@@ -412,6 +446,16 @@ def per_memory(value: float | None, n: int) -> str:
     return "n/a" if value is None or not n else f"{value / n / 1024:.1f}"
 
 
+RESTART_HEADERS = (
+    "layout", "start", "SERVING after s", "store + index s", "read syscalls GiB",
+    "write syscalls GiB", "RSS after start MiB",
+)  # fmt: skip
+
+
+def gib(value: float | None) -> str:
+    return "n/a" if value is None else f"{value / 2**30:.2f}"
+
+
 def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
     nan = float("nan")
     base_rss = next((r.get("rss_end") for r in results if r["memories"] == 0), None)
@@ -473,6 +517,26 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
                 split,
             ),
         ]
+    restarts = [
+        [r["layout"], "first (token file written)", r.get("serving_s", nan),
+         r.get("store_s", nan), gib(r.get("io_start", {}).get("rchar")),
+         gib(r.get("io_start", {}).get("wchar")), harness.mib(r.get("rss_start"))]
+        for r in results
+        if "restart" in r
+    ] + [
+        [r["layout"], f"restart (token file {x['token_file']})", x.get("serving_s", nan),
+         x.get("store_s", nan), gib(x.get("io_start", {}).get("rchar")),
+         gib(x.get("io_start", {}).get("wchar")), harness.mib(x.get("rss_start"))]
+        for r in results
+        if (x := r.get("restart"))
+    ]  # fmt: skip
+    if restarts:
+        sections += [
+            "The same store started again after a clean stop (`--restart`): the token file "
+            "reused, the table read without its token vectors; I/O until SERVING "
+            "(/proc/PID/io, page-cache hits included):",
+            harness.table(RESTART_HEADERS, restarts),
+        ]
     if cold:
         sections += [
             "A cold scope's load, in process (the proposed policy's cost before its first "
@@ -498,6 +562,11 @@ def main() -> None:
         help="after the daemon's run, time its load's parts in process (as much memory)",
     )
     p.add_argument("--no-baseline", action="store_true", help="skip the empty store's RSS")
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="start each store's daemon once more after its clean stop (token file reused)",
+    )
     p.add_argument(
         "--expect-bytes-per-memory",
         type=int,

@@ -106,7 +106,8 @@ FOLLOW_FAILING_MIN_SECONDS = 2.0
 STORAGE_WATCH_SECONDS = 1.0
 SWEEP_INTERVAL_SECONDS = 60.0
 FREEZE_MIN_OBJECTS = 200_000  # re-freeze the heap only past this many unfrozen objects
-# The late-interaction token vectors while serving (token_file.py; rewritten at start)
+# The late-interaction token vectors while serving (token_file.py; reused after a clean
+# shutdown when its map, token_map.py, matches the table; else rewritten at start)
 TOKEN_FILE = "tokens.bin"
 
 

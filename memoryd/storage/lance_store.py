@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import json
 import logging
 import os
@@ -364,7 +365,11 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
     vectors = (
         batch.column("vector").flatten().to_numpy(zero_copy_only=False).astype(np.float32)
     ).reshape(-1, dim)
-    tokens = _token_blobs(batch.column("token_vectors"), dim)
+    tokens = (
+        _token_blobs(batch.column("token_vectors"), dim)
+        if "token_vectors" in batch.schema.names
+        else [None] * batch.num_rows  # a scan without them (the token file is reused)
+    )
     for i in range(batch.num_rows):
         try:
             memory = Memory(
@@ -513,6 +518,9 @@ class LanceStore:
         self._cleaned_upto = 0.0
         self.commits = 0
         self.rows_written = 0
+        # Bytes of the token-vector column the scans read (the load at start, a repair of
+        # the token file): none at a start that reuses the token file (storage.token_map).
+        self.token_bytes_read = 0
         self.fault: str | None = None  # why writes fail now (a full disk), else None
         self._free_at_fault: int | None = None  # free bytes on the disk when it began
         # Told (on the writer thread, before the writers' futures resolve) the ids of each
@@ -619,17 +627,25 @@ class LanceStore:
             f"{damage.describe(table_dir, error, 'opened')} (no older version opens either)"
         )
 
-    def _stream(self, table: Any, name: str) -> Iterator[pa.RecordBatch]:
+    def _stream(
+        self, table: Any, name: str, columns: list[str] | None = None
+    ) -> Iterator[pa.RecordBatch]:
         """Every row of ``table``, a batch at a time: the whole table is never in memory at
         once (at 100k memories its token vectors alone are 1.4 GB, which the allocator
         kept after the load). A table that fails to read goes through ``_read_all``: a
         DataCorrupt naming the damage or, with ``open_last_good``, the rollback (which
-        reads whole, before any row is handed out)."""
+        reads whole, before any row is handed out). ``columns``: only those (default all)."""
         if self.open_last_good:
-            yield from self._read_all(table, name).to_batches(max_chunksize=_SCAN_BATCH)
+            data = self._read_all(table, name)
+            if columns is not None:
+                data = data.select(columns)
+            yield from data.to_batches(max_chunksize=_SCAN_BATCH)
             return
+        query = table.search()
+        if columns is not None:
+            query = query.select(columns)
         try:
-            yield from table.search().limit(None).to_batches(_SCAN_BATCH)
+            yield from query.limit(None).to_batches(_SCAN_BATCH)
         except Exception as error:
             self._read_all(table, name)  # a DataCorrupt naming the damage, if that is it
             raise error
@@ -706,12 +722,16 @@ class LanceStore:
             parts.append("a compaction in progress")
         return ", ".join(parts)
 
-    def scan(self) -> Iterator[Row]:
+    def scan(self, *, tokens: bool = True) -> Iterator[Row]:
         """Every stored row (for rebuilding the in-memory index at start), with the newest
-        access count of each from the access log."""
+        access count of each from the access log. ``tokens`` False: the token-vector column
+        is not read (every row's are None), for a start that reuses the token file."""
         access = self.read_access()
-        for batch in self._stream(self._table, self._table_name):
-            for memory, vector, tokens in from_arrow(batch):
+        columns = None if tokens else [n for n in self.schema.names if n != "token_vectors"]
+        for batch in self._stream(self._table, self._table_name, columns):
+            if tokens:
+                self.token_bytes_read += batch.column("token_vectors").nbytes
+            for memory, vector, tokens_ in from_arrow(batch):
                 entry = access.get(memory.id)
                 if entry is not None:
                     last = memory.last_accessed_at
@@ -722,7 +742,7 @@ class LanceStore:
                         access_count=max(memory.access_count, entry[0]),
                         last_accessed_at=last,
                     )
-                yield memory, vector, tokens
+                yield memory, vector, tokens_
 
     def read_access(self) -> dict[str, tuple[int, datetime | None]]:
         """The access log folded: per id, the highest count and the latest access."""
@@ -759,6 +779,34 @@ class LanceStore:
     def table_version(self) -> int:
         """The version of the memories' table this store read at start or wrote last."""
         return int(self._table.version)
+
+    def identity(self) -> dict[str, Any]:
+        """What tells the memories table at the version this store has apart from any other
+        table or version, for the token file's map (storage.token_map): its location,
+        embedding and schema, the version, the version's commit time (microseconds since the
+        epoch: a table re-created, replaced or restored with the same version number was
+        committed at another instant) and its row count. Through LanceDB's own table only:
+        opening it as a pylance dataset costs a local daemon ~60 MiB of RSS more, once."""
+        table = self._table
+        version = int(table.version)
+        committed = [
+            round(v["timestamp"].timestamp() * 1e6)
+            for v in table.list_versions()
+            if int(v["version"]) == version and isinstance(v["timestamp"], datetime)
+        ]
+        # (the schema metadata's order varies from one opening to the next: sorted)
+        meta = sorted((table.schema.metadata or {}).items())
+        schema = table.schema.to_string(show_schema_metadata=False) + repr(meta)
+        return {
+            "uri": self.uri,
+            "table": self._table_name,
+            "model": self.model_name,
+            "dim": self.dim,
+            "schema": hashlib.sha256(schema.encode()).hexdigest()[:16],
+            "version": version,
+            "committed_us": committed[0] if committed else None,
+            "rows": int(table.count_rows()),
+        }
 
     def datasets(self) -> dict[str, Any]:
         """The store's tables as pylance datasets (``lance.LanceDataset``, at the version

@@ -5,6 +5,11 @@ The repository is the hot index (``HotIndex``, whose methods answer every read, 
 LanceDB first, and only once the commit is on disk does the index change, so every read
 sees exactly the acknowledged writes. Reads never touch LanceDB.
 
+At start the token file (``<data_dir>/tokens.bin``) is reused when the map a clean shutdown
+saved beside it proves it matches the table (``storage.token_map``): the table is then read
+without its token-vector column; otherwise it is written afresh from the table. The start's
+log line says which, and why (``token_start``).
+
 Its background jobs (persisting access counts, maintaining the approximate indexes and,
 with several daemons over one store, following the others' commits: ``storage.follow``)
 are its own: ``start_jobs`` and ``shutdown``; what Stats and health need of the store it
@@ -21,6 +26,7 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -29,18 +35,32 @@ import numpy as np
 from memoryd.core import tracing
 from memoryd.core.jobs import Job, Jobs
 from memoryd.core.records import FollowLag, KeyRecord, Memory
+from memoryd.storage import token_map
 from memoryd.storage.claims import KeyClaims
 from memoryd.storage.follow import Follower
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import STATUS_OK, LanceStore
 from memoryd.storage.lexical import Analyzer
 from memoryd.storage.token_file import TokenFile
+from memoryd.storage.token_map import TokenMap, Unusable, row_state
 
 log = logging.getLogger(__name__)
 
 ACCESS_FLUSH_SECONDS = 60.0
 ANN_MAINTAIN_SECONDS = 60.0
 TOKEN_UPKEEP_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class TokenStart:
+    """How the start got its token file: reused (the map of the last clean shutdown vouched
+    for it; the token-vector column was not read) or written afresh, and why."""
+
+    reused: bool
+    why: str
+
+    def __str__(self) -> str:
+        return f"token file {'reused' if self.reused else 'rewritten'} ({self.why})"
 
 
 class Repository(HotIndex):
@@ -72,15 +92,18 @@ class Repository(HotIndex):
         store (storage.follow_interval); 0 = this daemon is the store's only writer.
         ``claims``: where keyed Stores claim their key across daemons (None: one daemon).
         ``token_path``: the local file the token vectors are kept in while serving
-        (``<data_dir>/tokens.bin``, rewritten at every start; None: a temporary file)."""
+        (``<data_dir>/tokens.bin``, reused after a clean shutdown, see ``token_map``; None:
+        a temporary file, never reused)."""
         super().__init__(
             durable.dim,
             analyzer,
             ann_threshold=ann_threshold,
             ann_ef_search=ann_ef_search,
             ann_build_threads=ann_build_threads,
-            token_path=token_path,
+            token_path=None,  # until open(): the file at token_path is reused or rewritten
         )
+        self._token_path = token_path
+        self.token_start: TokenStart | None = None  # set by open()
         self._durable = durable
         self._compact_inline = False  # maintain_tokens compacts, on a thread
         self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
@@ -113,15 +136,130 @@ class Repository(HotIndex):
         self.maintain_ann()  # big scopes start their HNSW build now
         _release_freed_memory()
         took = time.perf_counter() - start
-        log.info("loaded %d memories into the hot index in %.2fs", len(self), took)
+        log.info(
+            "loaded %d memories into the hot index in %.2fs; %s", len(self), took, self.token_start
+        )
         return took
 
     def _load_rows(self) -> None:
         # A function of its own: the last row's vector and token vectors are views of the
         # scan's last batch, which a loop variable left in open() would keep alive.
-        with self.bulk_load():
-            for memory, vector, tokens in self._durable.scan():
-                self.put(memory, vector, tokens)
+        saved, why = self._saved_tokens()
+        if saved is not None:
+            with self.bulk_load():
+                for memory, vector, _ in self._durable.scan(tokens=False):
+                    self.put(memory, vector, None)
+            why = self._adopt_tokens(saved)
+            if not why:
+                version = saved.header["table"]["version"]
+                self.token_start = TokenStart(True, f"its map matches table version {version}")
+                return
+            log.warning("the token file does not match the table after all (%s): rewriting", why)
+            self._rewrite_tokens()
+        else:
+            self._use_token_file(TokenFile(self.dim, self._token_path))
+            with self.bulk_load():
+                for memory, vector, tokens in self._durable.scan():
+                    self.put(memory, vector, tokens)
+        self.token_start = TokenStart(False, why)
+
+    def _saved_tokens(self) -> tuple[TokenMap | None, str]:
+        """The map the last clean shutdown saved, with the token file opened as it is, if
+        the map vouches for the file and the store now; else None and why not. Either way
+        the map is deleted before anything writes to the file (so no later crash leaves a
+        map of a file that changed since)."""
+        if self._token_path is None:
+            return None, "a temporary file"
+        where = token_map.map_path(self._token_path)
+        try:
+            saved = token_map.read(where)
+            problem = token_map.mismatch(
+                saved.header.get("table", {}), self._durable.identity(), "the table"
+            )
+            if not problem:
+                try:
+                    now = token_map.file_identity(self._token_path.stat())
+                except FileNotFoundError:
+                    return None, "the token file is missing"
+                problem = token_map.mismatch(saved.header.get("file", {}), now, "the token file")
+            if problem:
+                return None, problem
+            self._use_token_file(
+                TokenFile(self.dim, self._token_path, keep=int(saved.header["file"]["size"]))
+            )
+            return saved, ""
+        except Unusable as e:
+            return None, str(e)
+        except Exception as e:  # an optimisation: never fail the start over it
+            log.warning("the token file's map could not be checked", exc_info=True)
+            return None, f"the map could not be checked: {e}"
+        finally:
+            token_map.remove(where)
+
+    def _use_token_file(self, new: TokenFile) -> None:
+        self._token_file.close()
+        self._token_file = new
+
+    def _adopt_tokens(self, saved: TokenMap) -> str:
+        """Point every row (loaded without token vectors) at its record in the reused file
+        as the map says; "" if done, else why not (and no row points anywhere)."""
+        if self._durable.table_version() != saved.header["table"]["version"]:
+            return "the table changed while it was read"
+        n = len(saved.ids)
+        if n != len(self._memories) or len(set(saved.ids)) != n:
+            return f"the map holds {n} rows, the table {len(self._memories)}"
+        file = self._token_file
+        live = 0
+        rows = zip(
+            saved.ids,
+            saved.offsets.tolist(),
+            saved.counts.tolist(),
+            saved.updated.tolist(),
+            saved.hashes.tolist(),
+            strict=True,
+        )
+        for memory_id, offset, count, updated, digest in rows:
+            memory = self._memories.get(memory_id)
+            if memory is None or row_state(memory.updated_at, memory.content_hash) != (
+                updated,
+                digest,
+            ):
+                self._forget_token_records()
+                return f"memory {memory_id} is not in the table as the map has it"
+            if count >= 0:
+                size = file.record_bytes(count)
+                if offset < 0 or offset + size > file.size:
+                    self._forget_token_records()
+                    return f"memory {memory_id}'s record lies outside the token file"
+                live += size
+            part = self._parts[memory.scope]
+            row = part.row_of[memory_id]
+            part.tok_off[row], part.tok_n[row] = offset, count
+        file.live = live
+        return ""
+
+    def _forget_token_records(self) -> None:
+        for part in self._parts.values():
+            part.tok_n[: len(part)] = -1
+
+    def _rewrite_tokens(self) -> None:
+        """Write the token file afresh for an index already loaded (the map did not match
+        after all): each row's record as the table has it now, for the rows still in the
+        state loaded (a row another daemon changed in between gets its record when
+        followed)."""
+        self._forget_token_records()
+        self._use_token_file(TokenFile(self.dim, self._token_path))
+        found = _write_tokens(self._durable, self._token_file)
+        live = 0
+        for memory_id, (offset, count, state) in found.items():
+            memory = self._memories.get(memory_id)
+            if memory is None or _stamp(memory, offset, count) != state:
+                continue
+            part = self._parts[memory.scope]
+            row = part.row_of[memory_id]
+            part.tok_off[row], part.tok_n[row] = offset, count
+            live += self._token_file.record_bytes(count)
+        self._token_file.live = live
 
     def start_jobs(self) -> None:
         """Start the background jobs (on the event loop)."""
@@ -137,11 +275,85 @@ class Repository(HotIndex):
         pending = self._durable.pending()
         if pending:
             log.info("stopping: waiting for the store (%s)", pending)
-        await asyncio.to_thread(self.close)
+        await asyncio.to_thread(self._durable.close)  # every queued write committed
+        if self._follower is not None and not self._durable.unreachable:
+            # The others' last commits too: the map then names the version the index holds.
+            try:
+                await self._follower.follow()
+            except Exception:
+                log.exception("the last look at the shared store failed")
+        rows = self._token_rows()  # on the loop, like every read of the index
+        await asyncio.to_thread(self._finish, rows)
 
     def close(self) -> None:
-        super().close()
+        """Finish the queued writes and stop the store's threads, save the token file's
+        map (the next start reuses the file), close the index. Blocks."""
         self._durable.close()
+        self._finish(self._token_rows())
+
+    def _finish(self, rows: TokenMap | None) -> None:
+        try:
+            if rows is not None:
+                self._save_token_map(rows)
+        finally:
+            super().close()
+
+    def _token_rows(self) -> TokenMap | None:
+        """Where every row's token vectors are in the token file, for its map (None: no map
+        can vouch for the file: a temporary one, one never opened, or a damaged one)."""
+        if self._token_path is None or self.token_start is None or self.tokens_damaged:
+            return None
+        ids: list[str] = []
+        offsets: list[np.ndarray] = []
+        counts: list[np.ndarray] = []
+        for part in self._parts.values():
+            n = len(part)
+            ids.extend(part.ids)
+            counts.append(part.tok_n[:n].copy())
+            offsets.append(np.where(part.tok_n[:n] >= 0, part.tok_off[:n], 0))
+        memories = self._memories
+        states = [row_state(memories[i].updated_at, memories[i].content_hash) for i in ids]
+        return TokenMap(
+            ids,
+            np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
+            np.concatenate(counts) if counts else np.zeros(0, np.int32),
+            np.array([s[0] for s in states], dtype=np.int64),
+            np.array([s[1] for s in states], dtype=np.uint32),
+        )
+
+    def _save_token_map(self, rows: TokenMap) -> None:
+        """Write the token file's map (after the store's last commit); on any failure none,
+        and the next start rewrites the file."""
+        assert self._token_path is not None
+        where = token_map.map_path(self._token_path)
+        try:
+            table = self._durable.identity()
+            if self._follower is not None and self._follower.applied_version != table["version"]:
+                # Other daemons wrote since the last look (or it failed): the index holds an
+                # older version than the table's, and any start from here reads it anew.
+                log.info(
+                    "no map for the token file: the index holds table version %d of %d",
+                    self._follower.applied_version,
+                    table["version"],
+                )
+                return
+            stat = self._token_file.sync()
+            if stat.st_size != self._token_file.size:
+                raise ValueError(
+                    f"the token file is {stat.st_size} bytes, not {self._token_file.size}"
+                )
+            rows.header = {"table": table, "file": token_map.file_identity(stat)}
+            token_map.write(where, rows)
+        except Exception:
+            log.exception("could not save the token file's map: the next start rewrites the file")
+            with contextlib.suppress(OSError):
+                token_map.remove(where)
+            return
+        log.info(
+            "saved the token file's map (%d rows, table version %d): the next start reuses it",
+            len(rows.ids),
+            table["version"],
+        )
 
     async def _maintain_ann(self) -> None:
         self.maintain_ann()  # installs finished builds, starts due ones (never blocks)

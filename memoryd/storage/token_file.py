@@ -9,11 +9,15 @@ reranker reads the few it needs with one ``os.pread`` each: from the kernel's pa
 also when the store is an object store (``storage.uri = s3://...``), where reading the
 table per Recall would cost a round trip per query.
 
-The file is derived data: LanceDB holds every memory's token vectors durably. It is
-written afresh at every start (``open`` truncates it; the load appends every row), so a
-crash, a reembed or a file left by another version never carries over. Records are only
-appended: an overwrite or a delete leaves dead bytes, and ``HotIndex`` rewrites the live
-records into a new file once the dead ones outweigh them (``should_compact``).
+The file is derived data: LanceDB holds every memory's token vectors durably. A clean
+shutdown saves its map beside it (``token_map``: the table version and rows it was made
+from, checksummed), and the next start reuses the file, reading the table without its
+token-vector column, when the map proves it matches the table; otherwise (no map after a
+crash or kill -9, a reembed, restore or import, another model or dimension, the table moved
+on, a truncated or edited file) the start writes it afresh from the table (truncated, then
+every row appended), so nothing stale ever carries over. Records are only appended: an
+overwrite or a delete leaves dead bytes, and ``HotIndex`` rewrites the live records into
+a new file once the dead ones outweigh them (``should_compact``).
 
 Each record starts with a header (magic, token count, dimension, the memory id's CRC-32)
 that every read checks: a truncated or overwritten file, or an offset that
@@ -56,25 +60,38 @@ class TokenFile:
     """An append-only file of token-vector records; callers keep (offset, count).
 
     ``path`` None: an anonymous temporary file (tests, tools); else the file is created
-    or truncated at ``path``."""
+    or truncated at ``path``, or with ``keep`` (its size in bytes, which a map vouches for:
+    ``token_map``) reopened as it is (ValueError if it is not that long); its ``live``
+    bytes are then the caller's to count."""
 
-    def __init__(self, dim: int, path: Path | None = None):
+    def __init__(self, dim: int, path: Path | None = None, *, keep: int | None = None):
         self.dim = dim
         self.path = path
-        self._fd = self._open(path)
+        self._fd = self._open(path, keep)
         # An index dropped without close() (tests, tools) still gives its descriptor back.
         self._finalizer = weakref.finalize(self, _close_quietly, [self._fd])
-        self.size = 0  # bytes written (the end of the last record)
+        self.size = keep or 0  # bytes written (the end of the last record)
         self.live = 0  # bytes of records some row still points at
         self.damaged = False  # a read found a record that is not what the index expects
 
     @staticmethod
-    def _open(path: Path | None) -> int:
+    def _open(path: Path | None, keep: int | None) -> int:
         if path is None:
             with tempfile.TemporaryFile(prefix="memoryd-tokens-") as handle:
                 return os.dup(handle.fileno())
         path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        if keep is None:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(path, os.O_RDWR)
+        if os.fstat(fd).st_size != keep:
+            os.close(fd)
+            raise ValueError(f"the token file {path} is not {keep} bytes long")
+        return fd
+
+    def sync(self) -> os.stat_result:
+        """Flush the file to disk; returns its stat afterwards (for the map)."""
+        os.fsync(self._fd)
+        return os.fstat(self._fd)
 
     def record_bytes(self, count: int) -> int:
         return HEADER_BYTES + count * self.dim

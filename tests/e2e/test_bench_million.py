@@ -27,7 +27,7 @@ LOCOMO = next(
 def test_daemon_serves_the_store_the_script_writes(tmp_path: Path) -> None:
     out = tmp_path / "million.json"
     cmd = [sys.executable, "bench/million.py", "--layouts", "10x20", "--pool", "40"]
-    cmd += ["--queries", "5", "--warmup", "1", "--no-baseline", "--cold-scopes", "3"]
+    cmd += ["--queries", "5", "--warmup", "1", "--no-baseline", "--cold-scopes", "3", "--restart"]
     cmd += ["--tmp", str(tmp_path), "--cache", str(tmp_path / "cache"), "--json", str(out)]
     run = subprocess.run(
         cmd, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=240
@@ -44,6 +44,10 @@ def test_daemon_serves_the_store_the_script_writes(tmp_path: Path) -> None:
     assert result["recall"]["n"] == 5 and 0 < result["recall"]["p50"] <= result["recall"]["p99"]
     assert result["recalls_found"] == 6
     assert result["rss_start"] > 0 and result["rss_end"] > 0
+    # Started again after its clean stop, the daemon reused its token file and read less.
+    again = result["restart"]
+    assert again["token_file"] == "reused" and again["store_rows"] == 200
+    assert again["io_start"]["wchar"] < result["io_start"]["wchar"]
     cold = result["cold"]
     assert cold["scopes"] == 3 and cold["rows_per_scope"] == 20
     assert "| 10 agents x 20 | 200 |" in run.stdout

@@ -115,7 +115,7 @@ async def test_updates_forgets_and_restart_keep_each_memorys_tokens(tmp_path: Pa
         assert_tokens(repo, want)
     finally:
         repo.close()
-    again = open_repo(tmp_path)  # a restart: the token file is rebuilt from the store
+    again = open_repo(tmp_path)  # a restart: the token file reused (its map, token_map)
     try:
         assert_tokens(again, want)
     finally:
@@ -124,7 +124,7 @@ async def test_updates_forgets_and_restart_keep_each_memorys_tokens(tmp_path: Pa
 
 async def test_a_reembedded_store_never_serves_the_old_token_vectors(tmp_path: Path) -> None:
     """The token file of a daemon restarted on a reembedded store holds the new model's
-    vectors (the file is rewritten at every start, never trusted from before)."""
+    vectors (the old file's map names another table: the file is rewritten)."""
     path = tmp_path / "data" / "tokens.bin"
     old = Repository(
         LanceStore(str(tmp_path / "old"), table="m", model_name="a", dim=DIM), token_path=path

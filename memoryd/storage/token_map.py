@@ -1,0 +1,191 @@
+"""The token file's map: what lets a start reuse ``tokens.bin`` instead of rewriting it.
+
+The token file (``token_file``) is derived from the store's token-vector column. Writing it
+afresh at every start means reading that column whole (~12 KiB per memory: 12 GB at a
+million memories) and writing as much again. So at a clean shutdown the repository writes,
+beside it, ``tokens.bin.map``: what the file was made from and where each row's record is:
+
+- the table (``LanceStore.identity``): its location, embedding model and dimension, schema,
+  version, the version's commit time (to the microsecond: a table re-created, replaced or
+  restored with the same version number was committed at another instant) and row count;
+- the file: its size, modification time, inode and device (after an fsync);
+- per row: the memory id, the state of the row its record was written for (updated_at in
+  microseconds and the CRC-32 of its content hash), and the record's offset and token count
+  (-1: the row has none);
+
+written atomically (a temporary file, fsync, rename, fsync of the directory) and ending in
+the SHA-256 of everything before it.
+
+A start reads the map and deletes it before anything is written to the token file, so a map
+only ever describes a file nothing has written to since it was saved: a crash, a kill -9 or
+a failed save leaves none, and that start rewrites the file. The file is reused only when
+the map reads whole and every check agrees (``Repository.open``): the store's identity now
+is the map's, the file is the one the map describes, and the table's rows, read without
+their token vectors, are exactly the map's rows in the same states. Anything else (a
+``memoryd reembed`` or restore swapped in, another model, dimension or schema, the table
+moved on, a truncated or edited file or map) rewrites it from the table as before. The
+per-record header check of ``token_file`` stays as the last guard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = 1
+_MAGIC = b"MTKMAP01"
+_U32 = struct.Struct("<I")
+_DIGEST_BYTES = hashlib.sha256().digest_size
+# offsets, counts, updated_at, content-hash CRCs, id lengths (then the ids' UTF-8 bytes)
+_COLUMNS = ("<i8", "<i4", "<i8", "<u4", "<u4")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+class Unusable(Exception):
+    """The map cannot vouch for the token file; the message says why."""
+
+
+def map_path(token_path: Path) -> Path:
+    return token_path.with_name(token_path.name + ".map")
+
+
+def row_state(updated_at: datetime, content_hash: str) -> tuple[int, int]:
+    """A row's state as the map keeps it: updated_at in microseconds since the epoch and
+    the CRC-32 of the content hash (the table's version and fragments are checked whole;
+    this tells the rows the index held apart from rows it had not applied)."""
+    return (updated_at - _EPOCH) // _MICROSECOND, zlib.crc32(content_hash.encode())
+
+
+def file_identity(stat: os.stat_result) -> dict[str, int]:
+    return {
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "ino": stat.st_ino,
+        "dev": stat.st_dev,
+    }
+
+
+@dataclass(slots=True)
+class TokenMap:
+    ids: list[str]
+    offsets: np.ndarray  # int64: where each row's record starts
+    counts: np.ndarray  # int32: its token count (-1: none)
+    updated: np.ndarray  # int64: the row's updated_at, microseconds since the epoch
+    hashes: np.ndarray  # uint32: CRC-32 of the row's content hash
+    # "table": the store's identity, "file": the token file's (file_identity)
+    header: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.ids)
+        if any(len(c) != n for c in (self.offsets, self.counts, self.updated, self.hashes)):
+            raise ValueError("the map's columns differ in length")
+
+
+def write(path: Path, rows: TokenMap) -> None:
+    """Write ``rows`` to ``path`` atomically and durably."""
+    encoded = [i.encode() for i in rows.ids]
+    header = {**rows.header, "format": FORMAT, "rows": len(encoded)}
+    head = json.dumps(header, sort_keys=True).encode()
+    columns = (rows.offsets, rows.counts, rows.updated, rows.hashes, [len(e) for e in encoded])
+    parts = [
+        _MAGIC,
+        _U32.pack(len(head)),
+        head,
+        *(np.asarray(c).astype(t).tobytes() for c, t in zip(columns, _COLUMNS, strict=True)),
+        b"".join(encoded),
+    ]
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            for part in parts:
+                f.write(part)
+            f.write(digest.digest())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _sync_dir(path.parent)
+
+
+def read(path: Path) -> TokenMap:
+    """The map at ``path``; ``Unusable`` if there is none or it does not read whole."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise Unusable(
+            "no map: the last run did not shut down cleanly, or this is the first start"
+        ) from None
+    except OSError as e:
+        raise Unusable(f"the map cannot be read ({e.strerror})") from None
+    body, digest = data[:-_DIGEST_BYTES], data[-_DIGEST_BYTES:]
+    if len(data) < len(_MAGIC) + _U32.size + _DIGEST_BYTES or not body.startswith(_MAGIC):
+        raise Unusable("the map is not one (cut short, or another file)")
+    if hashlib.sha256(body).digest() != digest:
+        raise Unusable("the map's checksum does not match (cut short or edited)")
+    try:
+        at = len(_MAGIC)
+        (size,) = _U32.unpack_from(body, at)
+        at += _U32.size
+        header = json.loads(body[at : at + size])
+        at += size
+        if header.get("format") != FORMAT:
+            raise Unusable(f"the map's format is {header.get('format')!r}, not {FORMAT}")
+        n = int(header["rows"])
+        columns = []
+        for dtype in _COLUMNS:
+            columns.append(np.frombuffer(body, dtype, n, at))
+            at += np.dtype(dtype).itemsize * n
+        ends = (np.cumsum(columns.pop(), dtype=np.int64) + at).tolist()
+        if (ends[-1] if ends else at) != len(body):
+            raise Unusable("the map's ids do not add up to its length")
+        starts = [at, *ends[:-1]]
+        ids = [body[s:e].decode() for s, e in zip(starts, ends, strict=True)]
+        offsets, counts, updated, hashes = columns
+        return TokenMap(ids, offsets, counts, updated, hashes, header=header)
+    except (ValueError, KeyError, TypeError, struct.error) as e:
+        raise Unusable(f"the map does not parse ({e})") from None
+
+
+def remove(path: Path) -> None:
+    """Delete the map (and a temporary file a failed save left), durably."""
+    removed = False
+    for p in (path, path.with_name(path.name + ".tmp")):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+            removed = True
+    if removed:
+        _sync_dir(path.parent)
+
+
+def mismatch(saved: dict[str, Any], now: dict[str, Any], what: str) -> str:
+    """Why ``now`` is not ``saved`` ("" if they are equal), naming the first key that
+    differs."""
+    for key in sorted(saved.keys() | now.keys()):
+        if saved.get(key) != now.get(key):
+            return f"{what}'s {key} is {now.get(key)!r}, the map's {saved.get(key)!r}"
+    return ""
+
+
+def _sync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
