@@ -5,9 +5,9 @@ allocations; only the top of a heap is returned by itself. LanceDB (Rust, on the
 allocator) and the model's batches free large buffers at every commit, compaction and
 load, between long-lived allocations (records, caches), so those pages stay resident
 unless ``malloc_trim`` hands them back (it ``madvise``s every free page of every arena).
-On the Store path, with nothing calling it, a daemon that received 10k memories by Store
-held ~6 KB per memory of such pages more than after a restart (bench/store_rss.py,
-bench/RESULTS.md). Elsewhere than glibc (musl, macOS) there is nothing to call.
+On the Store path nothing called it: a daemon that received 10k memories by Store kept
+26-61 MiB of such pages (2.6-6.4 KB per memory; bench/store_rss.py, bench/RESULTS.md).
+Elsewhere than glibc (musl, macOS) there is nothing to call.
 """
 
 from __future__ import annotations
