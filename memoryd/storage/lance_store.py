@@ -436,7 +436,7 @@ class LanceStore:
         storage_options: dict[str, str] | None = None,
         max_batch: int = 512,
         compact_every: int = 200,
-        cache_bytes: int = 8 << 20,
+        cache_bytes: int = 64 << 20,
         access_fold_rows: int = ACCESS_FOLD_ROWS,
         open_last_good: bool = False,
         read_only: bool = False,
