@@ -95,7 +95,11 @@ class StorageSection(_Section):
         200, ge=1, description="compact the table after this many write commits"
     )
     cache_mib: int = Field(
-        64, ge=1, description="LanceDB index and metadata caches, each (its default is 6 GB + 1 GB)"
+        64,
+        ge=1,
+        description="LanceDB index and metadata caches, each (its default is 6 GB + 1 GB; "
+        "reads come from the hot index; the metadata cache fills with the manifests of "
+        "old versions, 50 MiB after 10k Stores; 8 made commits slower in a test)",
     )
     maintenance: Literal["auto", "off"] = Field(
         "auto",

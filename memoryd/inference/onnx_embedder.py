@@ -23,6 +23,13 @@ from memoryd.core.errors import ConfigError
 BUILTIN_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 _NO_TOKENS = np.zeros((0, 0), dtype=np.float32)
 PAD_WASTE = 1.25  # a length group pads at most 25% more tokens than it holds
+# A run of more token slots than this (batch x padded width: four 16-token texts) hands
+# the regions its activations added to ONNX Runtime's CPU arena back after it. The arena
+# otherwise keeps its largest runs' peak for good: a daemon that embedded 10k Stores held
+# ~50-100 MiB more than after a restart, and shrinking only after runs of over 256 slots
+# still left ~55 MiB (bench/store_rss.py, bench/RESULTS.md). A short query does not pay
+# the shrink; the freed regions go back to the heap, which reuses them for the next run.
+SHRINK_ARENA_ABOVE_SLOTS = 64
 
 
 def length_groups(lengths: list[int]) -> list[list[int]]:
@@ -108,6 +115,8 @@ class OnnxEmbedder:
                 f"embedding model {files.model} must take input_ids and attention_mask; "
                 f"it takes {sorted(self._input_names)}"
             )
+        self._shrink = ort.RunOptions()
+        self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         outputs = [o.name for o in self._session.get_outputs()]
         self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
         self.dim = int(self.embed(["dimension probe"]).shape[1])
@@ -141,7 +150,8 @@ class OnnxEmbedder:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            (states,) = self._session.run([self._output], feeds)
+            large = ids.size > SHRINK_ARENA_ABOVE_SLOTS
+            (states,) = self._session.run([self._output], feeds, self._shrink if large else None)
             if vectors is None:
                 vectors = np.empty((len(texts), states.shape[2]), dtype=np.float32)
             weights = mask[:, :, None].astype(np.float32)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import dataclasses
 import gc
 import logging
@@ -35,7 +34,7 @@ import numpy as np
 from memoryd.core import tracing
 from memoryd.core.jobs import Job, Jobs
 from memoryd.core.records import FollowLag, KeyRecord, Memory
-from memoryd.storage import token_map
+from memoryd.storage import heap, token_map
 from memoryd.storage.claims import KeyClaims
 from memoryd.storage.follow import Follower
 from memoryd.storage.hot_index import HotIndex
@@ -584,8 +583,7 @@ def _release_freed_memory() -> None:
     arenas: at 100k memories the scan's batches left ~1.8 KB a memory of VmRSS behind,
     bench/load_rss.py). Elsewhere (musl, macOS) there is nothing to call."""
     gc.collect()  # the scan's last batches, held by reference cycles
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    heap.release_free_pages()
 
 
 def _stamp(memory: Memory, offset: int, count: int) -> object:

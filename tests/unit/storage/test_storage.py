@@ -427,3 +427,49 @@ async def test_a_compaction_lost_to_concurrent_appends_is_a_warning_and_runs_aga
     assert "postponed" in lines[0].getMessage() and lines[0].exc_info is None
     reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
     assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(3))
+
+
+async def test_lancedb_caches_stay_within_storage_cache_mib_however_many_commits(
+    tmp_path: Path,
+) -> None:
+    """Every commit writes a version, and LanceDB's metadata cache keeps the manifests of
+    old versions it will never read again: after 10k Stores a daemon held 50 MiB there
+    (bench/store_rss.py). ``storage.cache_mib`` bounds it; with a large bound the same
+    commits hold more than the small one allows (so the bound is what holds it)."""
+    held = {}
+    for name, cache in (("small", 256 << 10), ("large", 64 << 20)):
+        store = LanceStore(
+            str(tmp_path / name),
+            table="m",
+            model_name="x",
+            dim=8,
+            compact_every=10**6,
+            cache_bytes=cache,
+        )
+        store.start()
+        try:
+            for i in range(300):
+                await store.add([(mem(i), unit(i), None)])
+            held[name] = store.cache_bytes_held()
+        finally:
+            store.close()
+    assert held["small"] <= 256 << 10, held
+    assert held["large"] > 256 << 10, held
+
+
+async def test_the_writer_hands_freed_memory_back_after_writes_not_while_idle(
+    tmp_path: Path,
+) -> None:
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
+    store.start()
+    try:
+        await store.add([(mem(i), unit(i), None) for i in range(10)])
+        for _ in range(100):  # the writer goes idle a second after the last commit
+            if store.heap_trims:
+                break
+            await asyncio.sleep(0.05)
+        assert store.heap_trims == 1
+        await asyncio.sleep(2.5)  # idle, nothing written: nothing more to hand back
+        assert store.heap_trims == 1
+    finally:
+        store.close()

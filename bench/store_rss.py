@@ -1,0 +1,431 @@
+"""The daemon's resident memory per memory on the Store path, beside the load path.
+
+``bench/peers.py`` measures a daemon's RSS after it received its memories through Stream
+Stores; ``bench/load_rss.py`` measures ``Repository.open`` over a store already written.
+This script does both with one daemon and one store, so the two can be compared:
+
+1. a daemon is started on an empty data dir (through this script, ``--serve``: ``memoryd
+   serve`` with a SIGUSR1 handler that writes a memory report; memoryd's code is unchanged)
+   and its VmRSS read once it has settled: the base;
+2. ``--memories`` texts (LoCoMo turns, then ``corpus.py`` memories, one agent, as peers.py
+   stores them) are stored through 8 Streams in ``--steps`` equal steps, VmRSS read after
+   each (the slope between the steps is the cost per memory, free of what a fresh daemon
+   grows by once, e.g. the model's first document batches);
+3. after ``--idle`` seconds without writes, the daemon's report: VmRSS and its anonymous
+   and file-backed parts; glibc's heap (``mallinfo2``: bytes in use, bytes free but kept);
+   Arrow's memory pool; LanceDB's session caches; Python's allocated blocks (and the top
+   allocating lines when ``--tracemalloc``); the hot index's own count; then VmRSS again
+   after ``malloc_trim(0)`` and after Arrow's pool released what it keeps (what the daemon
+   holds but does not use);
+4. the daemon is stopped and started again over the same data dir (the load path), and
+   after ``--idle`` seconds its report is read the same way.
+
+Every figure per memory is VmRSS above the base (the empty daemon, model loaded) divided
+by the memories stored. Bytes, not timings: the machine's load does not change them much
+(though it changes how Stores group into commits).
+
+    ./dev bench store_rss.py --memories 10000
+    ./dev bench store_rss.py --memories 30000 --steps 3 --tracemalloc 25
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+OUT_ENV = "STORE_RSS_OUT"
+TRACE_ENV = "STORE_RSS_TRACEMALLOC"
+ORT_ARENA_ENV = "STORE_RSS_ORT_ARENA"
+AGENT = "store-rss"
+
+# -- inside the daemon (--serve) ------------------------------------------------------
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",  # bytes of the heaps (main arena's sbrk and the other arenas)
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",  # bytes in mmapped chunks
+            "usmblks",
+            "fsmblks",
+            "uordblks",  # bytes in use (heap chunks)
+            "fordblks",  # bytes free in the heaps (kept, not given back)
+            "keepcost",
+        )
+    ]
+
+
+def _status() -> dict[str, int]:
+    out = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
+            out[key] = int(value.split()[0]) * 1024
+    return out
+
+
+def _mallinfo() -> dict[str, int]:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _Mallinfo2
+        info = libc.mallinfo2()
+    except (OSError, AttributeError):
+        return {}
+    return {name: int(getattr(info, name)) for name, _ in _Mallinfo2._fields_}
+
+
+_seen: dict[str, list[Any]] = {"repositories": [], "sessions": []}
+
+
+def _install_spies() -> None:
+    """Remember the Repository the daemon opens and LanceDB sessions it makes."""
+    import lancedb
+
+    from memoryd.storage.repository import Repository
+
+    opened = Repository.open
+
+    def open_and_note(self: Repository) -> float:
+        _seen["repositories"].append(self)
+        return opened(self)
+
+    Repository.open = open_and_note  # type: ignore[method-assign]
+    session_class = lancedb.Session
+
+    def session(*args: Any, **kwargs: Any) -> Any:
+        made = session_class(*args, **kwargs)
+        _seen["sessions"].append(made)
+        return made
+
+    lancedb.Session = session  # type: ignore[misc,assignment]
+
+
+def _report(trace_top: int) -> dict[str, Any]:
+    import pyarrow as pa
+
+    gc.collect()
+    out: dict[str, Any] = {"status": _status(), "mallinfo": _mallinfo()}
+    pool = pa.default_memory_pool()
+    out["arrow"] = {
+        "backend": pool.backend_name,
+        "bytes_allocated": pool.bytes_allocated(),
+        "max_memory": pool.max_memory(),
+        "total_allocated_bytes": pa.total_allocated_bytes(),
+    }
+    out["lance_sessions"] = []
+    for s in _seen["sessions"]:
+        entry = {}
+        for name in ("size_bytes", "approx_num_items"):  # properties in lancedb 0.40
+            with contextlib.suppress(Exception):
+                value = getattr(s, name)
+                entry[name] = int(value() if callable(value) else value)
+        out["lance_sessions"].append(entry)
+    out["python_blocks"] = sys.getallocatedblocks()
+    repos = _seen["repositories"]
+    if repos:
+        r = repos[-1]
+        out["index"] = {
+            "memories": len(r),
+            "index_bytes": r.index_bytes(),
+            "row_capacity": sum(p.vectors.shape[0] for p in r._parts.values()),
+            "idempotency": len(r._idempotency),
+            "keys": len(r._keys),
+            "touched": len(r._touched),
+            "token_file": r._token_file.size,
+            "commits": r._durable.commits,
+        }
+    import tracemalloc
+
+    if tracemalloc.is_tracing():
+        current, peak = tracemalloc.get_traced_memory()
+        snap = tracemalloc.take_snapshot()
+        top = snap.statistics("lineno")[:trace_top]
+        out["tracemalloc"] = {
+            "current": current,
+            "peak": peak,
+            "top": [(str(s.traceback[0]), s.size, s.count) for s in top],
+        }
+    # What the process holds without using it: glibc's free chunks, Arrow's pool cache.
+    before = _status()["VmRSS"]
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    out["after_malloc_trim"] = _status()["VmRSS"]
+    with contextlib.suppress(Exception):
+        pool.release_unused()
+    out["after_arrow_release"] = _status()["VmRSS"]
+    out["rss_before_trims"] = before
+    return out
+
+
+def serve(argv: list[str]) -> int:
+    """``memoryd serve``; SIGUSR1 writes the memory report to $STORE_RSS_OUT.<n>.json."""
+    import tracemalloc
+
+    from memoryd import cli
+
+    cli._limit_malloc_arenas()  # as `memoryd serve` does, before any import starts a thread
+    out = Path(os.environ[OUT_ENV])
+    trace_top = int(os.environ.get(TRACE_ENV, "0"))
+    if trace_top:
+        tracemalloc.start(1)
+    _install_spies()
+    if os.environ.get(ORT_ARENA_ENV) == "0":  # an experiment: ONNX Runtime without its arena
+        import onnxruntime
+
+        options_class = onnxruntime.SessionOptions
+
+        def options() -> Any:
+            made = options_class()
+            made.enable_cpu_mem_arena = False
+            return made
+
+        onnxruntime.SessionOptions = options  # type: ignore[misc,assignment]
+    count = [0]
+
+    def on_signal(signum: int, frame: Any) -> None:
+        count[0] += 1
+        path = out.with_name(f"{out.name}.{os.getpid()}.{count[0]}.json")
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(_report(trace_top)))
+        tmp.replace(path)
+
+    signal.signal(signal.SIGUSR1, on_signal)
+    return cli.main(argv)
+
+
+# -- the driver -----------------------------------------------------------------------
+
+
+def vm_rss(pid: int) -> int:
+    import harness
+
+    return harness.proc_status(pid).get("VmRSS", 0)
+
+
+def ask_report(pid: int, out: Path, n: int, timeout: float = 600.0) -> dict[str, Any]:
+    path = out.with_name(f"{out.name}.{pid}.{n}.json")
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no report from the daemon in {timeout}s")
+        time.sleep(0.2)
+    return dict(json.loads(path.read_text()))
+
+
+def settle(pid: int, seconds: float) -> int:
+    """VmRSS after ``seconds`` of nothing asked of the daemon (its writer goes idle and
+    compacts; its jobs run)."""
+    time.sleep(seconds)
+    return vm_rss(pid)
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.1f}"
+
+
+def per(n: float, memories: int) -> str:
+    return f"{n / max(1, memories):,.0f}"
+
+
+def report_rows(label: str, r: dict[str, Any], base: int, n: int) -> list[list[str]]:
+    st = r["status"]
+    mi = r.get("mallinfo", {})
+    lance = sum(s.get("size_bytes", 0) for s in r.get("lance_sessions", []))
+    idx = r.get("index", {})
+    return [
+        [
+            label,
+            mib(st["VmRSS"]),
+            per(st["VmRSS"] - base, n),
+            mib(st.get("RssAnon", 0)),
+            mib(st.get("RssFile", 0)),
+            mib(mi.get("uordblks", 0) + mi.get("hblkhd", 0)),
+            mib(mi.get("fordblks", 0)),
+            mib(r["arrow"]["bytes_allocated"]),
+            mib(lance),
+            per(idx.get("index_bytes", 0), n),
+            per(r["after_malloc_trim"] - base, n),
+            per(r["after_arrow_release"] - base, n),
+        ]
+    ]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--memories", type=int, default=10_000)
+    p.add_argument("--steps", type=int, default=4, help="VmRSS read after each of these")
+    p.add_argument("--idle", type=float, default=15.0, help="seconds to settle before a report")
+    p.add_argument("--tracemalloc", type=int, default=0, help="top N lines (slows the daemon)")
+    p.add_argument("--data", type=Path, help="LoCoMo's locomo10.json (default: shared/)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic memories")
+    p.add_argument("--keep", type=Path, help="keep the data dir here (must not exist yet)")
+    p.add_argument(
+        "--no-ort-arena",
+        action="store_true",
+        help="an experiment: ONNX Runtime's CPU arena off (what the model's batches hold)",
+    )
+    p.add_argument("--out", type=Path, help="also append the markdown report to this file")
+    harness_args(p)
+    args = p.parse_args()
+
+    import harness
+    import locomo
+    import peers
+
+    data = args.data or peers.default_data()
+    turns = peers.locomo_turn_texts(locomo.load(data, None)) if data.is_file() else []
+    texts = peers.corpus_texts(turns, args.memories, args.seed)
+    base_dir = Path(tempfile.mkdtemp(prefix="memoryd-store-rss-"))
+    data_dir = args.keep or base_dir / "data"
+    out = base_dir / "report"
+    env = {OUT_ENV: str(out)} | ({TRACE_ENV: str(args.tracemalloc)} if args.tracemalloc else {})
+    if args.no_ort_arena:
+        env[ORT_ARENA_ENV] = "0"
+    daemon = harness.Daemon(
+        data_dir, base_dir / "stderr.log", env, program=(str(Path(__file__).resolve()), "--serve")
+    )
+    asked = 0
+    try:
+        daemon.start()
+        harness.log(f"memoryd pid {daemon.pid} on {daemon.address}")
+        base = settle(daemon.pid, 5.0)
+        asked += 1
+        fresh = ask_report(daemon.pid, out, asked)
+        steps: list[tuple[int, int]] = []
+        created = duplicates = 0
+        bounds = [round(args.memories * (i + 1) / args.steps) for i in range(args.steps)]
+        start = 0
+        for end in bounds:
+            items = [(AGENT, t) for t in texts[start:end]]
+            loaded = asyncio.run(
+                harness.bulk_store(
+                    daemon.address,
+                    items,
+                    clients=args.load_clients,
+                    pipeline=args.load_pipeline,
+                    label="stored",
+                )
+            )
+            if loaded.errors:
+                raise SystemExit(f"memoryd refused stores: {dict(loaded.errors)}")
+            created += loaded.created
+            duplicates += loaded.duplicates
+            start = end
+            steps.append((created, vm_rss(daemon.pid)))
+            harness.log(f"{created} memories: VmRSS {mib(steps[-1][1])} MiB")
+        n = created
+        settle(daemon.pid, args.idle)
+        asked += 1
+        stored = ask_report(daemon.pid, out, asked)
+        daemon.stop()
+        daemon.start()
+        harness.log(f"restarted: memoryd pid {daemon.pid}")
+        settle(daemon.pid, args.idle)
+        asked = 0  # a new process counts its reports from 1
+        asked += 1
+        loaded_report = ask_report(daemon.pid, out, asked)
+        daemon.stop()
+    finally:
+        if daemon.alive():
+            daemon.stop()
+        if args.keep is None:
+            shutil.rmtree(base_dir, ignore_errors=True)
+        else:
+            harness.log(f"kept {base_dir} (data in {data_dir})")
+
+    step_rows = []
+    prev_n, prev_rss = 0, base
+    for count, rss in steps:
+        step_rows.append(
+            [
+                f"{count:,}",
+                mib(rss),
+                per(rss - base, count),
+                per(rss - prev_rss, count - prev_n),
+            ]
+        )
+        prev_n, prev_rss = count, rss
+    headers = (
+        "when",
+        "VmRSS MiB",
+        "B per memory above the empty daemon",
+        "RssAnon MiB",
+        "RssFile MiB",
+        "glibc in use MiB",
+        "glibc free, kept MiB",
+        "Arrow pool MiB",
+        "LanceDB caches MiB",
+        "index_bytes per memory",
+        "B per memory after malloc_trim(0)",
+        "... and Arrow's release_unused()",
+    )
+    rows = (
+        report_rows("empty daemon (base)", fresh, base, n)
+        + report_rows(f"after {n:,} Stores, idle {args.idle:.0f} s", stored, base, n)
+        + report_rows(f"restarted over them, idle {args.idle:.0f} s", loaded_report, base, n)
+    )
+    sections = [
+        f"{n:,} memories stored in one agent ({duplicates} DUPLICATE answers) through "
+        f"{args.load_clients} Streams x {args.load_pipeline} in flight; base VmRSS "
+        f"{mib(base)} MiB (the empty daemon, model loaded, 5 s after SERVING); Arrow's pool: "
+        f"{stored['arrow']['backend']}",
+        harness.table(
+            (
+                "memories stored",
+                "VmRSS MiB",
+                "B per memory above the base",
+                "B per memory of this step",
+            ),
+            step_rows,
+        ),
+        harness.table(headers, rows),
+    ]
+    for label, r in (("after the Stores", stored), ("after the restart", loaded_report)):
+        extra = {k: v for k, v in r.get("index", {}).items()}
+        extra["python_blocks"] = r.get("python_blocks", 0)
+        extra["lance_sessions"] = r.get("lance_sessions", [])
+        sections.append(f"{label}: {json.dumps(extra)}")
+        if "tracemalloc" in r:
+            t = r["tracemalloc"]
+            sections.append(
+                f"tracemalloc {label}: {mib(t['current'])} MiB traced\n\n"
+                + harness.table(
+                    ("line", "MiB", "blocks", "B per memory"),
+                    [
+                        (line, mib(size), f"{count:,}", per(size, n))
+                        for line, size, count in t["top"]
+                    ],
+                )
+            )
+    harness.report(
+        args, f"Daemon RSS per memory, Store path and load path: {n:,} memories", sections
+    )
+
+
+def harness_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--load-clients", type=int, default=8, help="Streams used to store")
+    p.add_argument("--load-pipeline", type=int, default=32, help="ops in flight per Stream")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--serve"]:
+        sys.exit(serve(sys.argv[2:]))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main()
