@@ -300,8 +300,8 @@ class HotIndex:
         dim: int,
         analyzer: Analyzer | None = None,
         *,
-        ann_threshold: int = 200_000,
-        ann_ef_search: int = 512,
+        ann_threshold: int = AnnSettings.threshold,
+        ann_ef_search: int = AnnSettings.ef_search,
         ann_build_threads: int = 1,
         token_path: Path | None = None,
     ):

@@ -35,6 +35,7 @@ from memoryd.core import tracing
 from memoryd.core.jobs import Job, Jobs
 from memoryd.core.records import FollowLag, KeyRecord, Memory
 from memoryd.storage import heap, token_map
+from memoryd.storage.ann import AnnSettings
 from memoryd.storage.claims import KeyClaims
 from memoryd.storage.follow import Follower
 from memoryd.storage.hot_index import HotIndex
@@ -77,8 +78,8 @@ class Repository(HotIndex):
         analyzer: Analyzer | None = None,
         max_tokens: int = 64,
         *,
-        ann_threshold: int = 200_000,
-        ann_ef_search: int = 512,
+        ann_threshold: int = AnnSettings.threshold,
+        ann_ef_search: int = AnnSettings.ef_search,
         ann_build_threads: int = 1,
         access_flush_seconds: float = ACCESS_FLUSH_SECONDS,
         ann_maintain_seconds: float = ANN_MAINTAIN_SECONDS,
