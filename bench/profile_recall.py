@@ -21,8 +21,6 @@ of any unary call there), and the client's own protobuf work on the same message
                                      Access.readable
         query embedding              the embedder's embed_query[_with_tokens]: the
                                      hand-off to its thread, the model (a miss) or its cache
-          analysis ahead             a miss: the query's analysis (Retriever.prepare), on
-                                     the loop while a worker runs the model
         candidates                   HotIndex.candidates, of which
           query analysis             Analyzer.query_terms (language, tokens, stems)
           vector leg                 HotIndex._vector_topk (exact scan, q8 or HNSW)
@@ -66,9 +64,6 @@ from pathlib import Path
 from typing import Any
 
 OUT_ENV = "PROFILE_RECALL_OUT"
-# On a cache miss the query's analysis runs inside the query embedding, while the model
-# runs (Retriever.prepare): timed as its own row there, and not again as "query analysis".
-AHEAD = "analysis ahead"
 CPROFILE_ENV = "PROFILE_RECALL_CPROFILE"
 
 # (owner module, attribute path, stage). Order is the order of the report.
@@ -80,7 +75,6 @@ TIMED = (
     ("memoryd.core.policy", "Access.readable", "policy and validation"),
     ("memoryd.inference.batcher", "BatchingEmbedder.embed_query", "query embedding"),
     ("memoryd.inference.batcher", "BatchingEmbedder.embed_query_with_tokens", "query embedding"),
-    ("memoryd.core.retrieval", "Retriever.prepare", AHEAD),
     ("memoryd.storage.hot_index", "HotIndex.candidates", "candidates"),
     ("memoryd.storage.lexical", "Analyzer.query_terms", "query analysis"),
     ("memoryd.storage.hot_index", "HotIndex._vector_topk", "vector leg"),
@@ -123,15 +117,12 @@ def _timed(original: Callable[..., Any], stage: str) -> Callable[..., Any]:
     @functools.wraps(original)
     def timed(*args: Any, **kwargs: Any) -> Any:
         record = CALL.get()
-        if record is None or record.get(f"in {AHEAD}"):
+        if record is None:
             return original(*args, **kwargs)
         started = time.perf_counter()
-        if stage == AHEAD:
-            record[f"in {AHEAD}"] = 1.0
         try:
             return original(*args, **kwargs)
         finally:
-            record.pop(f"in {AHEAD}", None)
             add(record, started)
 
     return timed
@@ -215,7 +206,6 @@ ROWS = (
     ("request conversion", "request conversion", 2),
     ("policy and validation", "policy and validation", 2),
     ("query embedding (hand-off + model or cache)", "query embedding", 2),
-    ("query analysis ahead, while the model runs (miss)", AHEAD, 3),
     ("candidates", "candidates", 2),
     ("query analysis", "query analysis", 3),
     ("vector leg", "vector leg", 3),

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -29,12 +29,8 @@ class Embedder(Protocol):
         """An L2-normalised float32 vector for a document to store."""
         ...
 
-    async def embed_query_with_tokens(
-        self, text: str, meanwhile: Callable[[], object] | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The query vector and its L2-normalised token vectors [t, dim] (cached).
-        ``meanwhile`` is called while the model runs (not on a cache hit): work that does
-        not need the vector, done on the caller's thread instead of after the wait."""
+    async def embed_query_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """The query vector and its L2-normalised token vectors [t, dim] (cached)."""
         ...
 
     async def embed_document_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -81,11 +77,6 @@ class MemoryReader(Protocol):
         categories: frozenset[Category] = frozenset(),
     ) -> list[tuple[Memory, float]]:
         """Exact cosine top-k over the given scopes' unexpired memories, best first."""
-        ...
-
-    def analyse_query(self, query_text: str, scopes: Iterable[str]) -> None:
-        """Analyse the query as ``candidates`` will over these scopes, ahead of it (kept
-        for it: the analysis is a function of the text and the scopes' main languages)."""
         ...
 
     def candidates(

@@ -50,7 +50,6 @@ from memoryd.core.errors import FailedPrecondition, InvalidArgument
 from memoryd.core.language import detect
 from memoryd.core.protocols import Embedder, MemoryReader, Reranker
 from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
-from memoryd.core.timewindow import matches as time_expressions
 from memoryd.core.timewindow import resolve as resolve_time
 from memoryd.core.timewindow import zone
 
@@ -330,16 +329,6 @@ class Retriever:
                 )
             hits.append(ScoredMemory(cands.memories[i], float(final[i]), ex))
         return hits
-
-    def prepare(
-        self, query_text: str, scopes: frozenset[str], cfg: RetrievalConfig, when: TimeArgs | None
-    ) -> None:
-        """The text-only work ``recall`` will do for this query, done ahead (while its
-        vector is computed) and kept: the analysis of the lexical leg, the time
-        expressions."""
-        self.store.analyse_query(query_text, scopes)
-        if (when is None or when.time_expressions) and cfg.time_boost > 0.0:
-            time_expressions(query_text)
 
     def time_arguments(self, q: TimeQuery) -> TimeArgs:
         """A request's time fields as ``recall``'s ``when``, checked."""

@@ -157,11 +157,8 @@ class MemoryService:
                 Rerank.LATE_INTERACTION
             ):
                 # One model pass gives the token vectors too; the reranker reads them from
-                # the embedder's cache. While the model runs, the query's text-only analysis
-                # (language, BM25 terms, time expressions) is done and kept for the pipeline.
-                vector, _ = await self.embedder.embed_query_with_tokens(
-                    query, lambda: self.retriever.prepare(query, scopes, config, when)
-                )
+                # the embedder's cache.
+                vector, _ = await self.embedder.embed_query_with_tokens(query)
             else:
                 vector = await self.embedder.embed_query(query)
         self.retriever.observe("embed", time.perf_counter() - started)

@@ -200,12 +200,9 @@ class BatchingEmbedder:
         """One query vector; cached."""
         return (await self._cached(text, tokens=False))[0]
 
-    async def embed_query_with_tokens(
-        self, text: str, meanwhile: Callable[[], object] | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """A query vector and its token vectors (late interaction); cached. On a miss,
-        ``meanwhile`` runs on this thread while a worker runs the model."""
-        vector, tokens = await self._cached(text, tokens=True, meanwhile=meanwhile)
+    async def embed_query_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """A query vector and its token vectors (late interaction); cached."""
+        vector, tokens = await self._cached(text, tokens=True)
         assert tokens is not None
         return vector, tokens
 
@@ -218,25 +215,13 @@ class BatchingEmbedder:
         assert tokens is not None
         return vector, tokens
 
-    async def _cached(
-        self, text: str, *, tokens: bool, meanwhile: Callable[[], object] | None = None
-    ) -> Embedding:
+    async def _cached(self, text: str, *, tokens: bool) -> Embedding:
         hit = self._cache.get((text, tokens))
         tracing.note("cache_hit", hit is not None)
         if hit is not None:
             return hit
         # shield: a cancelled caller must not cancel a computation others share.
-        pending = asyncio.shield(self._submit(text, tokens=tokens, priority=QUERY))
-        try:
-            if meanwhile is not None:
-                # Let go of the GIL once first: the woken worker needs it to start the
-                # model, and would otherwise wait for this thread's Python work to end
-                # (measured: the overlap was lost without it, bench/RESULTS.md "Hot path,
-                # third pass").
-                time.sleep(0)
-                meanwhile()  # on this thread while a worker runs the model
-        finally:  # even if meanwhile failed: the computation is awaited, never orphaned
-            value = await pending
+        value = await asyncio.shield(self._submit(text, tokens=tokens, priority=QUERY))
         self._cache.put((text, tokens), value)
         return value
 

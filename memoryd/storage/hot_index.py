@@ -621,10 +621,6 @@ class HotIndex:
         found.sort(key=lambda t: (-t[0], t[1]))
         return [(self._memories[i], s) for s, i in found[:k]]
 
-    def analyse_query(self, query_text: str, scopes: Iterable[str]) -> None:
-        parts = [p for s in sorted(set(scopes)) if (p := self._parts.get(s)) is not None and p]
-        self.analyzer.query_terms(query_text, _main_languages(parts))  # cached by the analyzer
-
     def candidates(
         self,
         query: np.ndarray,

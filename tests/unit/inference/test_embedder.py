@@ -254,25 +254,3 @@ async def test_a_flood_of_store_texts_does_not_hold_back_a_query() -> None:
         at = next(i for i, run in enumerate(fake.runs) if "where is the query?" in run)
         assert at <= 2, fake.runs[: at + 1]  # after at most one run of documents
         assert sum(len(r) for r in fake.runs) == 42
-
-
-async def test_work_given_to_a_query_runs_while_the_model_computes_it() -> None:
-    fake = _GatedModel()
-    embedder = BatchingEmbedder(lambda: fake, workers=1)  # type: ignore[arg-type,return-value]
-    embedder.start()
-    seen: list[bool] = []
-    try:
-        query = asyncio.ensure_future(
-            embedder.embed_query_with_tokens("when did we meet", lambda: seen.append(True))
-        )
-        assert await asyncio.to_thread(fake.started.wait, 10)
-        assert seen == [True] and not query.done()  # done on the loop while the model runs
-        fake.gate.set()
-        vector, tokens = await query
-        assert vector.shape == (4,) and tokens.shape == (1, 4)
-        # A cache hit has no model run to hide work behind: nothing is called.
-        await embedder.embed_query_with_tokens("when did we meet", lambda: seen.append(True))
-        assert seen == [True] and len(fake.runs) == 1
-    finally:
-        fake.gate.set()
-        embedder.close()

@@ -82,8 +82,9 @@ async def test_rerank_scores_are_those_of_the_stored_token_vectors(tmp_path: Pat
         docs = [written[m.id] for m in chosen if m is not None]
         offsets = np.concatenate([[0], np.cumsum([d.shape[0] for d in docs])]).astype(np.int64)
         want = np.clip(maxsim(q / 127.0, np.concatenate(docs), offsets), 0.0, 1.0)
-        np.testing.assert_array_equal(got, want)
-        assert np.argsort(-got).tolist() == np.argsort(-want).tolist()
+        # the same scores, up to the float32 rounding of the kernel's summation order
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+        assert np.argsort(-got, kind="stable").tolist() == np.argsort(-want, kind="stable").tolist()
     finally:
         repo.close()
 
