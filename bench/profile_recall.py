@@ -21,6 +21,9 @@ of any unary call there), and the client's own protobuf work on the same message
                                      Access.readable
         query embedding              the embedder's embed_query[_with_tokens]: the
                                      hand-off to its thread, the model (a miss) or its cache
+          model in the worker        a miss: OnnxEmbedder.embed_full's own run, timed on
+                                     the embedder's thread
+          hand-off                   the rest: the queue, two thread wake-ups, the cache
         candidates                   HotIndex.candidates, of which
           query analysis             Analyzer.query_terms (language, tokens, stems)
           vector leg                 HotIndex._vector_topk (exact scan, q8 or HNSW)
@@ -128,12 +131,53 @@ def _timed(original: Callable[..., Any], stage: str) -> Callable[..., Any]:
     return timed
 
 
+MODEL = "model in the worker"
+
+
+def _time_the_model() -> None:
+    """The model's own run, timed on the embedder's worker thread (the call's record is
+    not reachable there): each run leaves its duration, and the Recall's embedding (one
+    at a time: the client waits for each answer) takes it when its future resolves. The
+    query embedding less this is the hand-off to the worker and back."""
+    from memoryd.inference import batcher
+    from memoryd.inference.onnx_embedder import OnnxEmbedder
+
+    last = [0, 0.0]  # runs so far, the last run's seconds
+    embed_full = OnnxEmbedder.embed_full
+
+    @functools.wraps(embed_full)
+    def timed_model(self: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return embed_full(self, *args, **kwargs)
+        finally:
+            last[1] = time.perf_counter() - started
+            last[0] += 1
+
+    cached = batcher.BatchingEmbedder._cached
+
+    @functools.wraps(cached)
+    async def timed_cached(self: Any, *args: Any, **kwargs: Any) -> Any:
+        runs = last[0]
+        value = await cached(self, *args, **kwargs)
+        record = CALL.get()
+        if record is not None and last[0] == runs + 1:
+            record[MODEL] = record.get(MODEL, 0.0) + last[1]
+        return value
+
+    OnnxEmbedder.embed_full = timed_model  # type: ignore[method-assign]
+    batcher.BatchingEmbedder._cached = timed_cached  # type: ignore[method-assign]
+
+
 def install_timers(records: list[dict[str, float]], profiler: Any) -> None:
-    """Wrap every stage of TIMED, and the outermost interceptor's Recall behaviour, which
-    opens a record per call (and switches ``profiler`` on for the call, when given)."""
+    """Wrap every stage of TIMED, the model's runs, and the outermost interceptor's
+    Recall behaviour, which opens a record per call (and switches ``profiler`` on for
+    the call, when given)."""
     import importlib
 
     from memoryd.api import metrics
+
+    _time_the_model()
 
     for module_name, path, stage in TIMED:
         owner: Any = importlib.import_module(module_name)
@@ -206,6 +250,8 @@ ROWS = (
     ("request conversion", "request conversion", 2),
     ("policy and validation", "policy and validation", 2),
     ("query embedding (hand-off + model or cache)", "query embedding", 2),
+    ("the model, timed in the worker (miss)", MODEL, 3),
+    ("hand-off to the worker and back, cache", "hand-off", 3),
     ("candidates", "candidates", 2),
     ("query analysis", "query analysis", 3),
     ("vector leg", "vector leg", 3),
@@ -229,6 +275,7 @@ def derive(record: dict[str, float], round_trip: float, client: float) -> dict[s
     r["client stub"] = client
     r["transport"] = round_trip - g("handler", 0.0) - client
     r["interceptors"] = g("handler", 0.0) - g("servicer", 0.0)
+    r["hand-off"] = g("query embedding", 0.0) - g(MODEL, 0.0)
     legs = g("query analysis", 0.0) + g("vector leg", 0.0) + g("BM25 leg", 0.0)
     r["assembly"] = g("candidates", 0.0) - legs
     r["boosts"] = g("retriever", 0.0) - g("candidates", 0.0) - g("fusion", 0.0) - g("rerank", 0.0)
@@ -370,6 +417,7 @@ def report(
         health = health_round_trips(daemon.address, args.queries)
     finally:
         daemon.stop()
+    alone = model_alone(queries[args.warmup :])
     try:
         records = json.loads(out.read_text())
     except FileNotFoundError:
@@ -384,7 +432,10 @@ def report(
         f"{loaded.created} memories in one agent ({min(n_turns, len(texts))} LoCoMo "
         f"turns, then synthetic ones), default pipeline, {args.queries} Recalls (limit 10) "
         f"per phase after {args.warmup} warm-up; Health.Check round trip on the same server p50 "
-        f"{h['p50']:.3f} ms, mean {h['mean']:.3f} ms (the floor of a unary call there).",
+        f"{h['p50']:.3f} ms, mean {h['mean']:.3f} ms (the floor of a unary call there). "
+        f"The model alone on the same queries, back to back in this process after the "
+        f"daemon stopped (its settings, token vectors included): p50 {alone['p50']:.3f} ms, "
+        f"mean {alone['mean']:.3f} ms.",
         "**cache miss** (every query distinct: the model runs)\n\n" + table_for(miss),
         "**cached** (the same queries again: the query-embedding cache answers)\n\n"
         + table_for(cached),
@@ -396,6 +447,24 @@ def report(
             "time (overhead included)\n\n" + top_functions(prof, args.cprofile)
         )
     harness.report(args, "Where one Recall's time goes (bench/profile_recall.py)", sections)
+
+
+def model_alone(queries: list[str]) -> dict[str, float]:
+    """The daemon's model called directly on ``queries`` one at a time, as a Recall's
+    miss calls it (one text, token vectors too): the reference for the row timed in
+    the worker."""
+    import harness
+    import peers
+
+    embedder = peers.query_embedder()
+    for q in queries[:20]:
+        embedder.embed_full([f"warm-up {q}"], tokens=True)
+    took = []
+    for q in queries:
+        t0 = time.perf_counter()
+        embedder.embed_full([q], tokens=True)
+        took.append(time.perf_counter() - t0)
+    return harness.summary_ms(took)
 
 
 def client_request(agent: str, query: str) -> Any:
