@@ -285,6 +285,7 @@ def serve(
     """The daemon on the store: its start, RSS, index bytes, then the Recalls."""
     out: dict[str, Any] = {}
     daemon = harness.Daemon(data_dir, log_path)
+    daemon.start_timeout = daemon.stop_timeout = args.serve_timeout
     if layout is None:  # once first, so that numba's cache is warm (a cold compile
         daemon.start()  # also leaves the empty daemon's RSS higher)
         daemon.stop()
@@ -572,6 +573,12 @@ def main() -> None:
         type=int,
         default=20_000,
         help="daemon RSS per memory assumed by the memory guard (19 KB before issue 17's work)",
+    )
+    p.add_argument(
+        "--serve-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds the daemon may take to serve (and to stop)",
     )
     p.add_argument("--build-only", action="store_true", help="write the stores, no daemon")
     p.add_argument("--tmp", type=Path, help="where the stores are written (default: $TMPDIR)")
