@@ -189,7 +189,8 @@ class EmbedderSection(_Section):
         ge=1,
         le=16,
         description="inference threads, one session each; a second one only works when "
-        "requests queue up, and Recall queries go ahead of Store texts",
+        "requests queue up, and Recall queries go ahead of Store texts (and run on the first "
+        "worker whenever it is free)",
     )
     max_batch: int = Field(
         4, ge=1, le=1024, description="queries per model run (bigger runs cost more per text here)"

@@ -160,6 +160,7 @@ class BatchingEmbedder:
         self._queries = _FairQueue()
         self._docs = _FairQueue()
         self._docs_last = False  # the last run taken was of Store texts
+        self._first_running = False  # worker 0 is in a model run: others take queries
         self._stopping = False
         self._max_queue = max_queue
         self._cache = _LRU(cache_size)
@@ -180,7 +181,7 @@ class BatchingEmbedder:
         self._model_name, self.dim = models[0].name, models[0].dim
         for i, model in enumerate(models):
             t = threading.Thread(
-                target=self._run, args=(model,), name=f"memoryd-embed-{i}", daemon=True
+                target=self._run, args=(model, i), name=f"memoryd-embed-{i}", daemon=True
             )
             t.start()
             self._threads.append(t)
@@ -245,15 +246,30 @@ class BatchingEmbedder:
         future.add_done_callback(lambda _f: self._inflight.pop(key, None))
         with self._cond:
             (self._queries if priority == QUERY else self._docs).put(principals.TENANT.get(), job)
-            self._cond.notify()
+            if priority == QUERY:  # every worker looks: one may leave it to worker 0 (_takes)
+                self._cond.notify_all()
+            else:  # Store texts are any worker's
+                self._cond.notify()
         return future
 
-    def _next_run(self) -> list[_Job] | None:
+    def _takes(self, worker: int) -> bool:
+        """Whether ``worker`` takes a run now. Queries go to worker 0 whenever it is
+        waiting, so one gateway's turns meet the same session, whose weights the last
+        query used (1-2% quicker than alternating sessions: bench/RESULTS.md, "which
+        worker runs a query"); another worker takes them only while worker 0 is in a run
+        (a Store batch, another query), and Store texts any.
+        Worker 0 leaves a run before its results are handed back, so the query a result
+        lets its caller send next is worker 0's."""
+        if self._docs:
+            return True
+        return bool(self._queries) and (worker == 0 or self._first_running or self._stopping)
+
+    def _next_run(self, worker: int = 0) -> list[_Job] | None:
         """The next run's jobs, one kind per run (a query never waits behind a batch of
         documents); None once closing with nothing left."""
         with self._cond:
-            while not self._queries and not self._docs:
-                if self._stopping:
+            while not self._takes(worker):
+                if self._stopping and not self._queries and not self._docs:
                     return None
                 self._cond.wait()
             now = time.monotonic()
@@ -263,6 +279,7 @@ class BatchingEmbedder:
             # backlog (bench/RESULTS.md, "fairness: short runs while building the scenario").
             docs_due = bool(self._docs) and (
                 not self._queries
+                or (worker != 0 and not self._first_running and not self._stopping)  # 0's
                 or (now - self._docs.oldest() >= self.doc_max_wait and not self._docs_last)
             )
             source, limit = (
@@ -270,6 +287,10 @@ class BatchingEmbedder:
             )
             self._docs_last = docs_due
             jobs, expired = source.take(limit, now)
+            if worker == 0:
+                self._first_running = bool(jobs)
+                if jobs and self._queries:  # left for a worker that declined them
+                    self._cond.notify_all()
         for j in expired:
             j.loop.call_soon_threadsafe(
                 _set_exception,
@@ -278,9 +299,9 @@ class BatchingEmbedder:
             )
         return jobs
 
-    def _run(self, model: BatchModel) -> None:
+    def _run(self, model: BatchModel, worker: int) -> None:
         while True:
-            jobs = self._next_run()
+            jobs = self._next_run(worker)
             if jobs is None:
                 return
             if not jobs:  # every job taken had expired
@@ -291,15 +312,23 @@ class BatchingEmbedder:
                     [j.text for j in jobs], tokens=want_tokens
                 )
             except Exception as e:  # the model failed: fail these requests, keep serving
+                self._left_run(worker)
                 log.exception("embedding batch of %d failed", len(jobs))
                 for j in jobs:
                     j.loop.call_soon_threadsafe(_set_exception, j.future, e)
                 continue
+            self._left_run(worker)
             self.batches += 1
             self.batched_texts += len(jobs)
             for i, j in enumerate(jobs):
                 result = (vectors[i], token_vectors[i] if j.tokens else None)
                 j.loop.call_soon_threadsafe(_set_result, j.future, result)
+
+    def _left_run(self, worker: int) -> None:
+        """Worker 0 is out of its run (before its results go back): queries are its own."""
+        if worker == 0:
+            with self._cond:
+                self._first_running = False
 
 
 def _set_result(future: asyncio.Future[Embedding], value: Embedding) -> None:

@@ -254,3 +254,43 @@ async def test_a_flood_of_store_texts_does_not_hold_back_a_query() -> None:
         at = next(i for i, run in enumerate(fake.runs) if "where is the query?" in run)
         assert at <= 2, fake.runs[: at + 1]  # after at most one run of documents
         assert sum(len(r) for r in fake.runs) == 42
+
+
+async def test_queries_run_on_the_first_worker_while_it_is_free_and_on_another_when_busy() -> None:
+    """One query at a time, as a gateway's turns come, always runs on the same session
+    (its weights still in the caches from the last one); a query arriving while that
+    session is busy does not wait for it: another worker runs it. Closing ends both."""
+    first, second = _GatedModel(), _GatedModel()
+    first.runs.append(["(not gated)"])  # the first worker runs freely
+    second.gate.set()
+    models = iter([first, second])
+    hold, release = threading.Event(), threading.Event()
+    run = first.embed_full
+
+    def held_run(texts: list[str], *, tokens: bool = True):  # type: ignore[no-untyped-def]
+        if texts == ["a long turn"]:
+            hold.set()
+            release.wait(10)
+        return run(texts, tokens=tokens)
+
+    first.embed_full = held_run  # type: ignore[method-assign]
+    embedder = BatchingEmbedder(lambda: next(models), workers=2)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    threads = list(embedder._threads)
+    try:
+        for i in range(30):
+            await embedder.embed_query(f"turn {i}")
+        assert [r[0] for r in first.runs[1:]] == [f"turn {i}" for i in range(30)]
+        assert second.runs == []
+        # The first worker busy with a query: the next one does not wait for it.
+        busy = asyncio.ensure_future(embedder.embed_query("a long turn"))
+        assert await asyncio.to_thread(hold.wait, 10)
+        vector = await asyncio.wait_for(embedder.embed_query("while the first is busy"), 10)
+        assert vector.shape == (4,)
+        assert second.runs == [["while the first is busy"]]
+        release.set()
+        await busy
+    finally:
+        release.set()
+        embedder.close()
+    assert not any(t.is_alive() for t in threads)
