@@ -262,7 +262,13 @@ class BatchingEmbedder:
         lets its caller send next is worker 0's."""
         if self._docs:
             return True
-        return bool(self._queries) and (worker == 0 or self._first_running or self._stopping)
+        if not self._queries:
+            return False
+        return worker == 0 or self._first_running or self._stopping or not self._first_alive()
+
+    def _first_alive(self) -> bool:
+        """Worker 0's thread runs (were it ever to die, the others take its queries)."""
+        return bool(self._threads) and self._threads[0].is_alive()
 
     def _next_run(self, worker: int = 0) -> list[_Job] | None:
         """The next run's jobs, one kind per run (a query never waits behind a batch of
