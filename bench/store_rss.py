@@ -16,7 +16,8 @@ This script does both with one daemon and one store, so the two can be compared:
    Arrow's memory pool; LanceDB's session caches; Python's allocated blocks (and the top
    allocating lines when ``--tracemalloc``); the hot index's own count; then VmRSS again
    after ``malloc_trim(0)`` and after Arrow's pool released what it keeps (what the daemon
-   holds but does not use);
+   holds but does not use); ``--peek`` reads VmRSS alone (no report, no trim) at earlier
+   moments after the last Store, e.g. while the compaction after the burst still runs;
 4. the daemon is stopped and started again over the same data dir (the load path), and
    after ``--idle`` seconds its report is read the same way.
 
@@ -272,6 +273,13 @@ def main() -> None:
     p.add_argument("--memories", type=int, default=10_000)
     p.add_argument("--steps", type=int, default=4, help="VmRSS read after each of these")
     p.add_argument("--idle", type=float, default=15.0, help="seconds to settle before a report")
+    p.add_argument(
+        "--peek",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also read VmRSS alone at these seconds after the last Store (before --idle)",
+    )
     p.add_argument("--tracemalloc", type=int, default=0, help="top N lines (slows the daemon)")
     p.add_argument("--data", type=Path, help="LoCoMo's locomo10.json (default: shared/)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic memories")
@@ -331,7 +339,12 @@ def main() -> None:
             steps.append((created, vm_rss(daemon.pid)))
             harness.log(f"{created} memories: VmRSS {mib(steps[-1][1])} MiB")
         n = created
-        settle(daemon.pid, args.idle)
+        stored_at = time.monotonic()
+        peeks: list[tuple[float, int]] = []
+        for at in sorted(t for t in args.peek if t < args.idle):
+            time.sleep(max(0.0, stored_at + at - time.monotonic()))
+            peeks.append((at, vm_rss(daemon.pid)))
+        time.sleep(max(0.0, stored_at + args.idle - time.monotonic()))
         asked += 1
         stored = ask_report(daemon.pid, out, asked)
         daemon.stop()
@@ -362,6 +375,8 @@ def main() -> None:
             ]
         )
         prev_n, prev_rss = count, rss
+    for at, rss in peeks:
+        step_rows.append([f"{n:,}, idle {at:.0f} s", mib(rss), per(rss - base, n), ""])
     headers = (
         "when",
         "VmRSS MiB",
