@@ -473,3 +473,40 @@ async def test_the_writer_hands_freed_memory_back_after_writes_not_while_idle(
         assert store.heap_trims == 1
     finally:
         store.close()
+
+
+async def test_lancedb_caches_are_dropped_once_a_burst_is_compacted_and_cleaned_up(
+    tmp_path: Path,
+) -> None:
+    """A burst of commits fills LanceDB's metadata cache with the manifests of versions
+    that its compaction and cleanup then delete (64 MiB, ~0.6 KB a memory, after 100k
+    Stores). Once only the newest version is left, the idle writer opens the tables through
+    fresh caches: the memory goes back, and the store reads and writes as before."""
+    store = LanceStore(
+        str(tmp_path), table="m", model_name="x", dim=8, compact_every=40,
+        keep_versions_seconds=0.2,
+    )  # fmt: skip
+    versions = tmp_path / "m.lance" / "_versions"
+    store.start()
+    try:
+        for i in range(0, 900, 3):
+            await store.add([(mem(j), unit(j), None) for j in range(i, i + 3)])
+        await store.record_access([(mem(1).id, 2, NOW)])
+        full = store.cache_bytes_held()
+        assert full > 8 << 20, full  # what the test is about: a cache worth dropping
+        for _ in range(400):
+            if store.cache_drops:
+                break
+            await asyncio.sleep(0.05)
+        assert store.cache_drops == 1
+        assert len(list(versions.glob("*.manifest"))) == 1  # dropped after the cleanup
+        assert store.cache_bytes_held() < 1 << 20
+        await store.add([(mem(900), unit(0), None)])
+        await store.delete([mem(0).id])
+        await store.record_access([(mem(2).id, 1, NOW)])
+    finally:
+        store.close()
+    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
+    rows = {m.id: m for m, _, _ in reopened.scan()}
+    assert sorted(rows) == sorted(mem(j).id for j in range(1, 901))
+    assert (rows[mem(1).id].access_count, rows[mem(2).id].access_count) == (2, 1)
