@@ -109,6 +109,10 @@ SPACE_FREED_BYTES = 8 << 20
 # (``heap.release_free_pages``) after this many rows; and whenever it goes idle after
 # writes, and after each compaction.
 TRIM_EVERY_ROWS = 8192
+# ... and, while a compaction runs (minutes at 100k memories on a busy machine), this often
+# when idle: the compaction frees its read and write buffers as it goes, and glibc kept
+# ~210 MiB of them at 100k (2 KB a memory) until it ended.
+COMPACT_TRIM_SECONDS = 5.0
 # Once a burst's compaction and cleanup leave one version, the writer (idle) drops LanceDB's
 # caches when they hold more than this: they hold the manifests and metadata of versions
 # that no longer exist (up to storage.cache_mib; 64 MiB at 100k Stores, ~0.6 KB a memory).
@@ -525,6 +529,7 @@ class LanceStore:
         # the token file): none at a start that reuses the token file (storage.token_map).
         self.token_bytes_read = 0
         self._untrimmed = 0  # rows written since the heap was last trimmed
+        self._trimmed_at = time.monotonic()  # when it was
         self.heap_trims = 0
         self.fault: str | None = None  # why writes fail now (a full disk), else None
         self._free_at_fault: int | None = None  # free bytes on the disk when it began
@@ -907,7 +912,10 @@ class LanceStore:
                             self._fold_access()
                         self._maybe_compact(idle=True)
                         self._maybe_drop_caches()
-                        if self._untrimmed:
+                        if self._untrimmed or (
+                            self._compacting
+                            and time.monotonic() - self._trimmed_at >= COMPACT_TRIM_SECONDS
+                        ):
                             self._trim_heap()
                     continue
             if op is None:
@@ -984,6 +992,7 @@ class LanceStore:
         Store path nothing else does (10k Stores left 26-61 MiB of them resident,
         bench/store_rss.py)."""
         self._untrimmed = 0
+        self._trimmed_at = time.monotonic()
         heap.release_free_pages()
         self.heap_trims += 1
 

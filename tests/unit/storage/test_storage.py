@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -510,3 +511,32 @@ async def test_lancedb_caches_are_dropped_once_a_burst_is_compacted_and_cleaned_
     rows = {m.id: m for m, _, _ in reopened.scan()}
     assert sorted(rows) == sorted(mem(j).id for j in range(1, 901))
     assert (rows[mem(1).id].access_count, rows[mem(2).id].access_count) == (2, 1)
+
+
+async def test_the_idle_writer_hands_freed_memory_back_while_a_long_compaction_runs(
+    tmp_path: Path,
+) -> None:
+    """A compaction frees its buffers as it goes (at 100k memories it ran for minutes on a
+    busy machine, and glibc kept ~210 MiB of them until it ended): the idle writer hands
+    them back every few seconds meanwhile, not only once it ends."""
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=1)
+    real = store._table.optimize
+    running = threading.Event()
+
+    def slow_optimize(**kwargs: object) -> object:
+        running.set()
+        time.sleep(12.0)
+        return real(**kwargs)
+
+    store._table.optimize = slow_optimize
+    store.start()
+    try:
+        await store.add([(mem(i), unit(i), None) for i in range(10)])
+        assert await asyncio.to_thread(running.wait, 30)
+        at_start = store.heap_trims
+        await asyncio.sleep(11.0)
+        assert store.compactions == 0  # still compacting
+        assert store.heap_trims >= at_start + 2, (at_start, store.heap_trims)
+    finally:
+        store.close()
+    assert store.compactions == 1
