@@ -113,9 +113,9 @@ TRIM_EVERY_ROWS = 8192
 # when idle: the compaction frees its read and write buffers as it goes, and glibc kept
 # ~210 MiB of them at 100k (2 KB a memory) until it ended.
 COMPACT_TRIM_SECONDS = 5.0
-# Once a burst's compaction and cleanup leave one version, the writer (idle) drops LanceDB's
-# caches when they hold more than this: they hold the manifests and metadata of versions
-# that no longer exist (up to storage.cache_mib; 64 MiB at 100k Stores, ~0.6 KB a memory).
+# When idle (no write for a second, no compaction running) the writer drops LanceDB's
+# caches if they hold more than this: the manifests and metadata of a burst's versions
+# (up to storage.cache_mib; 64 MiB at 100k Stores, ~0.6 KB a memory).
 CACHE_DROP_BYTES = 4 << 20
 STATUS_OK = "ok"
 # A shared store (several daemons, see storage/lease.py): the lease holder looks at the
@@ -956,19 +956,17 @@ class LanceStore:
                     self._trim_heap()
 
     def _maybe_drop_caches(self) -> None:
-        """Drop LanceDB's caches once a burst of writes is compacted and cleaned up: they
-        then hold what the versions of the burst left (their manifests, transactions and
-        files' metadata, ~18 entries per commit), none of which is read again. LanceDB has
-        no call to clear them, so the tables are opened again through a new session (on
-        the writer thread, idle: no write and no compaction runs; a reader on another
-        thread keeps its old table object, at the same version, until it returns). A
-        local store only: a shared one's handles follow the others' commits."""
+        """Drop LanceDB's caches once a burst of writes (or a compaction, or a cleanup)
+        is over: they hold what the burst's versions left (their manifests, transactions
+        and files' metadata, ~18 entries per commit), read again at most once, by the next
+        cleanup. LanceDB has no call to clear them, so the tables are opened again through
+        a new session (on the writer thread, idle: no write and no compaction runs; a
+        reader on another thread keeps its old table object, at the same version, until it
+        returns). A local store only: a shared one's handles follow the others' commits."""
         if (
             self._lease is not None
             or self._shared
             or self._compacting
-            or self._commits_since_compact
-            or self._last_write > self._cleaned_upto  # a cleanup to come reads old versions
             or self._session.size_bytes <= CACHE_DROP_BYTES
             or self._drop_failed_at == self.commits
         ):
