@@ -91,13 +91,12 @@ def _mallinfo() -> dict[str, int]:
     return {name: int(getattr(info, name)) for name, _ in _Mallinfo2._fields_}
 
 
-_seen: dict[str, list[Any]] = {"repositories": [], "sessions": []}
+_seen: dict[str, list[Any]] = {"repositories": []}
 
 
 def _install_spies() -> None:
-    """Remember the Repository the daemon opens and LanceDB sessions it makes."""
-    import lancedb
-
+    """Remember the Repository the daemon opens (its store's LanceDB session is read from
+    it: a list of every session made would keep the ones the store dropped alive)."""
     from memoryd.storage.repository import Repository
 
     opened = Repository.open
@@ -107,14 +106,6 @@ def _install_spies() -> None:
         return opened(self)
 
     Repository.open = open_and_note  # type: ignore[method-assign]
-    session_class = lancedb.Session
-
-    def session(*args: Any, **kwargs: Any) -> Any:
-        made = session_class(*args, **kwargs)
-        _seen["sessions"].append(made)
-        return made
-
-    lancedb.Session = session  # type: ignore[misc,assignment]
 
 
 def _report(trace_top: int) -> dict[str, Any]:
@@ -130,7 +121,8 @@ def _report(trace_top: int) -> dict[str, Any]:
         "total_allocated_bytes": pa.total_allocated_bytes(),
     }
     out["lance_sessions"] = []
-    for s in _seen["sessions"]:
+    repos = _seen["repositories"]
+    for s in [repos[-1]._durable._session] if repos else []:
         entry = {}
         for name in ("size_bytes", "approx_num_items"):  # properties in lancedb 0.40
             with contextlib.suppress(Exception):
@@ -138,7 +130,6 @@ def _report(trace_top: int) -> dict[str, Any]:
                 entry[name] = int(value() if callable(value) else value)
         out["lance_sessions"].append(entry)
     out["python_blocks"] = sys.getallocatedblocks()
-    repos = _seen["repositories"]
     if repos:
         r = repos[-1]
         out["index"] = {
