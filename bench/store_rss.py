@@ -16,7 +16,8 @@ This script does both with one daemon and one store, so the two can be compared:
    Arrow's memory pool; LanceDB's session caches; Python's allocated blocks (and the top
    allocating lines when ``--tracemalloc``); the hot index's own count; then VmRSS again
    after ``malloc_trim(0)`` and after Arrow's pool released what it keeps (what the daemon
-   holds but does not use);
+   holds but does not use); ``--peek`` reads VmRSS alone (no report, no trim) at earlier
+   moments after the last Store, e.g. while the compaction after the burst still runs;
 4. the daemon is stopped and started again over the same data dir (the load path), and
    after ``--idle`` seconds its report is read the same way.
 
@@ -90,13 +91,12 @@ def _mallinfo() -> dict[str, int]:
     return {name: int(getattr(info, name)) for name, _ in _Mallinfo2._fields_}
 
 
-_seen: dict[str, list[Any]] = {"repositories": [], "sessions": []}
+_seen: dict[str, list[Any]] = {"repositories": []}
 
 
 def _install_spies() -> None:
-    """Remember the Repository the daemon opens and LanceDB sessions it makes."""
-    import lancedb
-
+    """Remember the Repository the daemon opens (its store's LanceDB session is read from
+    it: a list of every session made would keep the ones the store dropped alive)."""
     from memoryd.storage.repository import Repository
 
     opened = Repository.open
@@ -106,14 +106,6 @@ def _install_spies() -> None:
         return opened(self)
 
     Repository.open = open_and_note  # type: ignore[method-assign]
-    session_class = lancedb.Session
-
-    def session(*args: Any, **kwargs: Any) -> Any:
-        made = session_class(*args, **kwargs)
-        _seen["sessions"].append(made)
-        return made
-
-    lancedb.Session = session  # type: ignore[misc,assignment]
 
 
 def _report(trace_top: int) -> dict[str, Any]:
@@ -129,7 +121,8 @@ def _report(trace_top: int) -> dict[str, Any]:
         "total_allocated_bytes": pa.total_allocated_bytes(),
     }
     out["lance_sessions"] = []
-    for s in _seen["sessions"]:
+    repos = _seen["repositories"]
+    for s in [repos[-1]._durable._session] if repos else []:
         entry = {}
         for name in ("size_bytes", "approx_num_items"):  # properties in lancedb 0.40
             with contextlib.suppress(Exception):
@@ -137,7 +130,6 @@ def _report(trace_top: int) -> dict[str, Any]:
                 entry[name] = int(value() if callable(value) else value)
         out["lance_sessions"].append(entry)
     out["python_blocks"] = sys.getallocatedblocks()
-    repos = _seen["repositories"]
     if repos:
         r = repos[-1]
         out["index"] = {
@@ -272,6 +264,13 @@ def main() -> None:
     p.add_argument("--memories", type=int, default=10_000)
     p.add_argument("--steps", type=int, default=4, help="VmRSS read after each of these")
     p.add_argument("--idle", type=float, default=15.0, help="seconds to settle before a report")
+    p.add_argument(
+        "--peek",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also read VmRSS alone at these seconds after the last Store (before --idle)",
+    )
     p.add_argument("--tracemalloc", type=int, default=0, help="top N lines (slows the daemon)")
     p.add_argument("--data", type=Path, help="LoCoMo's locomo10.json (default: shared/)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic memories")
@@ -331,7 +330,12 @@ def main() -> None:
             steps.append((created, vm_rss(daemon.pid)))
             harness.log(f"{created} memories: VmRSS {mib(steps[-1][1])} MiB")
         n = created
-        settle(daemon.pid, args.idle)
+        stored_at = time.monotonic()
+        peeks: list[tuple[float, int]] = []
+        for at in sorted(t for t in args.peek if t < args.idle):
+            time.sleep(max(0.0, stored_at + at - time.monotonic()))
+            peeks.append((at, vm_rss(daemon.pid)))
+        time.sleep(max(0.0, stored_at + args.idle - time.monotonic()))
         asked += 1
         stored = ask_report(daemon.pid, out, asked)
         daemon.stop()
@@ -362,6 +366,8 @@ def main() -> None:
             ]
         )
         prev_n, prev_rss = count, rss
+    for at, rss in peeks:
+        step_rows.append([f"{n:,}, idle {at:.0f} s", mib(rss), per(rss - base, n), ""])
     headers = (
         "when",
         "VmRSS MiB",

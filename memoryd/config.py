@@ -99,7 +99,8 @@ class StorageSection(_Section):
         ge=1,
         description="LanceDB index and metadata caches, each (its default is 6 GB + 1 GB; "
         "reads come from the hot index; the metadata cache fills with the manifests of "
-        "old versions, 50 MiB after 10k Stores; 8 made commits slower in a test)",
+        "old versions, 50 MiB after 10k Stores, dropped when the writer is idle and no "
+        "compaction runs; 8 made commits slower in a test)",
     )
     maintenance: Literal["auto", "off"] = Field(
         "auto",

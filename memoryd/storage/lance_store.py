@@ -109,6 +109,14 @@ SPACE_FREED_BYTES = 8 << 20
 # (``heap.release_free_pages``) after this many rows; and whenever it goes idle after
 # writes, and after each compaction.
 TRIM_EVERY_ROWS = 8192
+# ... and, while a compaction runs (minutes at 100k memories on a busy machine), this often
+# when idle: the compaction frees its read and write buffers as it goes, and glibc kept
+# ~210 MiB of them at 100k (2 KB a memory) until it ended.
+COMPACT_TRIM_SECONDS = 5.0
+# When idle (no write for a second, no compaction running) the writer drops LanceDB's
+# caches if they hold more than this: the manifests and metadata of a burst's versions
+# (up to storage.cache_mib; 64 MiB at 100k Stores, ~0.6 KB a memory).
+CACHE_DROP_BYTES = 4 << 20
 STATUS_OK = "ok"
 # A shared store (several daemons, see storage/lease.py): the lease holder looks at the
 # table this often (idle or not) for fragments to compact and versions to clean up.
@@ -479,15 +487,10 @@ class LanceStore:
         # manifests of every version group commit writes, so the daemon's memory grew
         # with every commit. Reads are served by the hot index, so small caches do.
         self._cache_bytes = cache_bytes
-        self._session = lancedb.Session(
-            index_cache_size_bytes=cache_bytes, metadata_cache_size_bytes=cache_bytes
-        )
-        self._db = lancedb.connect(
-            uri,
-            storage_options=self.storage_options or None,
-            session=self._session,
-            read_consistency_interval=timedelta(0) if shared else None,
-        )
+        self._shared = shared
+        self._session, self._db = self._connect()
+        self.cache_drops = 0
+        self._drop_failed_at = -1  # self.commits when dropping the caches last failed
         self._table_name = table
         self._table = self._open_or_create(table)
         # The access log is made by its first write, so opening a store never writes to it.
@@ -526,6 +529,7 @@ class LanceStore:
         # the token file): none at a start that reuses the token file (storage.token_map).
         self.token_bytes_read = 0
         self._untrimmed = 0  # rows written since the heap was last trimmed
+        self._trimmed_at = time.monotonic()  # when it was
         self.heap_trims = 0
         self.fault: str | None = None  # why writes fail now (a full disk), else None
         self._free_at_fault: int | None = None  # free bytes on the disk when it began
@@ -544,6 +548,19 @@ class LanceStore:
         self._shared_check_at = 0.0  # monotonic; see SHARED_MAINTAIN_CHECK_SECONDS
         self._optimized_at: dict[str, float] = {}  # table name: wall time of its optimize
         self.cleanups = 0
+
+    def _connect(self) -> tuple[lancedb.Session, lancedb.DBConnection]:
+        """A LanceDB session (its caches) and a connection through it."""
+        session = lancedb.Session(
+            index_cache_size_bytes=self._cache_bytes, metadata_cache_size_bytes=self._cache_bytes
+        )
+        db = lancedb.connect(
+            self.uri,
+            storage_options=self.storage_options or None,
+            session=session,
+            read_consistency_interval=timedelta(0) if self._shared else None,
+        )
+        return session, db
 
     def _open_or_create(self, name: str) -> Any:
         existing = self._db.list_tables().tables
@@ -894,7 +911,11 @@ class LanceStore:
                             self._fold_requested = False
                             self._fold_access()
                         self._maybe_compact(idle=True)
-                        if self._untrimmed:
+                        self._maybe_drop_caches()
+                        if self._untrimmed or (
+                            self._compacting
+                            and time.monotonic() - self._trimmed_at >= COMPACT_TRIM_SECONDS
+                        ):
                             self._trim_heap()
                     continue
             if op is None:
@@ -934,11 +955,42 @@ class LanceStore:
                 if self._untrimmed >= TRIM_EVERY_ROWS:
                     self._trim_heap()
 
+    def _maybe_drop_caches(self) -> None:
+        """Drop LanceDB's caches once a burst of writes (or a compaction, or a cleanup)
+        is over: they hold what the burst's versions left (their manifests, transactions
+        and files' metadata, ~18 entries per commit), read again at most once, by the next
+        cleanup. LanceDB has no call to clear them, so the tables are opened again through
+        a new session (on the writer thread, idle: no write and no compaction runs; a
+        reader on another thread keeps its old table object, at the same version, until it
+        returns). A local store only: a shared one's handles follow the others' commits."""
+        if (
+            self._lease is not None
+            or self._shared
+            or self._compacting
+            or self._session.size_bytes <= CACHE_DROP_BYTES
+            or self._drop_failed_at == self.commits
+        ):
+            return
+        try:
+            session, db = self._connect()
+            table = db.open_table(self._table_name)
+            access = None if self._access is None else db.open_table(self._access_name)
+            keys = None if self._keys is None else db.open_table(self._keys_name)
+        except Exception:  # keep the handles (and caches) there are
+            log.exception("reopening the tables with fresh LanceDB caches failed")
+            self._drop_failed_at = self.commits  # not again before the next commit
+            return
+        self._session, self._db, self._table = session, db, table
+        self._access, self._keys = access, keys
+        self.cache_drops += 1
+        self._untrimmed += 1  # the caches' memory is free now: hand its pages back
+
     def _trim_heap(self) -> None:
         """Hand the pages the commits freed back to the system (``storage.heap``): on the
         Store path nothing else does (10k Stores left 26-61 MiB of them resident,
         bench/store_rss.py)."""
         self._untrimmed = 0
+        self._trimmed_at = time.monotonic()
         heap.release_free_pages()
         self.heap_trims += 1
 

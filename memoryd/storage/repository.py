@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 ACCESS_FLUSH_SECONDS = 60.0
 ANN_MAINTAIN_SECONDS = 60.0
 TOKEN_UPKEEP_SECONDS = 30.0
+ROW_TRIM_SECONDS = 10.0  # a burst's unused rows go 10-20 s after its last Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,7 @@ class Repository(HotIndex):
         claims: KeyClaims | None = None,
         token_path: Path | None = None,
         token_upkeep_seconds: float = TOKEN_UPKEEP_SECONDS,
+        row_trim_seconds: float = ROW_TRIM_SECONDS,
     ):
         """``follow_interval``: seconds between looks for other daemons' commits to the
         store (storage.follow_interval); 0 = this daemon is the store's only writer.
@@ -113,6 +115,7 @@ class Repository(HotIndex):
             Job("persist access counts", access_flush_seconds, self.flush_access_counts),
             Job("approximate-index maintenance", ann_maintain_seconds, self._maintain_ann),
             Job("token file upkeep", token_upkeep_seconds, self.maintain_tokens),
+            Job("trim the row arrays", row_trim_seconds, self.trim_rows),
         ]
         self._follower = Follower(durable, self) if follow_interval > 0 else None
         if self._follower is not None:
@@ -357,6 +360,13 @@ class Repository(HotIndex):
 
     async def _maintain_ann(self) -> None:
         self.maintain_ann()  # installs finished builds, starts due ones (never blocks)
+
+    async def trim_rows(self) -> None:
+        """Give back the row arrays' room that a burst of Stores left unused, once it ends
+        (``HotIndex.trim_idle_rows``), and the heap pages the old arrays' smaller columns
+        leave free."""
+        if self.trim_idle_rows():
+            await asyncio.to_thread(heap.release_free_pages)
 
     async def maintain_tokens(self) -> None:
         """The token file's upkeep (a job): rebuild it if a read found it damaged, else

@@ -168,3 +168,35 @@ def test_counts_and_memory_use_follow_every_write() -> None:
     text = sum(len(m.text) + len(m.summary) for m in every)
     # token vectors are in the token file: not counted as held
     assert index.index_bytes() == parts + text + 400 * len(index)
+
+
+def test_row_arrays_left_unused_by_a_burst_are_given_back_once_it_pauses() -> None:
+    """The row arrays grow by a quarter, so a burst of Stores leaves up to a fifth of
+    them unused; once no row has come for a whole interval they shrink (index_bytes drops
+    by that room), reads answer exactly as before, and writes after it still land."""
+    rng = np.random.default_rng(7)
+    index = HotIndex(DIM)
+    q = unit(rng)
+    index.put(mem(90_000, "small", "a few rows elsewhere"), unit(rng))
+    i = 0
+    while True:  # stop right after a growth, with rows enough for the trim to pay
+        before = index.index_bytes()
+        index.put(mem(i, "s", f"memory {i} {WORDS[i % len(WORDS)]}"), unit(rng),
+                  np.full((2, DIM), i % 100, np.int8))  # fmt: skip
+        i += 1
+        if i > 10_000 and index.index_bytes() - before > 1000 * 70:
+            break
+    hits = [(m.id, round(s, 5)) for m, s in index.search(q, ["s", "small"], 20, now=NOW)]
+    assert index.trim_idle_rows() == 0  # rows came since the last look: a burst goes on
+    grown = index.index_bytes()
+    freed = index.trim_idle_rows()  # nothing new since: trimmed
+    assert freed > 2000, freed
+    assert index.index_bytes() < grown - freed * 70
+    assert index.trim_idle_rows() == 0  # nothing more to give back
+    assert [(m.id, round(s, 5)) for m, s in index.search(q, ["s", "small"], 20, now=NOW)] == hits
+    last = f"m{i - 1:04d}"
+    np.testing.assert_array_equal(index.tokens_of(last), np.full((2, DIM), (i - 1) % 100))
+    for j in range(i, i + 500):  # the trim left room; past it the arrays grow again
+        index.put(mem(j, "s", f"memory {j}"), unit(rng))
+    assert len(index.visible(["s"], now=NOW)) == i + 500
+    assert index.get(f"m{i + 499:04d}") is not None

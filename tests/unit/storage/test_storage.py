@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -473,3 +474,70 @@ async def test_the_writer_hands_freed_memory_back_after_writes_not_while_idle(
         assert store.heap_trims == 1
     finally:
         store.close()
+
+
+async def test_lancedb_caches_are_dropped_once_a_burst_is_compacted_and_cleaned_up(
+    tmp_path: Path,
+) -> None:
+    """A burst of commits fills LanceDB's metadata cache with the manifests of versions
+    that its compaction and cleanup then delete (64 MiB, ~0.6 KB a memory, after 100k
+    Stores). Once the burst, its compaction and cleanup are over, the idle writer opens the
+    tables through fresh caches: the memory goes back, and the store reads and writes as
+    before."""
+    store = LanceStore(
+        str(tmp_path), table="m", model_name="x", dim=8, compact_every=40,
+        keep_versions_seconds=0.2,
+    )  # fmt: skip
+    versions = tmp_path / "m.lance" / "_versions"
+    store.start()
+    try:
+        for i in range(0, 900, 3):
+            await store.add([(mem(j), unit(j), None) for j in range(i, i + 3)])
+        await store.record_access([(mem(1).id, 2, NOW)])
+        full = store.cache_bytes_held()
+        assert full > 8 << 20, full  # what the test is about: a cache worth dropping
+        for _ in range(400):
+            one_version = len(list(versions.glob("*.manifest"))) == 1
+            if store.cache_drops and one_version and store.cache_bytes_held() < 1 << 20:
+                break
+            await asyncio.sleep(0.05)
+        assert store.cache_drops >= 1
+        assert store.cache_bytes_held() < 1 << 20
+        await store.add([(mem(900), unit(0), None)])
+        await store.delete([mem(0).id])
+        await store.record_access([(mem(2).id, 1, NOW)])
+    finally:
+        store.close()
+    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
+    rows = {m.id: m for m, _, _ in reopened.scan()}
+    assert sorted(rows) == sorted(mem(j).id for j in range(1, 901))
+    assert (rows[mem(1).id].access_count, rows[mem(2).id].access_count) == (2, 1)
+
+
+async def test_the_idle_writer_hands_freed_memory_back_while_a_long_compaction_runs(
+    tmp_path: Path,
+) -> None:
+    """A compaction frees its buffers as it goes (at 100k memories it ran for minutes on a
+    busy machine, and glibc kept ~210 MiB of them until it ended): the idle writer hands
+    them back every few seconds meanwhile, not only once it ends."""
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=1)
+    real = store._table.optimize
+    running = threading.Event()
+
+    def slow_optimize(**kwargs: object) -> object:
+        running.set()
+        time.sleep(12.0)
+        return real(**kwargs)
+
+    store._table.optimize = slow_optimize
+    store.start()
+    try:
+        await store.add([(mem(i), unit(i), None) for i in range(10)])
+        assert await asyncio.to_thread(running.wait, 30)
+        at_start = store.heap_trims
+        await asyncio.sleep(11.0)
+        assert store.compactions == 0  # still compacting
+        assert store.heap_trims >= at_start + 2, (at_start, store.heap_trims)
+    finally:
+        store.close()
+    assert store.compactions == 1
