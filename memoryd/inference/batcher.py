@@ -270,7 +270,7 @@ class BatchingEmbedder:
         """Worker 0's thread runs (were it ever to die, the others take its queries)."""
         return bool(self._threads) and self._threads[0].is_alive()
 
-    def _next_run(self, worker: int = 0) -> list[_Job] | None:
+    def _next_run(self, worker: int) -> list[_Job] | None:
         """The next run's jobs, one kind per run (a query never waits behind a batch of
         documents); None once closing with nothing left."""
         with self._cond:
