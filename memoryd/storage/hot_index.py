@@ -204,6 +204,7 @@ class _Partition:
                 self._grow()
             self.ids.append(memory.id)
             self.row_of[memory.id] = row
+            self.hidden[row] = 0  # a grown array's new rows are uninitialised
             self._write_vector(row, vector)
             self.order.add(order_key(memory.created_at, memory.id))
         else:
@@ -415,12 +416,22 @@ class HotIndex:
         if memory.idempotency_key:
             self._idempotency[(memory.agent_id, memory.idempotency_key)] = memory.id
         affected = self._unlink(memory.id) | self._link(memory)
-        affected.add(memory.id)
         if old is None:  # memories that link to it (e.g. read back first) now see it
             affected |= self._backlinks.get(memory.id, set())
         if self._bulk:  # once per memory at the end, not once per memory linking to it
-            self._pending_refresh |= affected
+            # A new memory that links nowhere and that nothing links to or supersedes has
+            # nothing to derive (most of a load): its row is shown, its record as read.
+            if (
+                affected
+                or old is not None
+                or memory.related_ids
+                or memory.superseded_by
+                or memory.id in self._superseded_by
+            ):
+                affected.add(memory.id)
+                self._pending_refresh |= affected
             return memory
+        affected.add(memory.id)
         for memory_id in affected:
             self._refresh(memory_id)
         return self._memories[memory.id]

@@ -395,7 +395,7 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
                 created_at=d["created_at"][i],
                 updated_at=d["updated_at"][i],
                 expires_at=d["expires_at"][i],
-                metadata=json.loads(d["metadata"][i]),
+                metadata={} if d["metadata"][i] == "{}" else json.loads(d["metadata"][i]),
                 content_hash=d["content_hash"][i],
                 idempotency_key=d["idempotency_key"][i],
                 access_count=int(d["access_count"][i]),

@@ -29,6 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 import Stemmer
@@ -57,12 +58,15 @@ THAI_NGRAM = 3
 # Characters written without spaces between words: analysed as character n-grams.
 _NGRAM_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u1100-\u11ff"
 _THAI_CHARS = "\u0e00-\u0e7f"  # Thai vowel signs are marks (not \w): the whole block
-_PIECE = re.compile(
-    f"(?P<cjk>[{_NGRAM_CHARS}]+)|(?P<thai>[{_THAI_CHARS}]+)"
-    f"|(?P<word>[^\\W_{_NGRAM_CHARS}{_THAI_CHARS}]+"
-    f"(?:[:'’.\\-][^\\W_{_NGRAM_CHARS}{_THAI_CHARS}]+)*)",
-    re.UNICODE,
+_WORD_PATTERN = (
+    f"[^\\W_{_NGRAM_CHARS}{_THAI_CHARS}]+(?:[:'’.\\-][^\\W_{_NGRAM_CHARS}{_THAI_CHARS}]+)*"
 )
+_PIECE = re.compile(
+    f"(?P<cjk>[{_NGRAM_CHARS}]+)|(?P<thai>[{_THAI_CHARS}]+)|(?P<word>{_WORD_PATTERN})", re.UNICODE
+)
+# The same words where a text holds no CJK or Thai character (most texts): one findall.
+_WORD = re.compile(_WORD_PATTERN, re.UNICODE)
+_NGRAM_OR_THAI = re.compile(f"[{_NGRAM_CHARS}{_THAI_CHARS}]")
 _SPLIT = re.compile(r"[:'’.\-]")
 _CACHED_WORD_LEN = 40  # longer "words" are analysed uncached
 
@@ -202,8 +206,15 @@ class Analyzer:
 
     def terms(self, text: str, language: str | None = None) -> list[str]:
         analysis = self.language(language or self.detect(text))
+        lowered = text.lower()
+        if _NGRAM_OR_THAI.search(lowered) is None:
+            # Words only: matched in one call and looked up in the word cache without a
+            # Python step per word (the load at start analyses every stored text).
+            words = _WORD.findall(lowered)
+            if not words or max(map(len, words)) <= _CACHED_WORD_LEN:
+                return list(chain.from_iterable(map(analysis.word, words)))
         out: list[str] = []
-        for m in _PIECE.finditer(text.lower()):
+        for m in _PIECE.finditer(lowered):
             piece = m.group()
             if m.lastgroup == "cjk":
                 _ngrams(piece, 2, out)
@@ -308,9 +319,16 @@ class LexicalPartition:
             self.doc_language[row] = language
         self._set_length(row, len(terms))
         self.total_len += len(terms)
+        postings = self.postings
         for term, tf in counts.items():
-            self.postings.setdefault(term, {})[row] = tf
-            self._arrays.pop(term, None)
+            posting = postings.get(term)
+            if posting is None:
+                postings[term] = {row: tf}
+            else:
+                posting[row] = tf
+        if self._arrays:  # none at the load at start: nothing has been queried yet
+            for term in counts:
+                self._arrays.pop(term, None)
 
     def move_last_into(self, row: int) -> None:
         """Delete ``row`` by moving the last row into it (mirrors the vector matrix)."""

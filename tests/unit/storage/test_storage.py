@@ -285,6 +285,23 @@ def test_bulk_loading_derives_the_same_links_as_one_put_at_a_time() -> None:
         assert rows[2].id not in {m.id for m, _ in bulk.search(q, ["agent:a"], 6, now=NOW)}
 
 
+def test_a_bulk_load_past_the_first_array_growth_shows_every_unlinked_row() -> None:
+    """Rows with no links are not re-derived at the end of a bulk load: each is shown as
+    put, however often the row arrays grew (their new rows start uninitialised)."""
+    index = HotIndex(8)
+    rows = [mem(i) for i in range(300)]
+    rows[7] = dataclasses.replace(rows[7], supersedes=rows[250].id)
+    with index.bulk_load():
+        for i, m in enumerate(rows):
+            index.put(m, unit(i))
+    listed = {m.id: m for m in index.visible(["agent:a"], now=NOW)}
+    assert listed.keys() == {m.id for m in rows}
+    assert listed[rows[250].id].superseded_by == rows[7].id
+    assert [m.id for m in listed.values() if m.superseded_by] == [rows[250].id]
+    found = {m.id for m, _ in index.search(unit(250), ["agent:a"], 300, now=NOW)}
+    assert rows[250].id not in found and len(found) == 299
+
+
 def test_links_and_supersession_never_cross_scopes() -> None:
     """A row stored with a link or a supersede towards another scope (as an old import
     could write) neither hides nor shows the other scope's memory."""
