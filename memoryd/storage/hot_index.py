@@ -470,6 +470,8 @@ class HotIndex:
         old.damaged = damaged  # rows that lost their records: for the repair to restore
 
     def _link(self, memory: Memory) -> set[str]:
+        if not memory.related_ids and not memory.supersedes:  # most memories
+            return set()
         forward = set(memory.related_ids) - {memory.id}
         if forward:  # most memories link nowhere: no empty set each (~200 B)
             self._forward[memory.id] = forward
@@ -483,6 +485,8 @@ class HotIndex:
         return affected
 
     def _unlink(self, memory_id: str) -> set[str]:
+        if memory_id not in self._forward and memory_id not in self._supersedes:  # most
+            return set()
         forward = self._forward.pop(memory_id, set())
         for target in forward:
             sources = self._backlinks.get(target)

@@ -368,6 +368,9 @@ def _token_blobs(column: pa.Array, dim: int) -> list[np.ndarray | None]:
     ]
 
 
+_CATEGORIES = {int(c): c for c in Category}
+
+
 def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
     names = [n for n in batch.schema.names if n not in ("vector", "token_vectors", *_TIMESTAMPS)]
     d: dict[str, list[Any]] = {n: batch.column(n).to_pylist() for n in names}
@@ -382,31 +385,77 @@ def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
         if "token_vectors" in batch.schema.names
         else [None] * batch.num_rows  # a scan without them (the token file is reused)
     )
-    for i in range(batch.num_rows):
+    n = batch.num_rows
+    languages = d["language"] if "language" in d else [""] * n
+    columns = zip(
+        d["id"],
+        d["agent_id"],
+        d["scope"],
+        d["text"],
+        d["summary"],
+        d["category"],
+        d["importance"],
+        d["created_at"],
+        d["updated_at"],
+        d["expires_at"],
+        d["metadata"],
+        d["content_hash"],
+        d["idempotency_key"],
+        d["access_count"],
+        d["last_accessed_at"],
+        d["related_ids"],
+        d["supersedes"],
+        languages,
+        vectors,
+        tokens,
+        strict=True,
+    )
+    for (
+        memory_id,
+        agent_id,
+        scope,
+        text,
+        summary,
+        category,
+        importance,
+        created_at,
+        updated_at,
+        expires_at,
+        metadata,
+        content_hash,
+        idempotency_key,
+        access_count,
+        last_accessed_at,
+        related_ids,
+        supersedes,
+        language,
+        vector,
+        token_vectors,
+    ) in columns:
         try:
             memory = Memory(
-                id=d["id"][i],
-                agent_id=d["agent_id"][i],
-                scope=d["scope"][i],
-                text=d["text"][i],
-                summary=d["summary"][i],
-                category=Category(d["category"][i]),
-                importance=float(d["importance"][i]),
-                created_at=d["created_at"][i],
-                updated_at=d["updated_at"][i],
-                expires_at=d["expires_at"][i],
-                metadata={} if d["metadata"][i] == "{}" else json.loads(d["metadata"][i]),
-                content_hash=d["content_hash"][i],
-                idempotency_key=d["idempotency_key"][i],
-                access_count=int(d["access_count"][i]),
-                last_accessed_at=d["last_accessed_at"][i],
-                related_ids=list(d["related_ids"][i]),
-                supersedes=d["supersedes"][i],
-                language=d["language"][i] or "" if "language" in d else "",
+                id=memory_id,
+                agent_id=agent_id,
+                scope=scope,
+                text=text,
+                summary=summary,
+                category=_CATEGORIES[category] if category in _CATEGORIES else Category(category),
+                importance=float(importance),
+                created_at=created_at,
+                updated_at=updated_at,
+                expires_at=expires_at,
+                metadata={} if metadata == "{}" else json.loads(metadata),
+                content_hash=content_hash,
+                idempotency_key=idempotency_key,
+                access_count=int(access_count),
+                last_accessed_at=last_accessed_at,
+                related_ids=list(related_ids),
+                supersedes=supersedes,
+                language=language or "",
             )
         except (ValueError, TypeError) as e:
-            raise DataCorrupt(f"stored memory {d['id'][i]!r} cannot be read: {e}") from e
-        yield memory, vectors[i], tokens[i]
+            raise DataCorrupt(f"stored memory {memory_id!r} cannot be read: {e}") from e
+        yield memory, vector, token_vectors
 
 
 @dataclass(slots=True)

@@ -307,7 +307,9 @@ class LexicalPartition:
         row == len, else replacing)."""
         if row < len(self.doc_terms):
             self._unpost(row)
-        counts = Counter(terms)
+        counts: dict[str, int] = {}  # not a Counter: its constructor costs more than this
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
         self.language_counts[language] += 1
         if row == len(self.doc_terms):
             self.doc_terms.append(tuple(counts))
