@@ -24,7 +24,7 @@ import dataclasses
 import gc
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -130,7 +130,8 @@ class Repository(HotIndex):
         start = time.perf_counter()
         # Other daemons may commit while this one loads: follow from before the load.
         version = self._durable.table_version()
-        self._load_rows()
+        with _no_cyclic_gc():
+            self._load_rows()
         for record in self._durable.read_keys():
             self.put_key(record)
         if self._follower is not None:
@@ -587,6 +588,21 @@ def _keep_access(memory: Memory, current: Memory) -> Memory:
     if count == memory.access_count and last == memory.last_accessed_at:
         return memory
     return dataclasses.replace(memory, access_count=count, last_accessed_at=last)
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """The cyclic GC paused (the load at start: it makes millions of long-lived objects and
+    no garbage cycles, and a full collection every few thousand new objects walked them
+    all again: 3.4 s of a 100k load's ~30 s on a busy machine, bench/RESULTS.md). The
+    daemon collects and freezes the heap right after (``server.freeze_heap``)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _release_freed_memory() -> None:

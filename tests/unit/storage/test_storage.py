@@ -175,6 +175,30 @@ async def test_recalled_memories_keep_their_access_counts_across_a_restart(
         again.close()
 
 
+async def test_the_load_at_start_leaves_the_cyclic_gc_as_it_found_it(tmp_path: Path) -> None:
+    """The load pauses the cyclic GC; afterwards (and after a load that fails) it runs
+    again, or a daemon would keep every reference cycle it ever made."""
+    import gc
+
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
+    repo = Repository(store)
+    repo.open()
+    await repo.add(mem(0), unit(0))
+    repo.close()
+    assert gc.isenabled()
+    broken = Repository(LanceStore(str(tmp_path), table="m", model_name="x", dim=8))
+
+    def fail() -> None:
+        assert not gc.isenabled()  # paused during the load
+        raise OSError("read failed")
+
+    broken._load_rows = fail  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        broken.open()
+    assert gc.isenabled()
+    broken.close()
+
+
 def test_hot_index_searches_only_the_given_scopes_and_skips_expired() -> None:
     idx = HotIndex(8)
     idx.put(mem(1, "agent:a"), unit(1))
