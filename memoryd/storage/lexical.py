@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -253,7 +254,12 @@ class LexicalPartition:
     """BM25 postings of one scope partition; rows are the partition's row numbers."""
 
     def __init__(self) -> None:
-        self.postings: dict[str, dict[int, int]] = {}
+        # term -> its posting: (row, tf) pairs interleaved in one int32 array, by row (8
+        # bytes a pair and 64 a term; a dict of row -> tf was ~40 bytes a pair plus an int
+        # object a row: 695 bytes a memory against 271 at 100k memories in one scope, 1,511
+        # against 824 in scopes of 100). A new row is the highest: an append; a row is found
+        # by binary search, and a delete or a move shifts the pairs after it (a memmove).
+        self.postings: dict[str, array[int]] = {}
         # each row's distinct terms (its term frequencies are in the postings): a tuple of
         # shared strings is a third of a Counter's bytes
         self.doc_terms: list[tuple[str, ...]] = []
@@ -275,8 +281,8 @@ class LexicalPartition:
         posting = self.postings.get(term)
         if not posting:
             return None
-        rows = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
-        tf = np.fromiter(posting.values(), dtype=np.float32, count=len(posting))
+        pairs = np.frombuffer(posting, dtype=np.int32)
+        rows, tf = pairs[0::2].astype(np.int64), pairs[1::2].astype(np.float32)
         self._arrays[term] = (rows, tf)
         return rows, tf
 
@@ -305,11 +311,25 @@ class LexicalPartition:
     def set(self, row: int, terms: Sequence[str], language: str = "") -> None:
         """Index ``terms`` (of a text in ``language``) as row ``row`` (appending when
         row == len, else replacing)."""
-        if row < len(self.doc_terms):
-            self._unpost(row)
         counts: dict[str, int] = {}  # not a Counter: its constructor costs more than this
         for term in terms:
             counts[term] = counts.get(term, 0) + 1
+        postings = self.postings
+        new = counts
+        if row < len(self.doc_terms):
+            self._drop_stats(row)
+            new = dict(counts)
+            for term in self.doc_terms[row]:  # a term kept changes its tf in place
+                self._arrays.pop(term, None)
+                posting = postings[term]
+                at = _at(posting, row)
+                tf = new.pop(term, 0)
+                if tf:
+                    posting[at + 1] = tf
+                elif len(posting) == 2:
+                    del postings[term]
+                else:
+                    del posting[at : at + 2]
         self.language_counts[language] += 1
         if row == len(self.doc_terms):
             self.doc_terms.append(tuple(counts))
@@ -321,28 +341,49 @@ class LexicalPartition:
             self.doc_language[row] = language
         self._set_length(row, len(terms))
         self.total_len += len(terms)
-        postings = self.postings
-        for term, tf in counts.items():
-            posting = postings.get(term)
-            if posting is None:
-                postings[term] = {row: tf}
+        for term, tf in new.items():
+            found = postings.get(term)
+            if found is None:
+                postings[term] = pair = _PAIR[:]  # a copy: faster than array("i", ...)
+                pair[0], pair[1] = row, tf
+            elif row > found[-2]:  # a new row (every row of the load at start)
+                found.append(row)
+                found.append(tf)
             else:
-                posting[row] = tf
+                _insert(found, row, tf)
         if self._arrays:  # none at the load at start: nothing has been queried yet
-            for term in counts:
+            for term in new:
                 self._arrays.pop(term, None)
 
     def move_last_into(self, row: int) -> None:
         """Delete ``row`` by moving the last row into it (mirrors the vector matrix)."""
         last = len(self.doc_terms) - 1
-        self._unpost(row)
+        postings = self.postings
+        self._drop_stats(row)
+        # The last row is the highest: its pair ends each of its postings.
+        moved: dict[str, int] = {}
+        for term in self.doc_terms[last]:
+            self._arrays.pop(term, None)
+            posting = postings[term]
+            moved[term] = posting[-1]
+            del posting[-2:]
+            if row == last and not posting:
+                del postings[term]
         if row != last:
-            moved = self.doc_terms[last]
-            for term in moved:
-                posting = self.postings[term]
-                posting[row] = posting.pop(last)
+            for term in self.doc_terms[row]:  # a term both rows hold: the tf in place
                 self._arrays.pop(term, None)
-            self.doc_terms[row] = moved
+                posting = postings[term]
+                at = _at(posting, row)
+                tf = moved.pop(term, 0)
+                if tf:
+                    posting[at + 1] = tf
+                elif len(posting) == 2:
+                    del postings[term]
+                else:
+                    del posting[at : at + 2]
+            for term, tf in moved.items():  # (a posting emptied above gets its pair back)
+                _insert(postings[term], row, tf)
+            self.doc_terms[row] = self.doc_terms[last]
             self.doc_len[row] = self.doc_len[last]
             self.doc_language[row] = self.doc_language[last]
             self._set_length(row, self.doc_len[last])
@@ -350,13 +391,7 @@ class LexicalPartition:
         self.doc_len.pop()
         self.doc_language.pop()
 
-    def _unpost(self, row: int) -> None:
-        for term in self.doc_terms[row]:
-            self._arrays.pop(term, None)
-            posting = self.postings[term]
-            del posting[row]
-            if not posting:
-                del self.postings[term]
+    def _drop_stats(self, row: int) -> None:
         self.total_len -= self.doc_len[row]
         gone = self.doc_language[row]
         self.language_counts[gone] -= 1
@@ -365,7 +400,36 @@ class LexicalPartition:
 
     def df(self, term: str) -> int:
         posting = self.postings.get(term)
-        return len(posting) if posting else 0
+        return len(posting) // 2 if posting else 0
+
+    def posting(self, term: str) -> dict[int, int]:
+        """A term's posting as row -> term frequency (tests, tools)."""
+        pairs = self.postings.get(term)
+        if not pairs:
+            return {}
+        return dict(zip(pairs[0::2], pairs[1::2], strict=True))
+
+
+_PAIR = array("i", (0, 0))
+
+
+def _insert(posting: array[int], row: int, tf: int) -> None:
+    at = _at(posting, row)
+    posting.insert(at, tf)
+    posting.insert(at, row)
+
+
+def _at(posting: array[int], row: int) -> int:
+    """Where ``row``'s pair is, or would go, in a posting: a binary search (numpy's over
+    the strided rows copied them first, O(n))."""
+    lo, hi = 0, len(posting) >> 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if posting[mid << 1] < row:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo << 1
 
 
 def idf(df: int, n_docs: int) -> float:

@@ -46,6 +46,11 @@ def test_scores_match_a_partition_built_from_scratch(seed: int) -> None:
             part.move_last_into(row)
             docs[row] = docs[-1]
             docs.pop()
+        for word in WORDS:  # each posting holds exactly the rows with the word, and its tf
+            want_posting = {r: d.count(word) for r, d in enumerate(docs) if word in d}
+            assert part.posting(word) == want_posting
+            assert list(part.posting(word)) == sorted(want_posting)  # kept in row order
+            assert part.df(word) == len(want_posting)
         if docs and rng.random() < 0.5:  # query often, so cached arrays get reused
             query = rng.choices(WORDS, k=2)
             avgdl = part.total_len / len(part)
