@@ -100,6 +100,11 @@ IDLE_COMPACT_SECONDS = 1.0
 COMPACT_FORCE_FACTOR = 5
 KEEP_VERSIONS_SECONDS = 10.0  # versions replaced longer ago go at the next cleanup
 SHARED_KEEP_VERSIONS_SECONDS = 900.0  # ... on an object store (others read it too)
+# A stop waits this long for a compaction in progress (minutes at 100k memories on a busy
+# machine: a stop waiting for it outlasted systemd's and Kubernetes' grace and was killed,
+# losing the token file's map), then leaves it: Lance commits a compaction in one atomic
+# step at its end, so one cut short by the exit leaves only unreferenced files.
+COMPACTION_STOP_WAIT_SECONDS = 5.0
 CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits wait
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
@@ -772,7 +777,9 @@ class LanceStore:
             self._lease.start()
 
     def close(self) -> None:
-        """Finish every queued write and a compaction in progress, then stop both threads."""
+        """Finish every queued write, then stop both threads: a compaction in progress is
+        waited for ``COMPACTION_STOP_WAIT_SECONDS`` at most, then left to the process's
+        exit (its rewrite is not committed; a later compaction does it again)."""
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join()
@@ -780,7 +787,13 @@ class LanceStore:
         if self._compactor is not None:
             self._stopping = True
             self._compact_due.set()
-            self._compactor.join()
+            self._compactor.join(COMPACTION_STOP_WAIT_SECONDS)
+            if self._compactor.is_alive():
+                log.warning(
+                    "stopping without the compaction in progress (over %.0fs so far): it is "
+                    "abandoned, uncommitted; a later compaction redoes it",
+                    COMPACTION_STOP_WAIT_SECONDS,
+                )
             self._compactor = None
         if self._lease is not None:
             self._lease.stop()  # released: another daemon maintains from now on

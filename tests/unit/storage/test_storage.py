@@ -111,6 +111,40 @@ async def test_stores_commit_during_a_compaction_and_deletes_wait_for_its_end(
     assert sorted(m.id for m, _, _ in reopened) == [mem(i).id for i in (1, 2, 10)]
 
 
+async def test_a_stop_does_not_wait_out_a_long_compaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compaction still running at the stop (minutes at 100k memories) is left after a
+    few seconds instead of holding the stop until a supervisor kills the daemon; every
+    acknowledged write is in the store when it is opened again."""
+    from memoryd.storage import lance_store
+
+    monkeypatch.setattr(lance_store, "COMPACTION_STOP_WAIT_SECONDS", 1.0)
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=3)
+    entered, release = threading.Event(), threading.Event()
+    real = store._table.optimize
+
+    def stuck_optimize(**kw: object) -> object:
+        entered.set()
+        release.wait(120)
+        return real(**kw)
+
+    store._table.optimize = stuck_optimize
+    store.start()
+    try:
+        for i in range(3):  # three commits, then a quiet second: a compaction is due
+            await store.add([(mem(i), unit(i), None)])
+        assert await asyncio.to_thread(entered.wait, 10), "no compaction started"
+        await store.add([(mem(10), unit(10), None)])  # appends commit beside it
+        assert store.pending() == "a compaction in progress"
+        await asyncio.wait_for(asyncio.to_thread(store.close), 20)
+        assert not release.is_set()  # the compaction was still stuck: the stop left it
+        reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+        assert sorted(m.id for m, _, _ in reopened) == [mem(i).id for i in (0, 1, 2, 10)]
+    finally:
+        release.set()
+
+
 async def test_access_counts_survive_a_restart_without_rewriting_any_memory(
     tmp_path: Path,
 ) -> None:
