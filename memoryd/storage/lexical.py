@@ -319,17 +319,7 @@ class LexicalPartition:
         if row < len(self.doc_terms):
             self._drop_stats(row)
             new = dict(counts)
-            for term in self.doc_terms[row]:  # a term kept changes its tf in place
-                self._arrays.pop(term, None)
-                posting = postings[term]
-                at = _at(posting, row)
-                tf = new.pop(term, 0)
-                if tf:
-                    posting[at + 1] = tf
-                elif len(posting) == 2:
-                    del postings[term]
-                else:
-                    del posting[at : at + 2]
+            self._repost(row, new)
         self.language_counts[language] += 1
         if row == len(self.doc_terms):
             self.doc_terms.append(tuple(counts))
@@ -370,17 +360,7 @@ class LexicalPartition:
             if row == last and not posting:
                 del postings[term]
         if row != last:
-            for term in self.doc_terms[row]:  # a term both rows hold: the tf in place
-                self._arrays.pop(term, None)
-                posting = postings[term]
-                at = _at(posting, row)
-                tf = moved.pop(term, 0)
-                if tf:
-                    posting[at + 1] = tf
-                elif len(posting) == 2:
-                    del postings[term]
-                else:
-                    del posting[at : at + 2]
+            self._repost(row, moved)
             for term, tf in moved.items():  # (a posting emptied above gets its pair back)
                 _insert(postings[term], row, tf)
             self.doc_terms[row] = self.doc_terms[last]
@@ -390,6 +370,23 @@ class LexicalPartition:
         self.doc_terms.pop()
         self.doc_len.pop()
         self.doc_language.pop()
+
+    def _repost(self, row: int, tfs: dict[str, int]) -> None:
+        """Take ``row``'s pairs out of the postings of its terms, except where ``tfs``
+        names the term: there its tf is set in place (no shift) and the term is popped
+        from ``tfs``, leaving the terms still to insert."""
+        postings = self.postings
+        for term in self.doc_terms[row]:
+            self._arrays.pop(term, None)
+            posting = postings[term]
+            at = _at(posting, row)
+            tf = tfs.pop(term, 0)
+            if tf:
+                posting[at + 1] = tf
+            elif len(posting) == 2:
+                del postings[term]
+            else:
+                del posting[at : at + 2]
 
     def _drop_stats(self, row: int) -> None:
         self.total_len -= self.doc_len[row]

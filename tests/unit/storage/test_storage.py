@@ -37,6 +37,21 @@ def unit(i: int, dim: int = 8) -> np.ndarray:
     return v
 
 
+def stall_compactions(store: LanceStore, hold: float) -> tuple[threading.Event, threading.Event]:
+    """Make ``store``'s compactions wait (up to ``hold`` s) until released: returns the
+    event set once one has started and the one that releases it."""
+    started, release = threading.Event(), threading.Event()
+    real = store._table.optimize
+
+    def stalled_optimize(**kw: object) -> object:
+        started.set()
+        release.wait(hold)
+        return real(**kw)
+
+    store._table.optimize = stalled_optimize
+    return started, release
+
+
 def test_store_made_by_another_model_is_refused(tmp_path: Path) -> None:
     LanceStore(str(tmp_path), table="m", model_name="model-a", dim=8)
     with pytest.raises(ConfigError, match=r"model-a.*8-d.*model-b.*16-d"):
@@ -83,15 +98,7 @@ async def test_stores_commit_during_a_compaction_and_deletes_wait_for_its_end(
     in progress, a delete waits for it (committed during it, the delete would make the
     compaction fail), and nothing is lost either way."""
     store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=3)
-    entered, release = threading.Event(), threading.Event()
-    real = store._table.optimize
-
-    def slow_optimize(**kw: object) -> object:
-        entered.set()
-        release.wait(30)
-        return real(**kw)
-
-    store._table.optimize = slow_optimize
+    entered, release = stall_compactions(store, 30)
     store.start()
     try:
         for i in range(3):  # three commits, then a quiet second: a compaction is due
@@ -117,19 +124,9 @@ async def test_a_stop_does_not_wait_out_a_long_compaction(
     """A compaction still running at the stop (minutes at 100k memories) is left after a
     few seconds instead of holding the stop until a supervisor kills the daemon; every
     acknowledged write is in the store when it is opened again."""
-    from memoryd.storage import lance_store
-
     monkeypatch.setattr(lance_store, "COMPACTION_STOP_WAIT_SECONDS", 1.0)
     store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=3)
-    entered, release = threading.Event(), threading.Event()
-    real = store._table.optimize
-
-    def stuck_optimize(**kw: object) -> object:
-        entered.set()
-        release.wait(120)
-        return real(**kw)
-
-    store._table.optimize = stuck_optimize
+    entered, release = stall_compactions(store, 120)
     store.start()
     try:
         for i in range(3):  # three commits, then a quiet second: a compaction is due
@@ -598,15 +595,7 @@ async def test_the_idle_writer_hands_freed_memory_back_while_a_long_compaction_r
     monkeypatch.setattr(lance_store, "IDLE_COMPACT_SECONDS", 0.1)
     monkeypatch.setattr(lance_store, "COMPACT_TRIM_SECONDS", 0.3)
     store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=1)
-    real = store._table.optimize
-    running, release = threading.Event(), threading.Event()
-
-    def slow_optimize(**kwargs: object) -> object:
-        running.set()
-        release.wait(30)
-        return real(**kwargs)
-
-    store._table.optimize = slow_optimize
+    running, release = stall_compactions(store, 30)
     store.start()
     try:
         await store.add([(mem(i), unit(i), None) for i in range(10)])
