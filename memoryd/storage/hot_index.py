@@ -325,6 +325,7 @@ class HotIndex:
         self._ann_build_lock = threading.Lock()  # one build at a time: two cores are shared
         self._closed = False
         self._bulk = False
+        self._defer_texts = False  # bulk_load(defer_texts=True): rows put without terms
         self._pending_refresh: set[str] = set()  # bulk loading: links derived at the end
         self._parts: dict[str, _Partition] = {}
         self._memories: dict[str, Memory] = {}
@@ -347,12 +348,16 @@ class HotIndex:
         return len(self._memories)
 
     @contextlib.contextmanager
-    def bulk_load(self) -> Iterator[None]:
+    def bulk_load(self, *, defer_texts: bool = False) -> Iterator[None]:
         """Put many rows (the load at start-up): their int8 codes are made in one pass per
         scope at the end rather than one call per row (~3 s of a 100k-row load), and each
         memory's links are derived once at the end rather than again for every memory that
-        links to it. Nothing may read the index until the block ends."""
+        links to it. Nothing may read the index until the block ends.
+        ``defer_texts``: the texts put are not analysed as they come; within the block the
+        caller may give a partition its saved postings (``LexicalPartition.adopt``), and
+        the block's end analyses the rows of every partition still without them."""
         self._bulk = True
+        self._defer_texts = defer_texts
         for part in self._parts.values():
             part.codes_stale = True
             part.order.stale = True
@@ -360,6 +365,9 @@ class HotIndex:
             yield
         finally:
             self._bulk = False
+            if self._defer_texts:
+                self._defer_texts = False
+                self._index_texts()
             pending, self._pending_refresh = self._pending_refresh, set()
             for memory_id in pending:
                 self._refresh(memory_id)
@@ -388,7 +396,11 @@ class HotIndex:
                 old.language if same_text and old is not None else self.analyzer.detect(memory.text)
             )
             memory = replace(memory, language=language)
-        terms = None if same_text else self.analyzer.terms(memory.text, memory.language)
+        terms = (
+            None
+            if same_text or self._defer_texts
+            else self.analyzer.terms(memory.text, memory.language)
+        )
         if old is not None:
             self._text_bytes -= len(old.text) + len(old.summary)
             old_part = self._parts[old.scope]
@@ -435,6 +447,15 @@ class HotIndex:
         for memory_id in affected:
             self._refresh(memory_id)
         return self._memories[memory.id]
+
+    def _index_texts(self) -> None:
+        """Analyse the texts of the rows the postings lack (the end of a deferred load)."""
+        terms, memories = self.analyzer.terms, self._memories
+        for part in self._parts.values():
+            lexical = part.lexical
+            for row in range(len(lexical), len(part)):
+                memory = memories[part.ids[row]]
+                lexical.set(row, terms(memory.text, memory.language), memory.language)
 
     def _drop_tokens(self, part: _Partition, row: int) -> None:
         count = int(part.tok_n[row])

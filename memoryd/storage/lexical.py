@@ -24,6 +24,8 @@ statistics of the scopes being searched.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import math
 import re
 from array import array
@@ -37,6 +39,7 @@ import Stemmer
 from memoryd_native import bm25_sparse
 
 from memoryd.core import language as lang
+from memoryd.core import text as core_text
 
 # k1 0.6, not Lucene's 1.2: memories are a sentence or a chat turn, where a word said twice
 # is little more telling than once, so its weight saturates sooner. Measured (bench/RESULTS.md,
@@ -177,6 +180,9 @@ def _ngrams(chars: str, n: int, out: list[str]) -> None:
         out.extend(chars[i : i + n] for i in range(len(chars) - n + 1))
 
 
+# The packages whose versions can change a text's terms (``Analyzer.fingerprint``).
+_ANALYSIS_PACKAGES = ("PyStemmer", "stop-words", "py3langid")
+
 QUERY_CACHE_SIZE = 1024  # query analyses kept (LRU), keyed on the text
 
 
@@ -192,6 +198,23 @@ class Analyzer:
         # repeated query (the one the embedder's cache answers) skips language detection
         # and analysis, which cost more than the whole vector leg at 10k memories.
         self._query_analysis = lru_cache(maxsize=QUERY_CACHE_SIZE)(self._analyse_query)
+        self._fingerprint: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """What a text's terms depend on besides the text and its language: the analysing
+        code (this module, ``core.language``, ``core.text``), the stemmers', stop-word
+        lists' and language detector's versions, and the default language. Terms saved
+        under another fingerprint are never reused (``term_map``)."""
+        if self._fingerprint is None:
+            digest = hashlib.sha256(self.default.encode())
+            for module in (__file__, lang.__file__, core_text.__file__):
+                with open(module, "rb") as f:
+                    digest.update(f.read())
+            for package in _ANALYSIS_PACKAGES:
+                digest.update(f"{package}={importlib.metadata.version(package)};".encode())
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
 
     def language(self, code: str) -> _Language:
         analysis = self._languages.get(code)
@@ -394,6 +417,76 @@ class LexicalPartition:
         self.language_counts[gone] -= 1
         if self.language_counts[gone] <= 0:
             del self.language_counts[gone]
+
+    def adopt(
+        self,
+        rows: np.ndarray,
+        words: list[str],
+        lengths: np.ndarray,
+        pairs: np.ndarray,
+        languages: list[str],
+    ) -> None:
+        """Take a partition's postings as saved (``term_map``) instead of analysing its
+        texts; only into an empty partition. ``rows[i]``: where the saved row ``i`` is here
+        (a permutation of this partition's rows); ``words``: the saved postings' terms, in
+        order, ``lengths`` their pair counts, ``pairs`` their (saved row, tf) pairs;
+        ``languages``: each row's language, by row here. ValueError if they do not make
+        the postings of ``len(rows)`` rows (nothing is taken then)."""
+        n = len(rows)
+        if self.doc_terms or len(languages) != n or len(words) != len(lengths):
+            raise ValueError("the saved partition does not fit")
+        if len(set(words)) != len(words):
+            raise ValueError("a term is saved twice")
+        old = pairs[0::2]
+        tf = pairs[1::2]
+        if int(lengths.sum()) != old.size or (old.size and (old.min() < 0 or old.max() >= n)):
+            raise ValueError("a saved posting names a row the partition does not have")
+        if tf.size and tf.min() < 1:
+            raise ValueError("a saved term frequency is not positive")
+        new = rows[old].astype(np.int32)
+        group = np.repeat(np.arange(len(words), dtype=np.int64), lengths)
+        if not np.array_equal(rows, np.arange(n)):
+            order = np.lexsort((new, group))  # each posting by its rows here
+            new, tf = new[order], tf[order]
+        if np.any((np.diff(new) <= 0) & (np.diff(group) == 0)):
+            raise ValueError("a saved posting names a row twice")
+        packed = np.empty(2 * new.size, dtype=np.int32)
+        packed[0::2], packed[1::2] = new, tf
+        view = memoryview(packed.tobytes())
+        postings: dict[str, array[int]] = {}
+        at = 0
+        for word, length in zip(words, lengths.tolist(), strict=True):
+            posting = array("i")
+            posting.frombytes(view[at : at + 8 * length])
+            postings[word] = posting
+            at += 8 * length
+        # Each row's distinct terms: the pairs by row.
+        by_row = np.argsort(new, kind="stable")
+        per_row = np.bincount(new, minlength=n).tolist()
+        doc_len = np.bincount(new, weights=tf, minlength=n).astype(np.int64)
+        entry_words = np.asarray(words, dtype=object)[group[by_row]].tolist()
+        doc_terms: list[tuple[str, ...]] = []
+        start = 0
+        for count in per_row:
+            doc_terms.append(tuple(entry_words[start : start + count]))
+            start += count
+        self.postings = postings
+        self.doc_terms = doc_terms
+        self.doc_len = doc_len.tolist()
+        self.total_len = int(doc_len.sum())
+        self.doc_language = list(languages)
+        self.language_counts = Counter(languages)
+        self._lengths = np.zeros(max(16, n), dtype=np.float32)
+        self._lengths[:n] = doc_len
+        self._arrays.clear()
+
+    def row_terms(self, row: int) -> dict[str, int]:
+        """A row's terms and their frequencies (from the postings)."""
+        out: dict[str, int] = {}
+        for term in self.doc_terms[row]:
+            posting = self.postings[term]
+            out[term] = posting[_at(posting, row) + 1]
+        return out
 
     def df(self, term: str) -> int:
         posting = self.postings.get(term)

@@ -8,7 +8,9 @@ sees exactly the acknowledged writes. Reads never touch LanceDB.
 At start the token file (``<data_dir>/tokens.bin``) is reused when the map a clean shutdown
 saved beside it proves it matches the table (``storage.token_map``): the table is then read
 without its token-vector column; otherwise it is written afresh from the table. The start's
-log line says which, and why (``token_start``).
+log line says which, and why (``token_start``). With a reused token file, the BM25 postings
+that clean shutdown saved (``storage.term_map``) are taken too instead of analysing every
+text again (``postings_start`` says whether).
 
 Its background jobs (persisting access counts, maintaining the approximate indexes and,
 with several daemons over one store, following the others' commits: ``storage.follow``)
@@ -19,11 +21,15 @@ says through ``status``, ``write_counters``, ``follow_lag`` and ``pending``.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import dataclasses
 import gc
+import itertools
 import logging
+import random
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,13 +40,14 @@ import numpy as np
 from memoryd.core import tracing
 from memoryd.core.jobs import Job, Jobs
 from memoryd.core.records import FollowLag, KeyRecord, Memory
-from memoryd.storage import heap, token_map
+from memoryd.storage import heap, term_map, token_map
 from memoryd.storage.ann import AnnSettings
 from memoryd.storage.claims import KeyClaims
 from memoryd.storage.follow import Follower
-from memoryd.storage.hot_index import HotIndex
+from memoryd.storage.hot_index import HotIndex, _Partition
 from memoryd.storage.lance_store import STATUS_OK, LanceStore
-from memoryd.storage.lexical import Analyzer
+from memoryd.storage.lexical import Analyzer, LexicalPartition
+from memoryd.storage.term_map import TermMap
 from memoryd.storage.token_file import TokenFile
 from memoryd.storage.token_map import TokenMap, Unusable, row_state
 
@@ -50,6 +57,8 @@ ACCESS_FLUSH_SECONDS = 60.0
 ANN_MAINTAIN_SECONDS = 60.0
 TOKEN_UPKEEP_SECONDS = 30.0
 ROW_TRIM_SECONDS = 10.0  # a burst's unused rows go 10-20 s after its last Store
+# Rows analysed afresh at a start that takes saved postings, to check them.
+POSTINGS_SAMPLE = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +115,7 @@ class Repository(HotIndex):
         )
         self._token_path = token_path
         self.token_start: TokenStart | None = None  # set by open()
+        self.postings_start = ""  # set by open(): whether the saved postings were taken
         self._durable = durable
         self._compact_inline = False  # maintain_tokens compacts, on a thread
         self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
@@ -141,7 +151,11 @@ class Repository(HotIndex):
         _release_freed_memory()
         took = time.perf_counter() - start
         log.info(
-            "loaded %d memories into the hot index in %.2fs; %s", len(self), took, self.token_start
+            "loaded %d memories into the hot index in %.2fs; %s; saved postings %s",
+            len(self),
+            took,
+            self.token_start,
+            self.postings_start,
         )
         return took
 
@@ -149,11 +163,16 @@ class Repository(HotIndex):
         # A function of its own: the last row's vector and token vectors are views of the
         # scan's last batch, which a loop variable left in open() would keep alive.
         saved, why = self._saved_tokens()
+        postings, self.postings_start = self._saved_postings(saved)
         if saved is not None:
-            with self.bulk_load():
+            with self.bulk_load(defer_texts=postings is not None):
                 for memory, vector, _ in self._durable.scan(tokens=False):
                     self.put(memory, vector, None)
-            why = self._adopt_tokens(saved)
+                why = self._adopt_tokens(saved)
+                if not why and postings is not None:
+                    self.postings_start = self._adopt_postings(saved, postings)
+                elif postings is not None:
+                    self.postings_start = "not taken: the token file is not reused"
             if not why:
                 version = saved.header["table"]["version"]
                 self.token_start = TokenStart(True, f"its map matches table version {version}")
@@ -199,6 +218,82 @@ class Repository(HotIndex):
             return None, f"the map could not be checked: {e}"
         finally:
             token_map.remove(where)
+
+    def _saved_postings(self, saved: TokenMap | None) -> tuple[TermMap | None, str]:
+        """The postings the last clean shutdown saved with ``saved`` (``term_map``), if they
+        were saved with it and analysed as this daemon analyses; else None and why not. The
+        file is deleted either way."""
+        if self._token_path is None:
+            return None, "not kept: a temporary token file"
+        where = term_map.terms_path(self._token_path)
+        try:
+            if saved is None:
+                return None, "not taken: the token file is not reused"
+            postings = term_map.read(where)
+            if postings.header.get("map") != saved.digest:
+                return None, "not taken: saved with another token map"
+            if postings.header.get("analysis") != self.analyzer.fingerprint:
+                return None, "not taken: the texts were analysed another way"
+            if int(postings.part_rows.sum()) != len(saved.ids):
+                return None, "not taken: they hold another number of rows than the token map"
+            return postings, ""
+        except Unusable as e:
+            return None, f"not taken: {e}"
+        except Exception as e:  # an optimisation: never fail the start over it
+            log.warning("the saved postings could not be checked", exc_info=True)
+            return None, f"not taken: they could not be checked: {e}"
+        finally:
+            term_map.remove(where)
+
+    def _adopt_postings(self, saved: TokenMap, postings: TermMap) -> str:
+        """Give each partition its saved postings (inside a deferred bulk load, after
+        ``_adopt_tokens`` vouched for every row); a partition that does not fit is left to
+        the load's end to analyse. Then a sample of rows is analysed afresh: if any differs
+        from what was taken, everything taken is dropped and analysed. Says how it went."""
+        memories, parts = self._memories, self._parts
+        taken: list[_Partition] = []
+        base = 0
+        for rows, words, counts, pairs in postings.partitions():
+            ids = saved.ids[base : base + rows]
+            base += rows
+            first = memories.get(ids[0]) if ids else None
+            if first is None:
+                continue
+            part = parts.get(first.scope)
+            if part is None or len(part) != rows or len(part.lexical):
+                continue
+            row_of = part.row_of
+            try:
+                at = np.fromiter((row_of[i] for i in ids), np.int64, rows)
+                languages = [memories[i].language for i in part.ids]
+                part.lexical.adopt(at, words, counts, pairs, languages)
+            except (KeyError, ValueError):
+                log.warning("the saved postings of scope %s do not fit: analysing it", first.scope)
+                continue
+            taken.append(part)
+        rows_taken = sum(len(p) for p in taken)
+        wrong = self._check_postings(taken)
+        if wrong:
+            for part in taken:
+                part.lexical = LexicalPartition()
+            log.warning("saved postings dropped: %s", wrong)
+            return f"dropped: {wrong}"
+        return f"taken for {rows_taken} of {len(memories)} rows"
+
+    def _check_postings(self, taken: list[_Partition]) -> str:
+        """Analyse a sample of the rows given saved postings; why they differ ("": none)."""
+        ends = list(itertools.accumulate(len(part) for part in taken))
+        total = ends[-1] if ends else 0
+        for at in sorted(random.sample(range(total), min(total, POSTINGS_SAMPLE))):
+            k = bisect.bisect_right(ends, at)
+            part, row = taken[k], at - (ends[k - 1] if k else 0)
+            memory = self._memories[part.ids[row]]
+            want = Counter(self.analyzer.terms(memory.text, memory.language))
+            if part.lexical.row_terms(row) != want or part.lexical.doc_language[row] != (
+                memory.language
+            ):
+                return f"memory {memory.id}'s saved terms are not its text's"
+        return ""
 
     def _use_token_file(self, new: TokenFile) -> None:
         self._token_file.close()
@@ -287,20 +382,29 @@ class Repository(HotIndex):
             except Exception:
                 log.exception("the last look at the shared store failed")
         rows = self._token_rows()  # on the loop, like every read of the index
-        await asyncio.to_thread(self._finish, rows)
+        postings = self._saved_postings_now(rows)
+        await asyncio.to_thread(self._finish, rows, postings)
 
     def close(self) -> None:
         """Finish the queued writes and stop the store's threads, save the token file's
         map (the next start reuses the file), close the index. Blocks."""
         self._durable.close()
-        self._finish(self._token_rows())
+        rows = self._token_rows()
+        self._finish(rows, self._saved_postings_now(rows))
 
-    def _finish(self, rows: TokenMap | None) -> None:
+    def _finish(self, rows: TokenMap | None, postings: TermMap | None) -> None:
         try:
             if rows is not None:
-                self._save_token_map(rows)
+                self._save_token_map(rows, postings)
         finally:
             super().close()
+
+    def _saved_postings_now(self, rows: TokenMap | None) -> TermMap | None:
+        """Every partition's postings, in the order ``rows`` lists them (to be saved with
+        the token map; none without one)."""
+        if rows is None:
+            return None
+        return term_map.gather([part.lexical for part in self._parts.values()])
 
     def _token_rows(self) -> TokenMap | None:
         """Where every row's token vectors are in the token file, for its map (None: no map
@@ -325,9 +429,9 @@ class Repository(HotIndex):
             np.array([s[1] for s in states], dtype=np.uint32),
         )
 
-    def _save_token_map(self, rows: TokenMap) -> None:
+    def _save_token_map(self, rows: TokenMap, postings: TermMap | None = None) -> None:
         """Write the token file's map (after the store's last commit); on any failure none,
-        and the next start rewrites the file."""
+        and the next start rewrites the file. Then ``postings`` beside it, naming it."""
         assert self._token_path is not None
         where = token_map.map_path(self._token_path)
         try:
@@ -347,7 +451,7 @@ class Repository(HotIndex):
                     f"the token file is {stat.st_size} bytes, not {self._token_file.size}"
                 )
             rows.header = {"table": table, "file": token_map.file_identity(stat)}
-            token_map.write(where, rows)
+            digest = token_map.write(where, rows)
         except Exception:
             log.exception("could not save the token file's map: the next start rewrites the file")
             with contextlib.suppress(OSError):
@@ -358,6 +462,22 @@ class Repository(HotIndex):
             len(rows.ids),
             table["version"],
         )
+        if postings is not None:
+            self._save_postings(postings, digest)
+
+    def _save_postings(self, postings: TermMap, digest: str) -> None:
+        assert self._token_path is not None
+        where = term_map.terms_path(self._token_path)
+        try:
+            postings.header = {"map": digest, "analysis": self.analyzer.fingerprint}
+            term_map.write(where, postings)
+            token_map.sync_dir(where.parent)
+        except Exception:
+            log.exception("could not save the postings: the next start analyses every text")
+            with contextlib.suppress(OSError):
+                term_map.remove(where)
+            return
+        log.info("saved the postings (%d terms): the next start takes them", len(postings.terms))
 
     async def _maintain_ann(self) -> None:
         self.maintain_ann()  # installs finished builds, starts due ones (never blocks)

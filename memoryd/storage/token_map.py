@@ -85,6 +85,7 @@ class TokenMap:
     hashes: np.ndarray  # uint32: CRC-32 of the row's content hash
     # "table": the store's identity, "file": the token file's (file_identity)
     header: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""  # the SHA-256 of the map as written or read (hex)
 
     def __post_init__(self) -> None:
         n = len(self.ids)
@@ -92,8 +93,8 @@ class TokenMap:
             raise ValueError("the map's columns differ in length")
 
 
-def write(path: Path, rows: TokenMap) -> None:
-    """Write ``rows`` to ``path`` atomically and durably."""
+def write(path: Path, rows: TokenMap) -> str:
+    """Write ``rows`` to ``path`` atomically and durably; returns its SHA-256 (hex)."""
     encoded = [i.encode() for i in rows.ids]
     header = {**rows.header, "format": FORMAT, "rows": len(encoded)}
     head = json.dumps(header, sort_keys=True).encode()
@@ -121,7 +122,8 @@ def write(path: Path, rows: TokenMap) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    _sync_dir(path.parent)
+    sync_dir(path.parent)
+    return digest.hexdigest()
 
 
 def read(path: Path) -> TokenMap:
@@ -158,7 +160,7 @@ def read(path: Path) -> TokenMap:
         starts = [at, *ends[:-1]]
         ids = [body[s:e].decode() for s, e in zip(starts, ends, strict=True)]
         offsets, counts, updated, hashes = columns
-        return TokenMap(ids, offsets, counts, updated, hashes, header=header)
+        return TokenMap(ids, offsets, counts, updated, hashes, header=header, digest=digest.hex())
     except (ValueError, KeyError, TypeError, struct.error) as e:
         raise Unusable(f"the map does not parse ({e})") from None
 
@@ -171,7 +173,7 @@ def remove(path: Path) -> None:
             p.unlink()
             removed = True
     if removed:
-        _sync_dir(path.parent)
+        sync_dir(path.parent)
 
 
 def mismatch(saved: dict[str, Any], now: dict[str, Any], what: str) -> str:
@@ -183,7 +185,7 @@ def mismatch(saved: dict[str, Any], now: dict[str, Any], what: str) -> str:
     return ""
 
 
-def _sync_dir(directory: Path) -> None:
+def sync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)

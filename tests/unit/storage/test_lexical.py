@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from memoryd.storage.lexical import LexicalPartition, bm25_touched, idf
+from memoryd.storage.term_map import gather
 
 WORDS = ["alpha", "beta", "gamma", "delta", "kappa", "sigma", "omega", "zeta"]
 
@@ -59,3 +60,92 @@ def test_scores_match_a_partition_built_from_scratch(seed: int) -> None:
             want_rows, want = bm25_touched(reference, weights(reference, query), avgdl)
             np.testing.assert_array_equal(got_rows, want_rows)
             assert np.allclose(got, want, atol=1e-5)
+
+
+def state(part: LexicalPartition) -> tuple[object, ...]:
+    return (
+        [part.row_terms(r) for r in range(len(part))],
+        {t: part.posting(t) for t in part.postings},
+        part.doc_len,
+        part.lengths().tolist(),
+        part.total_len,
+        part.doc_language,
+        dict(part.language_counts),
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_postings_saved_and_taken_back_in_another_row_order_are_the_same_index(
+    seed: int,
+) -> None:
+    """What a start does with saved postings (``term_map``): a partition worked on by sets and
+    deletes, saved, and taken back with its rows in another order (as a later load puts them)
+    is exactly the partition built by analysing the rows in that order, and stays so through
+    more writes."""
+    rng = random.Random(seed)
+    docs: list[list[str]] = []
+    langs: list[str] = []
+    part = LexicalPartition()
+    for _ in range(200):
+        if rng.random() < 0.7 or not docs:
+            terms = rng.choices(WORDS, k=rng.randint(0, 6))
+            lang = rng.choice(["en", "de"])
+            part.set(len(docs), terms, lang)
+            docs.append(terms)
+            langs.append(lang)
+        else:
+            row = rng.randrange(len(docs))
+            part.move_last_into(row)
+            docs[row], langs[row] = docs[-1], langs[-1]
+            docs.pop()
+            langs.pop()
+    saved = gather([part])
+    ((rows, words, counts, pairs),) = saved.partitions()
+    assert rows == len(docs)
+    order = list(range(rows))
+    rng.shuffle(order)  # the new load's row i is the saved row order[i]
+    at = np.empty(rows, dtype=np.int64)
+    at[order] = np.arange(rows)
+    taken = LexicalPartition()
+    taken.adopt(at, words, counts, pairs, [langs[i] for i in order])
+    want = LexicalPartition()
+    for row, i in enumerate(order):
+        want.set(row, docs[i], langs[i])
+    assert state(taken) == state(want)
+    for _ in range(50):  # and both stay the same index through writes
+        row = rng.randrange(len(want))
+        if rng.random() < 0.5:
+            terms = rng.choices(WORDS, k=rng.randint(1, 5))
+            taken.set(row, terms, "en")
+            want.set(row, terms, "en")
+        else:
+            taken.move_last_into(row)
+            want.move_last_into(row)
+        assert state(taken) == state(want)
+
+
+def test_saved_postings_that_do_not_make_an_index_are_refused() -> None:
+    part = LexicalPartition()
+    for row, terms in enumerate([["alpha", "beta"], ["beta"], ["gamma", "gamma"]]):
+        part.set(row, terms, "en")
+    ((rows, words, counts, pairs),) = gather([part]).partitions()
+    at = np.arange(rows, dtype=np.int64)
+    bad_row = pairs.copy()
+    bad_row[0] = 7  # a row the partition does not have
+    zero_tf = pairs.copy()
+    zero_tf[1] = 0
+    for words_, pairs_ in [
+        (words, bad_row),
+        (words, zero_tf),
+        (["alpha", "alpha", "gamma"], pairs),
+    ]:
+        target = LexicalPartition()
+        with pytest.raises(ValueError):
+            target.adopt(at, words_, counts, pairs_, ["en"] * rows)
+        assert len(target) == 0 and not target.postings  # nothing taken
+    beta = words.index("beta")
+    start = 2 * int(counts[:beta].sum())
+    twice = pairs.copy()
+    twice[start + 2] = twice[start]  # beta's posting names its first row twice
+    with pytest.raises(ValueError):
+        LexicalPartition().adopt(at, words, counts, twice, ["en"] * rows)

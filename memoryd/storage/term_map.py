@@ -1,0 +1,213 @@
+"""The text index's map: what lets a start take every partition's BM25 postings as they were
+instead of analysing every stored text again.
+
+Loading the hot index analyses each memory's text (words, stop words, stems: ``lexical``)
+and puts its terms into its partition's postings: more than half of a start at a million
+memories (bench/RESULTS.md). At a clean shutdown that saves the token file's map
+(``token_map``), the repository also writes ``tokens.bin.terms`` beside it: the term table
+once, then every partition's postings as they are ((row, tf) pairs), partitions and rows
+in the order the token map lists its rows; written atomically and ending in the SHA-256 of
+everything before it, like the map.
+
+The token map vouches for the rows: a start uses this file only when it reuses the token
+file (the table at the version the map names, every row in the state the map has it), and
+only when:
+
+- it reads whole and names that map (the map's SHA-256, in its header);
+- its texts were analysed the way this daemon analyses them (``Analyzer.fingerprint``: the
+  analysing code, the stemmers', stop-word lists' and language detector's versions, the
+  default language);
+- each saved partition is one scope's rows now, all of them;
+- a sample of rows analysed afresh has exactly the terms the file gives them.
+
+Anything else (and any partition that does not fit) is analysed as a start without it.
+A start deletes the file with the map, before anything can change the index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memoryd.storage.lexical import LexicalPartition
+from memoryd.storage.token_map import Unusable
+
+FORMAT = 1
+_MAGIC = b"MTRMAP01"
+_U32 = struct.Struct("<I")
+_DIGEST_BYTES = hashlib.sha256().digest_size
+# per partition: rows, postings; per posting: term (index in the table), pairs; the pairs;
+# per term: UTF-8 length (then the terms' bytes)
+_COLUMNS = ("<i8", "<i8", "<u4", "<u4", "<i4", "<u4")
+
+
+def terms_path(token_path: Path) -> Path:
+    return token_path.with_name(token_path.name + ".terms")
+
+
+@dataclass(slots=True)
+class TermMap:
+    terms: list[str]  # the term table
+    part_rows: np.ndarray  # int64: each partition's rows (token-map order)
+    part_postings: np.ndarray  # int64: how many postings each partition has
+    posting_term: np.ndarray  # uint32: each posting's term (index into terms)
+    posting_pairs: np.ndarray  # uint32: each posting's (row, tf) pair count
+    pairs: np.ndarray  # int32: every posting's pairs, interleaved row, tf
+    # "map": the token map's SHA-256 (hex); "analysis": Analyzer.fingerprint
+    header: dict[str, Any] = field(default_factory=dict)
+
+    def partitions(self) -> list[tuple[int, list[str], np.ndarray, np.ndarray]]:
+        """Per partition: its row count, its postings' terms and pair counts, its pairs."""
+        out = []
+        posting = pair = 0
+        for rows, postings in zip(
+            self.part_rows.tolist(), self.part_postings.tolist(), strict=True
+        ):
+            counts = self.posting_pairs[posting : posting + postings].astype(np.int64)
+            words = [
+                self.terms[t] for t in self.posting_term[posting : posting + postings].tolist()
+            ]
+            n = 2 * int(counts.sum())
+            out.append((rows, words, counts, self.pairs[pair : pair + n]))
+            posting += postings
+            pair += n
+        return out
+
+
+def gather(parts: list[LexicalPartition]) -> TermMap:
+    """The postings of ``parts`` (in token-map order), referenced as they are now: call it
+    where nothing changes the index, and write before anything does."""
+    table: dict[str, int] = {}
+    part_rows, part_postings, posting_term, posting_pairs, chunks = [], [], [], [], []
+    for lexical in parts:
+        part_rows.append(len(lexical))
+        part_postings.append(len(lexical.postings))
+        for term, posting in lexical.postings.items():
+            index = table.get(term)
+            if index is None:
+                index = table[term] = len(table)
+            posting_term.append(index)
+            posting_pairs.append(len(posting) >> 1)
+            chunks.append(posting)
+    pairs = np.frombuffer(b"".join(chunks), dtype=np.int32)
+    return TermMap(
+        list(table),
+        np.array(part_rows, dtype=np.int64),
+        np.array(part_postings, dtype=np.int64),
+        np.array(posting_term, dtype=np.uint32),
+        np.array(posting_pairs, dtype=np.uint32),
+        pairs,
+    )
+
+
+def write(path: Path, saved: TermMap) -> None:
+    """Write ``saved`` to ``path`` atomically and durably."""
+    encoded = [t.encode() for t in saved.terms]
+    header = {
+        **saved.header,
+        "format": FORMAT,
+        "parts": len(saved.part_rows),
+        "postings": len(saved.posting_term),
+        "pairs": len(saved.pairs) // 2,
+        "terms": len(encoded),
+    }
+    head = json.dumps(header, sort_keys=True).encode()
+    columns = (
+        saved.part_rows,
+        saved.part_postings,
+        saved.posting_term,
+        saved.posting_pairs,
+        saved.pairs,
+        [len(e) for e in encoded],
+    )
+    parts = [
+        _MAGIC,
+        _U32.pack(len(head)),
+        head,
+        *(np.asarray(c).astype(t).tobytes() for c, t in zip(columns, _COLUMNS, strict=True)),
+        b"".join(encoded),
+    ]
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            for part in parts:
+                f.write(part)
+            f.write(digest.digest())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def read(path: Path) -> TermMap:
+    """The saved postings at ``path``; ``Unusable`` if there are none or they do not read
+    whole."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise Unusable("no saved postings") from None
+    except OSError as e:
+        raise Unusable(f"the saved postings cannot be read ({e.strerror})") from None
+    body, digest = data[:-_DIGEST_BYTES], data[-_DIGEST_BYTES:]
+    if len(data) < len(_MAGIC) + _U32.size + _DIGEST_BYTES or not body.startswith(_MAGIC):
+        raise Unusable("the saved postings are not (cut short, or another file)")
+    if hashlib.sha256(body).digest() != digest:
+        raise Unusable("the saved postings' checksum does not match (cut short or edited)")
+    try:
+        at = len(_MAGIC)
+        (size,) = _U32.unpack_from(body, at)
+        at += _U32.size
+        header = json.loads(body[at : at + size])
+        at += size
+        if header.get("format") != FORMAT:
+            raise Unusable(f"the saved postings' format is {header.get('format')!r}")
+        counts = (
+            int(header["parts"]),
+            int(header["parts"]),
+            int(header["postings"]),
+            int(header["postings"]),
+            2 * int(header["pairs"]),
+            int(header["terms"]),
+        )
+        columns = []
+        for dtype, n in zip(_COLUMNS, counts, strict=True):
+            columns.append(np.frombuffer(body, dtype, n, at))
+            at += np.dtype(dtype).itemsize * n
+        ends = (np.cumsum(columns.pop(), dtype=np.int64) + at).tolist()
+        if (ends[-1] if ends else at) != len(body):
+            raise Unusable("the saved terms do not add up to the file's length")
+        starts = [at, *ends[:-1]]
+        terms = [body[s:e].decode() for s, e in zip(starts, ends, strict=True)]
+        part_rows, part_postings, posting_term, posting_pairs, pairs = columns
+        if int(part_postings.sum()) != len(posting_term) or int(
+            posting_pairs.sum(dtype=np.int64)
+        ) * 2 != len(pairs):
+            raise Unusable("the saved postings do not add up")
+        if len(posting_term) and int(posting_term.max()) >= len(terms):
+            raise Unusable("a saved posting names a term the table does not have")
+        return TermMap(
+            terms, part_rows, part_postings, posting_term, posting_pairs, pairs, header=header
+        )
+    except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as e:
+        raise Unusable(f"the saved postings do not parse ({e})") from None
+
+
+def remove(path: Path) -> None:
+    """Delete the file (and a temporary one a failed save left)."""
+    for p in (path, path.with_name(path.name + ".tmp")):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()

@@ -1,0 +1,278 @@
+"""Taking the BM25 postings a clean shutdown saved (storage/term_map.py) instead of analysing
+every text again at start: a start that takes them answers every lexical query exactly as one
+that analysed, keeps them right through later writes, and every way the saved postings can be
+wrong for the store now (cut short, another token map, another analysis, terms that are not
+the texts') makes the start analyse instead."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memoryd.storage import term_map, token_map
+from memoryd.storage.lexical import Analyzer
+from memoryd.storage.repository import Repository
+
+from .test_storage import NOW, mem, unit
+from .test_token_reuse import DIM, map_of, open_repo, toks
+
+TEXTS = [
+    "Alice adopted a grey cat called Miso last spring",
+    "The quarterly report is due on Friday, ask Bob",
+    "Wir treffen uns am Dienstag im Büro in Berlin",
+    "我们下周去上海看望奶奶",
+    "Bob's e-mail is bob@example.com and he likes tea",
+    "proj:apollo deadline moved to March",
+    "the the the and of",  # stop words only: no terms
+    "Alice and Bob went hiking in the Alps with the cat",
+]
+QUERIES = ["cat Alice", "report Friday Bob", "Dienstag Berlin", "上海奶奶", "proj:apollo", "tea"]
+
+
+def terms_of(root: Path) -> Path:
+    return term_map.terms_path(root / "data" / "tokens.bin")
+
+
+async def fill(repo: Repository) -> list[str]:
+    """Memories in three scopes, then an update with a new text and deletes (which move the
+    last rows of their partitions into the holes: saved row order is not the scan's)."""
+    ids = []
+    for i in range(30):
+        scope = ("agent:a", "agent:b", "agent:c")[i % 3]
+        text = f"{TEXTS[i % len(TEXTS)]} {i}"
+        m = await repo.add(mem(i, scope=scope, text=text), unit(i, DIM), toks(i))
+        ids.append(m.id)
+    first = repo.get(ids[0])
+    assert first is not None
+    changed = dataclasses.replace(
+        first,
+        text="Miso the cat now lives with Carol",
+        content_hash="h-new",
+        updated_at=NOW + timedelta(seconds=90),
+    )
+    await repo.replace(changed, unit(5, DIM), toks(99))
+    await repo.delete([ids[3], ids[4], ids[10]])
+    return ids
+
+
+def lexical_state(repo: Repository) -> dict[str, object]:
+    """Every partition's text index by memory id (rows may differ), checked for order."""
+    out: dict[str, object] = {}
+    for scope, part in repo._parts.items():
+        lexical = part.lexical
+        assert len(lexical) == len(part)
+        for term, posting in lexical.postings.items():
+            rows = list(posting[0::2])
+            assert rows == sorted(set(rows)), f"posting of {term!r} out of order"
+            for row in rows:
+                assert term in lexical.doc_terms[row]
+        out[scope] = {
+            "rows": {
+                part.ids[row]: (
+                    lexical.row_terms(row),
+                    lexical.doc_len[row],
+                    float(lexical.lengths()[row]),
+                    lexical.doc_language[row],
+                )
+                for row in range(len(part))
+            },
+            "total": lexical.total_len,
+            "languages": dict(lexical.language_counts),
+            "terms": len(lexical.postings),
+        }
+    return out
+
+
+def bm25_answers(repo: Repository) -> list[list[tuple[str, float]]]:
+    out = []
+    for query in QUERIES:
+        for scopes in (["agent:a"], ["agent:a", "agent:b", "agent:c"]):
+            got = repo.candidates(
+                np.zeros(DIM, np.float32), query, scopes, 10, now=NOW, vector=False
+            )
+            scores = got.lexical_scores.tolist()
+            out.append(sorted((m.id, round(s, 5)) for m, s in zip(got.memories, scores)))
+    return out
+
+
+def analysed(root: Path) -> tuple[dict[str, object], list[list[tuple[str, float]]]]:
+    """The text index of a start that analyses every text (no saved postings)."""
+    term_map.remove(terms_of(root))
+    repo = open_repo(root)
+    try:
+        assert repo.postings_start.startswith("not taken"), repo.postings_start
+        return lexical_state(repo), bm25_answers(repo)
+    finally:
+        repo.close()
+
+
+async def test_a_clean_restart_takes_the_saved_postings_and_answers_as_an_analysed_start(
+    tmp_path: Path,
+) -> None:
+    repo = open_repo(tmp_path)
+    assert repo.postings_start.startswith("not taken")
+    await fill(repo)
+    repo.close()
+    assert terms_of(tmp_path).exists() and map_of(tmp_path).exists()
+
+    again = open_repo(tmp_path)
+    try:
+        assert again.postings_start == "taken for 27 of 27 rows", again.postings_start
+        assert not terms_of(tmp_path).exists()  # gone until the next clean shutdown
+        taken, answers = lexical_state(again), bm25_answers(again)
+        assert any(answer for answer in answers)
+    finally:
+        again.close()
+    assert (taken, answers) == analysed(tmp_path)
+
+
+async def test_writes_after_a_start_that_took_them_keep_the_postings_right(
+    tmp_path: Path,
+) -> None:
+    repo = open_repo(tmp_path)
+    ids = await fill(repo)
+    repo.close()
+    again = open_repo(tmp_path)
+    try:
+        assert again.postings_start.startswith("taken"), again.postings_start
+        new = await again.add(mem(60, scope="agent:b", text="a new cat in Berlin"), unit(1, DIM))
+        old = again.get(ids[7])
+        assert old is not None
+        await again.replace(
+            dataclasses.replace(old, text="report moved", updated_at=NOW + timedelta(seconds=99)),
+            unit(2, DIM),
+        )
+        await again.delete([ids[5], ids[11], new.id])
+        after = lexical_state(again), bm25_answers(again)
+    finally:
+        again.close()
+    # the next start takes what this one saved; one that analyses agrees with both
+    third = open_repo(tmp_path)
+    try:
+        assert third.postings_start.startswith("taken"), third.postings_start
+        assert (lexical_state(third), bm25_answers(third)) == after
+    finally:
+        third.close()
+    assert analysed(tmp_path) == after
+
+
+def cut_short(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("spoil", "why"),
+    [
+        (lambda root: cut_short(terms_of(root)), "checksum"),
+        (lambda root: flip_a_byte(terms_of(root)), "checksum"),
+        (lambda root: terms_of(root).unlink(), "no saved postings"),
+        (lambda root: map_of(root).unlink(), "the token file is not reused"),
+    ],
+    ids=["cut-short", "edited", "missing", "no-token-map"],
+)
+async def test_saved_postings_that_cannot_be_vouched_for_are_not_taken(
+    tmp_path: Path, spoil: object, why: str
+) -> None:
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    spoil(tmp_path)  # type: ignore[operator]
+    again = open_repo(tmp_path)
+    try:
+        assert again.postings_start.startswith("not taken") and why in again.postings_start
+        assert not terms_of(tmp_path).exists()
+        got = lexical_state(again), bm25_answers(again)
+    finally:
+        again.close()
+    assert got == analysed(tmp_path)
+
+
+async def test_postings_saved_with_another_token_map_are_not_taken(tmp_path: Path) -> None:
+    """A daemon that does not save postings (an older memoryd) ran in between and wrote: the
+    file left from before names a map that is gone."""
+    repo = open_repo(tmp_path)
+    ids = await fill(repo)
+    repo.close()
+    kept = tmp_path / "old.terms"
+    shutil.copy(terms_of(tmp_path), kept)
+    between = open_repo(tmp_path)
+    old = between.get(ids[2])
+    assert old is not None
+    await between.replace(
+        dataclasses.replace(old, text="entirely new words", updated_at=NOW + timedelta(hours=1)),
+        unit(3, DIM),
+    )
+    between.close()
+    shutil.copy(kept, terms_of(tmp_path))
+    again = open_repo(tmp_path)
+    try:
+        assert again.postings_start == "not taken: saved with another token map"
+        got = lexical_state(again), bm25_answers(again)
+    finally:
+        again.close()
+    assert got == analysed(tmp_path)
+
+
+async def test_postings_analysed_another_way_are_not_taken(tmp_path: Path) -> None:
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    store = repo._durable.__class__(
+        str(tmp_path / "lancedb"), table="m", model_name="x", dim=DIM, compact_every=10_000
+    )
+    # another default language analyses unsure Latin text another way
+    again = Repository(store, Analyzer("de"), token_path=tmp_path / "data" / "tokens.bin")
+    again.open()
+    try:
+        assert again.token_start is not None and again.token_start.reused
+        assert again.postings_start == "not taken: the texts were analysed another way"
+    finally:
+        again.close()
+
+
+async def test_saved_terms_that_are_not_the_texts_are_caught_and_analysed(
+    tmp_path: Path,
+) -> None:
+    """Postings that pass every check but hold another text's terms (a bug in a future
+    analysis that kept its fingerprint): the sample analysed afresh catches them."""
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    saved = term_map.read(terms_of(tmp_path))
+    saved.terms[saved.terms.index("cat")] = "dog"
+    term_map.write(terms_of(tmp_path), saved)
+    again = open_repo(tmp_path)
+    try:
+        assert again.postings_start.startswith("dropped:"), again.postings_start
+        got = lexical_state(again), bm25_answers(again)
+        assert all("dog" not in part.lexical.postings for part in again._parts.values())
+    finally:
+        again.close()
+    assert got == analysed(tmp_path)
+
+
+async def test_a_start_without_a_saved_map_saves_one_for_the_next(tmp_path: Path) -> None:
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    token_map.remove(map_of(tmp_path))  # as after a crash
+    again = open_repo(tmp_path)
+    assert again.postings_start.startswith("not taken")
+    again.close()
+    third = open_repo(tmp_path)
+    try:
+        assert third.postings_start == "taken for 27 of 27 rows"
+    finally:
+        third.close()
