@@ -96,7 +96,9 @@ def bm25_answers(repo: Repository) -> list[list[tuple[str, float]]]:
                 np.zeros(DIM, np.float32), query, scopes, 10, now=NOW, vector=False
             )
             scores = got.lexical_scores.tolist()
-            out.append(sorted((m.id, round(s, 5)) for m, s in zip(got.memories, scores)))
+            out.append(
+                sorted((m.id, round(s, 5)) for m, s in zip(got.memories, scores, strict=True))
+            )
     return out
 
 
