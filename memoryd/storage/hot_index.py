@@ -223,6 +223,46 @@ class _Partition:
         if memory.content_hash:
             self.by_hash[memory.content_hash] = memory.id
 
+    def put_new(
+        self, memories: list[Memory], vectors: list[np.ndarray], terms: list[list[str]] | None
+    ) -> None:
+        """Append rows for new memories, each column written in one step (the load at
+        start); ``terms`` None: their texts' terms come later (a deferred load)."""
+        start, count = len(self.ids), len(memories)
+        end = start + count
+        self._mask = None
+        if end > self.vectors.shape[0]:
+            old = self.vectors.shape[0]
+            self._resize(max(end, old + 16, old + old // 4))
+        ids = [m.id for m in memories]
+        self.ids.extend(ids)
+        self.row_of.update(zip(ids, range(start, end), strict=True))
+        self.hidden[start:end] = 0
+        self.vectors[start:end] = np.stack(vectors) if count > 1 else vectors[0]
+        if not self.codes_stale:
+            codes, scales, l1 = quantize_rows(self.vectors[start:end])
+            self.codes[start:end], self.scales[start:end], self.l1[start:end] = codes, scales, l1
+        if self.ann is not None:
+            for row in range(start, end):
+                self.ann.wrote(row)
+        order = self.order
+        for m in memories:
+            order.add(order_key(m.created_at, m.id))
+        self.expires[start:end] = [
+            _NO_EXPIRY if m.expires_at is None else m.expires_at.timestamp() for m in memories
+        ]
+        self.category[start:end] = [int(m.category) for m in memories]
+        self.created[start:end] = [m.created_at.timestamp() for m in memories]
+        self.tok_n[start:end] = -1
+        if terms is not None:
+            for row, (m, row_terms) in enumerate(zip(memories, terms, strict=True), start):
+                self.lexical.set(row, row_terms, m.language)
+        by_hash = self.by_hash
+        for m in memories:
+            if m.content_hash:
+                by_hash[m.content_hash] = m.id
+        self.record_bytes += sum(len(m.text) + len(m.summary) for m in memories)
+
     def _write_vector(self, row: int, vector: np.ndarray) -> None:
         self.vectors[row] = vector
         if not self.codes_stale:
@@ -397,8 +437,9 @@ class HotIndex:
             )
             memory = replace(memory, language=language)
         terms = (
-            None
-            if same_text or self._defer_texts
+            None  # the row's terms stand: same text in the same language
+            if (same_text and old is not None and old.language == memory.language)
+            or self._defer_texts
             else self.analyzer.terms(memory.text, memory.language)
         )
         if old is not None:
@@ -447,6 +488,57 @@ class HotIndex:
         for memory_id in affected:
             self._refresh(memory_id)
         return self._memories[memory.id]
+
+    def put_loaded(self, rows: Iterable[tuple[Memory, np.ndarray]]) -> None:
+        """Put rows of the load at start (inside ``bulk_load``; without token vectors): a
+        new memory with nothing to derive (most of them) goes in with the others of its
+        scope in one ``_Partition.put_new``; any other row through ``put``. Each scope's
+        rows go in in the order read."""
+        assert self._bulk
+        memories, backlinks, superseded_by = self._memories, self._backlinks, self._superseded_by
+        waiting: dict[str, tuple[list[Memory], list[np.ndarray]]] = {}
+        held: set[str] = set()
+        for memory, vector in rows:
+            memory_id = memory.id
+            if (
+                memory_id in memories
+                or memory_id in held
+                or not memory.language
+                or memory.related_ids
+                or memory.supersedes
+                or memory.superseded_by
+                or memory_id in backlinks
+                or memory_id in superseded_by
+            ):
+                if memory_id in held:  # the same id again: the first goes in first
+                    self._put_new(waiting)
+                    waiting, held = {}, set()
+                elif memory.scope in waiting:  # each scope's rows in the order read
+                    self._put_new({memory.scope: waiting.pop(memory.scope)})
+                self.put(memory, vector, None)
+                continue
+            group = waiting.get(memory.scope)
+            if group is None:
+                group = waiting[memory.scope] = ([], [])
+            group[0].append(memory)
+            group[1].append(vector)
+            held.add(memory_id)
+        self._put_new(waiting)
+
+    def _put_new(self, waiting: dict[str, tuple[list[Memory], list[np.ndarray]]]) -> None:
+        analyse = None if self._defer_texts else self.analyzer.terms
+        for scope, (memories, vectors) in waiting.items():
+            part = self._parts.get(scope)
+            if part is None:
+                part = self._parts[scope] = _Partition(self.dim)
+                part.codes_stale = part.order.stale = True
+            terms = None if analyse is None else [analyse(m.text, m.language) for m in memories]
+            part.put_new(memories, vectors, terms)
+            for m in memories:
+                self._memories[m.id] = m
+                if m.idempotency_key:
+                    self._idempotency[(m.agent_id, m.idempotency_key)] = m.id
+            self._text_bytes += sum(len(m.text) + len(m.summary) for m in memories)
 
     def _index_texts(self) -> None:
         """Analyse the texts of the rows the postings lack (the end of a deferred load)."""

@@ -166,8 +166,8 @@ class Repository(HotIndex):
         postings, self.postings_start = self._saved_postings(saved)
         if saved is not None:
             with self.bulk_load(defer_texts=postings is not None):
-                for memory, vector, _ in self._durable.scan(tokens=False):
-                    self.put(memory, vector, None)
+                for batch in self._durable.scan_batches(tokens=False):
+                    self.put_loaded((memory, vector) for memory, vector, _ in batch)
                 why = self._adopt_tokens(saved)
                 if not why and postings is not None:
                     self.postings_start = self._adopt_postings(saved, postings)
