@@ -376,14 +376,16 @@ def _token_blobs(column: pa.Array, dim: int) -> list[np.ndarray | None]:
 _CATEGORIES = {int(c): c for c in Category}
 
 
-def from_arrow(batch: pa.RecordBatch) -> Iterator[Row]:
+def from_arrow(batch: pa.RecordBatch, vector_dtype: type = np.float32) -> Iterator[Row]:
+    """The batch's rows; their vectors as ``vector_dtype`` (float16 for the hot index's
+    load, which keeps them so: one conversion per batch rather than one per row)."""
     names = [n for n in batch.schema.names if n not in ("vector", "token_vectors", *_TIMESTAMPS)]
     d: dict[str, list[Any]] = {n: batch.column(n).to_pylist() for n in names}
     for name in _TIMESTAMPS:
         d[name] = _datetimes(batch.column(name))
     dim = batch.schema.field("vector").type.list_size
     vectors = (
-        batch.column("vector").flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+        batch.column("vector").flatten().to_numpy(zero_copy_only=False).astype(vector_dtype)
     ).reshape(-1, dim)
     tokens = (
         _token_blobs(batch.column("token_vectors"), dim)
@@ -809,8 +811,9 @@ class LanceStore:
 
     def scan(self, *, tokens: bool = True) -> Iterator[Row]:
         """Every stored row (for rebuilding the in-memory index at start), with the newest
-        access count of each from the access log. ``tokens`` False: the token-vector column
-        is not read (every row's are None), for a start that reuses the token file."""
+        access count of each from the access log; vectors as float16 (what the index
+        keeps). ``tokens`` False: the token-vector column is not read (every row's are
+        None), for a start that reuses the token file."""
         for batch in self.scan_batches(tokens=tokens):
             yield from batch
 
@@ -821,7 +824,7 @@ class LanceStore:
         for batch in self._stream(self._table, self._table_name, columns):
             if tokens:
                 self.token_bytes_read += batch.column("token_vectors").nbytes
-            yield list(self._with_access(from_arrow(batch), access))
+            yield list(self._with_access(from_arrow(batch, np.float16), access))
 
     @staticmethod
     def _with_access(

@@ -167,7 +167,7 @@ class Repository(HotIndex):
         if saved is not None:
             with self.bulk_load(defer_texts=postings is not None):
                 for batch in self._durable.scan_batches(tokens=False):
-                    self.put_loaded((memory, vector) for memory, vector, _ in batch)
+                    self.put_loaded([(memory, vector) for memory, vector, _ in batch])
                 why = self._adopt_tokens(saved)
                 if not why and postings is not None:
                     self.postings_start = self._adopt_postings(saved, postings)
