@@ -250,8 +250,22 @@ class Repository(HotIndex):
         ``_adopt_tokens`` vouched for every row); a partition that does not fit is left to
         the load's end to analyse. Then a sample of rows is analysed afresh: if any differs
         from what was taken, everything taken is dropped and analysed. Says how it went."""
-        memories, parts = self._memories, self._parts
         taken: list[_Partition] = []
+        try:
+            self._take_postings(saved, postings, taken)
+            wrong = self._check_postings(taken)
+        except Exception as e:  # an optimisation: never fail the start over it
+            log.warning("the saved postings could not be taken", exc_info=True)
+            wrong = f"they could not be taken: {e}"
+        if wrong:
+            for part in self._parts.values():
+                part.lexical = LexicalPartition()  # all analysed at the load's end
+            log.warning("saved postings dropped: %s", wrong)
+            return f"dropped: {wrong}"
+        return f"taken for {sum(len(p) for p in taken)} of {len(self._memories)} rows"
+
+    def _take_postings(self, saved: TokenMap, postings: TermMap, taken: list[_Partition]) -> None:
+        memories, parts = self._memories, self._parts
         base = 0
         for rows, words, counts, pairs in postings.partitions():
             ids = saved.ids[base : base + rows]
@@ -271,14 +285,6 @@ class Repository(HotIndex):
                 log.warning("the saved postings of scope %s do not fit: analysing it", first.scope)
                 continue
             taken.append(part)
-        rows_taken = sum(len(p) for p in taken)
-        wrong = self._check_postings(taken)
-        if wrong:
-            for part in taken:
-                part.lexical = LexicalPartition()
-            log.warning("saved postings dropped: %s", wrong)
-            return f"dropped: {wrong}"
-        return f"taken for {rows_taken} of {len(memories)} rows"
 
     def _check_postings(self, taken: list[_Partition]) -> str:
         """Analyse a sample of the rows given saved postings; why they differ ("": none)."""

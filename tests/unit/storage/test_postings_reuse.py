@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from memoryd.storage import term_map, token_map
-from memoryd.storage.lexical import Analyzer
+from memoryd.storage.lexical import Analyzer, LexicalPartition
 from memoryd.storage.repository import Repository
 
 from .test_storage import NOW, mem, unit
@@ -278,3 +278,32 @@ async def test_a_start_without_a_saved_map_saves_one_for_the_next(tmp_path: Path
         assert third.postings_start == "taken for 27 of 27 rows"
     finally:
         third.close()
+
+
+async def test_a_failure_while_taking_them_never_fails_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever goes wrong part-way (here the second scope's postings raise), the start
+    drops what it took and analyses every text."""
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    real = LexicalPartition.adopt
+    calls: list[int] = []
+
+    def adopt_then_fail(self: LexicalPartition, *args: object) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("boom")
+        real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LexicalPartition, "adopt", adopt_then_fail)
+    again = open_repo(tmp_path)
+    monkeypatch.setattr(LexicalPartition, "adopt", real)
+    try:
+        assert again.postings_start == "dropped: they could not be taken: boom"
+        got = lexical_state(again), bm25_answers(again)
+    finally:
+        again.close()
+    assert len(calls) == 2
+    assert got == analysed(tmp_path)
