@@ -404,12 +404,14 @@ class HotIndex:
         for part in self._parts.values():
             part.codes_stale = True
             part.order.stale = True
+        loaded = False
         try:
             yield
+            loaded = True
         finally:
             self._bulk = False
-            if self._defer_texts:
-                self._defer_texts = False
+            deferred, self._defer_texts = self._defer_texts, False
+            if deferred and loaded:  # (a failed load fails the start: no analysis then)
                 self._index_texts()
             pending, self._pending_refresh = self._pending_refresh, set()
             for memory_id in pending:
@@ -532,6 +534,8 @@ class HotIndex:
             group[0].append(memory)
             group[1].append(vector)
             held.add(memory_id)
+            if memory.idempotency_key:  # in the order read, as put would
+                self._idempotency[(memory.agent_id, memory.idempotency_key)] = memory_id
         self._put_new(waiting)
 
     def _put_new(self, waiting: dict[str, tuple[list[Memory], list[np.ndarray]]]) -> None:
@@ -545,8 +549,6 @@ class HotIndex:
             part.put_new(memories, vectors, terms)
             for m in memories:
                 self._memories[m.id] = m
-                if m.idempotency_key:
-                    self._idempotency[(m.agent_id, m.idempotency_key)] = m.id
             self._text_bytes += sum(len(m.text) + len(m.summary) for m in memories)
 
     def _index_texts(self) -> None:

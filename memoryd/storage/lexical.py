@@ -28,6 +28,8 @@ import hashlib
 import importlib.metadata
 import math
 import re
+import sys
+import unicodedata
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -208,6 +210,7 @@ class Analyzer:
         under another fingerprint are never reused (``term_map``)."""
         if self._fingerprint is None:
             digest = hashlib.sha256(self.default.encode())
+            digest.update(f"{sys.version};{unicodedata.unidata_version};".encode())
             for module in (__file__, lang.__file__, core_text.__file__):
                 with open(module, "rb") as f:
                     digest.update(f.read())

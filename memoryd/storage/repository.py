@@ -388,7 +388,7 @@ class Repository(HotIndex):
             except Exception:
                 log.exception("the last look at the shared store failed")
         rows = self._token_rows()  # on the loop, like every read of the index
-        postings = self._saved_postings_now(rows)
+        postings = self._saved_postings_now(rows)  # never raises
         await asyncio.to_thread(self._finish, rows, postings)
 
     def close(self) -> None:
@@ -410,7 +410,11 @@ class Repository(HotIndex):
         the token map; none without one)."""
         if rows is None:
             return None
-        return term_map.gather([part.lexical for part in self._parts.values()])
+        try:
+            return term_map.gather([part.lexical for part in self._parts.values()])
+        except Exception:
+            log.exception("could not gather the postings: the next start analyses every text")
+            return None
 
     def _token_rows(self) -> TokenMap | None:
         """Where every row's token vectors are in the token file, for its map (None: no map

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import struct
 from dataclasses import dataclass, field
@@ -38,7 +39,9 @@ from typing import Any
 import numpy as np
 
 from memoryd.storage.lexical import LexicalPartition
-from memoryd.storage.token_map import Unusable
+from memoryd.storage.token_map import Unusable, read_regular
+
+log = logging.getLogger(__name__)
 
 FORMAT = 1
 _MAGIC = b"MTRMAP01"
@@ -157,7 +160,7 @@ def read(path: Path) -> TermMap:
     """The saved postings at ``path``; ``Unusable`` if there are none or they do not read
     whole."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path, "the saved postings")
     except FileNotFoundError:
         raise Unusable("no saved postings") from None
     except OSError as e:
@@ -193,6 +196,8 @@ def read(path: Path) -> TermMap:
         starts = [at, *ends[:-1]]
         terms = [body[s:e].decode() for s, e in zip(starts, ends, strict=True)]
         part_rows, part_postings, posting_term, posting_pairs, pairs = columns
+        if (part_rows < 0).any() or (part_postings < 0).any():
+            raise Unusable("the saved postings' counts are negative")
         if int(part_postings.sum()) != len(posting_term) or int(
             posting_pairs.sum(dtype=np.int64)
         ) * 2 != len(pairs):
@@ -209,5 +214,9 @@ def read(path: Path) -> TermMap:
 def remove(path: Path) -> None:
     """Delete the file (and a temporary one a failed save left)."""
     for p in (path, path.with_name(path.name + ".tmp")):
-        with contextlib.suppress(FileNotFoundError):
+        try:
             p.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as e:  # a directory there, say: left alone, never taken (read refuses it)
+            log.warning("could not remove %s: %s", p, e)

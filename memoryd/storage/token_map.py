@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -129,7 +130,7 @@ def write(path: Path, rows: TokenMap) -> str:
 def read(path: Path) -> TokenMap:
     """The map at ``path``; ``Unusable`` if there is none or it does not read whole."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path, "the map")
     except FileNotFoundError:
         raise Unusable(
             "no map: the last run did not shut down cleanly, or this is the first start"
@@ -163,6 +164,19 @@ def read(path: Path) -> TokenMap:
         return TokenMap(ids, offsets, counts, updated, hashes, header=header, digest=digest.hex())
     except (ValueError, KeyError, TypeError, struct.error) as e:
         raise Unusable(f"the map does not parse ({e})") from None
+
+
+def read_regular(path: Path, what: str) -> bytes:
+    """The bytes of the regular file at ``path``, not following a symlink and never
+    waiting on a FIFO or a device (``Unusable`` for anything but a regular file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Unusable(f"{what} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
 
 
 def remove(path: Path) -> None:

@@ -113,3 +113,25 @@ def test_a_batch_put_by_scope_makes_the_index_one_put_at_a_time_makes(
     assert state(batched) == state(one_by_one)
     hidden = sum(int(p.hidden[: len(p)].sum()) for p in batched._parts.values())
     assert hidden > 0  # the supersessions took effect
+
+
+def test_the_same_idempotency_key_in_two_scopes_maps_as_put_one_at_a_time_maps() -> None:
+    """put_loaded puts each scope's waiting rows at the batch's end, in the order the scopes
+    first came: a key an agent used in two scopes (its own and a shared one; an import, a
+    race of two daemons) ends mapped to another memory than putting the rows in turn."""
+    loaded: list[tuple[Memory, np.ndarray]] = []
+    vector = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    for i in range(16):
+        scope = "team:x" if i in (0, 15) else "agent:a"
+        kw: dict[str, object] = dict(scope=scope, agent_id="a", text=f"note {i}", language="en")
+        if i in (1, 15):
+            kw["idempotency_key"] = "k"
+        loaded.append((record(i, **kw), vector))
+    one_by_one = HotIndex(DIM)
+    with one_by_one.bulk_load():
+        for memory, v in loaded:
+            one_by_one.put(memory, v, None)
+    batched = HotIndex(DIM)
+    with batched.bulk_load():
+        batched.put_loaded(loaded)
+    assert batched._idempotency == one_by_one._idempotency

@@ -307,3 +307,163 @@ async def test_a_failure_while_taking_them_never_fails_the_start(
         again.close()
     assert len(calls) == 2
     assert got == analysed(tmp_path)
+
+
+# --- review: defects found -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["tokens.bin.terms", "tokens.bin.terms.tmp"])
+async def test_a_directory_where_the_saved_postings_go_never_fails_the_start(
+    tmp_path: Path, name: str
+) -> None:
+    """term_map.remove suppresses FileNotFoundError only: unlinking a directory raises
+    IsADirectoryError out of _saved_postings' ``finally`` and the start fails."""
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    term_map.remove(terms_of(tmp_path))
+    (tmp_path / "data" / name).mkdir()
+    again = open_repo(tmp_path)  # raises IsADirectoryError today
+    try:
+        assert again.postings_start.startswith("not taken"), again.postings_start
+        got = lexical_state(again), bm25_answers(again)
+    finally:
+        again.close()
+    shutil.rmtree(tmp_path / "data" / name, ignore_errors=True)
+    assert got == analysed(tmp_path)
+
+
+@pytest.mark.parametrize("which", ["postings", "token map"])
+async def test_a_fifo_where_the_saved_postings_are_never_hangs_the_start(
+    tmp_path: Path, which: str
+) -> None:
+    """Reading a FIFO blocks until a writer comes: the start reads only regular files."""
+    import os
+    import threading
+
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    where = terms_of(tmp_path) if which == "postings" else map_of(tmp_path)
+    where.unlink()
+    os.mkfifo(where)
+    opened: list[Repository] = []
+    failed: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            opened.append(open_repo(tmp_path))
+        except BaseException as e:
+            failed.append(e)
+
+    thread = threading.Thread(target=start, daemon=True)
+    thread.start()
+    thread.join(15)
+    hung = thread.is_alive()
+    if hung:  # let the reader see EOF, so the thread ends
+        os.close(os.open(where, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(30)
+    for r in opened:
+        r.close()
+    assert not hung, f"the start blocked reading a FIFO where the {which} goes"
+    assert not failed, failed
+
+
+def test_the_analysis_fingerprint_names_the_unicode_database(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Words are split by ``re``'s \\w, lower-cased by str.lower and scripted by isalpha: all
+    the interpreter's Unicode database, which a new Python (3.11: 14.0, 3.12: 15.0, 3.13:
+    15.1) changes with every package version the same. The fingerprint must change too."""
+    import unicodedata
+
+    before = Analyzer().fingerprint
+    monkeypatch.setattr(unicodedata, "unidata_version", "99.0.0")
+    assert Analyzer().fingerprint != before
+
+
+async def test_an_update_of_the_language_alone_reanalyses_the_row_and_the_restart_agrees(
+    tmp_path: Path,
+) -> None:
+    """HotIndex.put analyses again a row whose text is unchanged but whose language changed
+    (reverting that condition is caught only incidentally, by one seed of test_bulk_put)."""
+    repo = open_repo(tmp_path)
+    m = await repo.add(
+        mem(1, scope="agent:a", text="running cats", language="en"), unit(1, DIM), toks(1)
+    )
+    await repo.replace(
+        dataclasses.replace(m, language="de", updated_at=NOW + timedelta(seconds=5)), None
+    )
+    part = repo._parts["agent:a"]
+    row = part.row_of[m.id]
+    want = dict(__import__("collections").Counter(repo.analyzer.terms("running cats", "de")))
+    assert part.lexical.row_terms(row) == want
+    assert part.lexical.doc_language[row] == "de"
+    repo.close()
+    again = open_repo(tmp_path)
+    try:
+        assert again.postings_start.startswith("taken"), again.postings_start
+        got = lexical_state(again), bm25_answers(again)
+    finally:
+        again.close()
+    assert got == analysed(tmp_path)
+
+
+def crafted_negative_counts(real: term_map.TermMap, k: int, rows: int) -> term_map.TermMap:
+    """Postings whose per-partition counts add up but are negative: ``partitions()`` then
+    slices from 0 to -1 (nearly every posting) for every other partition: quadratic."""
+    big = 4 * k
+    return term_map.TermMap(
+        ["cat"],
+        np.array([0] * (2 * k) + [rows], dtype=np.int64),
+        np.array([-1, 1] * k + [big], dtype=np.int64),
+        np.zeros(big, dtype=np.uint32),
+        np.zeros(big, dtype=np.uint32),
+        np.zeros(0, dtype=np.int32),
+        header={"map": real.header["map"], "analysis": real.header["analysis"]},
+    )
+
+
+async def test_saved_postings_with_negative_counts_are_refused_as_they_are_read(
+    tmp_path: Path,
+) -> None:
+    """term_map.read checks only that the counts add up: negative partition row or posting
+    counts read as usable, and a file of a few MB then holds the start for hours."""
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    real = term_map.read(terms_of(tmp_path))
+    term_map.write(
+        terms_of(tmp_path), crafted_negative_counts(real, 100, int(real.part_rows.sum()))
+    )
+    with pytest.raises(token_map.Unusable):
+        term_map.read(terms_of(tmp_path))
+
+
+@pytest.mark.parametrize("how", ["close", "shutdown"])
+async def test_a_failure_gathering_the_postings_never_fails_the_shutdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """_saved_postings_now runs outside _finish's try/finally: when gathering the postings
+    fails (a MemoryError joining every posting at 1M memories, any bug), close() and
+    shutdown() raise, the token file's map is not saved and HotIndex.close never runs."""
+    repo = open_repo(tmp_path)
+    await fill(repo)
+
+    def fail(parts: object) -> term_map.TermMap:
+        raise MemoryError("gathering the postings")
+
+    monkeypatch.setattr(term_map, "gather", fail)
+    if how == "close":
+        repo.close()
+    else:
+        await repo.shutdown()
+    monkeypatch.undo()
+    assert repo._closed
+    assert map_of(tmp_path).exists() and not terms_of(tmp_path).exists()
+    again = open_repo(tmp_path)
+    try:
+        assert again.token_start is not None and again.token_start.reused
+        assert again.postings_start.startswith("not taken")
+    finally:
+        again.close()
