@@ -59,9 +59,6 @@ from memoryd.storage.token_file import TokenFile
 
 _NO_EXPIRY = math.inf
 _QUANTIZE_CHUNK = 8192  # rows quantised at once after a bulk load (a float32 copy each)
-# put_loaded groups a batch's rows by scope when its scopes hold this many rows on average
-# (at 1M memories in 10,000 interleaved scopes, groups of ~1 were 30% slower than put)
-LOAD_GROUP_MIN = 4
 # trim_idle_rows leaves smaller slack alone (its copy would free under ~1.2 MB)
 TRIM_MIN_UNUSED = 1024
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -225,46 +222,6 @@ class _Partition:
             self.lexical.set(row, terms, memory.language)
         if memory.content_hash:
             self.by_hash[memory.content_hash] = memory.id
-
-    def put_new(
-        self, memories: list[Memory], vectors: list[np.ndarray], terms: list[list[str]] | None
-    ) -> None:
-        """Append rows for new memories, each column written in one step (the load at
-        start); ``terms`` None: their texts' terms come later (a deferred load)."""
-        start, count = len(self.ids), len(memories)
-        end = start + count
-        self._mask = None
-        if end > self.vectors.shape[0]:
-            old = self.vectors.shape[0]
-            self._resize(max(end, old + 16, old + old // 4))
-        ids = [m.id for m in memories]
-        self.ids.extend(ids)
-        self.row_of.update(zip(ids, range(start, end), strict=True))
-        self.hidden[start:end] = 0
-        self.vectors[start:end] = np.stack(vectors) if count > 1 else vectors[0]
-        if not self.codes_stale:
-            codes, scales, l1 = quantize_rows(self.vectors[start:end])
-            self.codes[start:end], self.scales[start:end], self.l1[start:end] = codes, scales, l1
-        if self.ann is not None:
-            for row in range(start, end):
-                self.ann.wrote(row)
-        order = self.order
-        for m in memories:
-            order.add(order_key(m.created_at, m.id))
-        self.expires[start:end] = [
-            _NO_EXPIRY if m.expires_at is None else m.expires_at.timestamp() for m in memories
-        ]
-        self.category[start:end] = [int(m.category) for m in memories]
-        self.created[start:end] = [m.created_at.timestamp() for m in memories]
-        self.tok_n[start:end] = -1
-        if terms is not None:
-            for row, (m, row_terms) in enumerate(zip(memories, terms, strict=True), start):
-                self.lexical.set(row, row_terms, m.language)
-        by_hash = self.by_hash
-        for m in memories:
-            if m.content_hash:
-                by_hash[m.content_hash] = m.id
-        self.record_bytes += sum(len(m.text) + len(m.summary) for m in memories)
 
     def _write_vector(self, row: int, vector: np.ndarray) -> None:
         self.vectors[row] = vector
@@ -493,63 +450,6 @@ class HotIndex:
         for memory_id in affected:
             self._refresh(memory_id)
         return self._memories[memory.id]
-
-    def put_loaded(self, rows: Sequence[tuple[Memory, np.ndarray]]) -> None:
-        """Put a batch of the load at start (inside ``bulk_load``; without token vectors).
-        When the batch holds runs of the same scopes (a store of few agents), a new memory
-        with nothing to derive (most of them) goes in with the others of its scope in one
-        ``_Partition.put_new``, any other row through ``put``; each scope's rows go in in
-        the order read. A batch of many scopes (agents' memories interleaved, as they are
-        stored) is put a row at a time: groups of one cost more than ``put``."""
-        assert self._bulk
-        if len({memory.scope for memory, _ in rows}) * LOAD_GROUP_MIN > len(rows):
-            for memory, vector in rows:
-                self.put(memory, vector, None)
-            return
-        memories, backlinks, superseded_by = self._memories, self._backlinks, self._superseded_by
-        waiting: dict[str, tuple[list[Memory], list[np.ndarray]]] = {}
-        held: set[str] = set()
-        for memory, vector in rows:
-            memory_id = memory.id
-            if (
-                memory_id in memories
-                or memory_id in held
-                or not memory.language
-                or memory.related_ids
-                or memory.supersedes
-                or memory.superseded_by
-                or memory_id in backlinks
-                or memory_id in superseded_by
-            ):
-                if memory_id in held:  # the same id again: the first goes in first
-                    self._put_new(waiting)
-                    waiting, held = {}, set()
-                elif memory.scope in waiting:  # each scope's rows in the order read
-                    self._put_new({memory.scope: waiting.pop(memory.scope)})
-                self.put(memory, vector, None)
-                continue
-            group = waiting.get(memory.scope)
-            if group is None:
-                group = waiting[memory.scope] = ([], [])
-            group[0].append(memory)
-            group[1].append(vector)
-            held.add(memory_id)
-            if memory.idempotency_key:  # in the order read, as put would
-                self._idempotency[(memory.agent_id, memory.idempotency_key)] = memory_id
-        self._put_new(waiting)
-
-    def _put_new(self, waiting: dict[str, tuple[list[Memory], list[np.ndarray]]]) -> None:
-        analyse = None if self._defer_texts else self.analyzer.terms
-        for scope, (memories, vectors) in waiting.items():
-            part = self._parts.get(scope)
-            if part is None:
-                part = self._parts[scope] = _Partition(self.dim)
-                part.codes_stale = part.order.stale = True
-            terms = None if analyse is None else [analyse(m.text, m.language) for m in memories]
-            part.put_new(memories, vectors, terms)
-            for m in memories:
-                self._memories[m.id] = m
-            self._text_bytes += sum(len(m.text) + len(m.summary) for m in memories)
 
     def _index_texts(self) -> None:
         """Analyse the texts of the rows the postings lack (the end of a deferred load)."""

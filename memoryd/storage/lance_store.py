@@ -814,34 +814,23 @@ class LanceStore:
         access count of each from the access log; vectors as float16 (what the index
         keeps). ``tokens`` False: the token-vector column is not read (every row's are
         None), for a start that reuses the token file."""
-        for batch in self.scan_batches(tokens=tokens):
-            yield from batch
-
-    def scan_batches(self, *, tokens: bool = True) -> Iterator[list[Row]]:
-        """``scan``'s rows, a batch (up to 8,192 rows) at a time."""
         access = self.read_access()
         columns = None if tokens else [n for n in self.schema.names if n != "token_vectors"]
         for batch in self._stream(self._table, self._table_name, columns):
             if tokens:
                 self.token_bytes_read += batch.column("token_vectors").nbytes
-            yield list(self._with_access(from_arrow(batch, np.float16), access))
-
-    @staticmethod
-    def _with_access(
-        rows: Iterator[Row], access: dict[str, tuple[int, datetime | None]]
-    ) -> Iterator[Row]:
-        for memory, vector, tokens_ in rows:
-            entry = access.get(memory.id)
-            if entry is not None:
-                last = memory.last_accessed_at
-                if entry[1] is not None and (last is None or entry[1] > last):
-                    last = entry[1]
-                memory = replace(
-                    memory,
-                    access_count=max(memory.access_count, entry[0]),
-                    last_accessed_at=last,
-                )
-            yield memory, vector, tokens_
+            for memory, vector, tokens_ in from_arrow(batch, np.float16):
+                entry = access.get(memory.id)
+                if entry is not None:
+                    last = memory.last_accessed_at
+                    if entry[1] is not None and (last is None or entry[1] > last):
+                        last = entry[1]
+                    memory = replace(
+                        memory,
+                        access_count=max(memory.access_count, entry[0]),
+                        last_accessed_at=last,
+                    )
+                yield memory, vector, tokens_
 
     def read_access(self) -> dict[str, tuple[int, datetime | None]]:
         """The access log folded: per id, the highest count and the latest access."""

@@ -166,8 +166,8 @@ class Repository(HotIndex):
         postings, self.postings_start = self._saved_postings(saved)
         if saved is not None:
             with self.bulk_load(defer_texts=postings is not None):
-                for batch in self._durable.scan_batches(tokens=False):
-                    self.put_loaded([(memory, vector) for memory, vector, _ in batch])
+                for memory, vector, _ in self._durable.scan(tokens=False):
+                    self.put(memory, vector, None)
                 why = self._adopt_tokens(saved)
                 if not why and postings is not None:
                     self.postings_start = self._adopt_postings(saved, postings)
@@ -481,7 +481,6 @@ class Repository(HotIndex):
         try:
             postings.header = {"map": digest, "analysis": self.analyzer.fingerprint}
             term_map.write(where, postings)
-            token_map.sync_dir(where.parent)
         except Exception:
             log.exception("could not save the postings: the next start analyses every text")
             with contextlib.suppress(OSError):

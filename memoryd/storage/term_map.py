@@ -26,11 +26,7 @@ A start deletes the file with the map, before anything can change the index.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import logging
-import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,14 +35,12 @@ from typing import Any
 import numpy as np
 
 from memoryd.storage.lexical import LexicalPartition
-from memoryd.storage.token_map import Unusable, read_regular
+from memoryd.storage.token_map import Unusable, read_framed, strings, write_framed
 
 log = logging.getLogger(__name__)
 
 FORMAT = 1
 _MAGIC = b"MTRMAP01"
-_U32 = struct.Struct("<I")
-_DIGEST_BYTES = hashlib.sha256().digest_size
 # per partition: rows, postings; per posting: term (index in the table), pairs; the pairs;
 # per term: UTF-8 length (then the terms' bytes)
 _COLUMNS = ("<i8", "<i8", "<u4", "<u4", "<i4", "<u4")
@@ -112,7 +106,7 @@ def gather(parts: list[LexicalPartition]) -> TermMap:
 
 
 def write(path: Path, saved: TermMap) -> None:
-    """Write ``saved`` to ``path`` atomically and durably."""
+    """Write ``saved`` to ``path`` atomically and durably (``token_map.write_framed``)."""
     encoded = [t.encode() for t in saved.terms]
     header = {
         **saved.header,
@@ -122,7 +116,6 @@ def write(path: Path, saved: TermMap) -> None:
         "pairs": len(saved.pairs) // 2,
         "terms": len(encoded),
     }
-    head = json.dumps(header, sort_keys=True).encode()
     columns = (
         saved.part_rows,
         saved.part_postings,
@@ -131,53 +124,17 @@ def write(path: Path, saved: TermMap) -> None:
         saved.pairs,
         [len(e) for e in encoded],
     )
-    parts = [
-        _MAGIC,
-        _U32.pack(len(head)),
-        head,
-        *(np.asarray(c).astype(t).tobytes() for c, t in zip(columns, _COLUMNS, strict=True)),
-        b"".join(encoded),
-    ]
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-            for part in parts:
-                f.write(part)
-            f.write(digest.digest())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    sections = [np.asarray(c).astype(t).tobytes() for c, t in zip(columns, _COLUMNS, strict=True)]
+    write_framed(path, _MAGIC, header, [*sections, b"".join(encoded)])
 
 
 def read(path: Path) -> TermMap:
     """The saved postings at ``path``; ``Unusable`` if there are none or they do not read
     whole."""
+    header, body, at, _ = read_framed(
+        path, _MAGIC, FORMAT, "the saved postings", "no saved postings"
+    )
     try:
-        data = read_regular(path, "the saved postings")
-    except FileNotFoundError:
-        raise Unusable("no saved postings") from None
-    except OSError as e:
-        raise Unusable(f"the saved postings cannot be read ({e.strerror})") from None
-    body, digest = data[:-_DIGEST_BYTES], data[-_DIGEST_BYTES:]
-    if len(data) < len(_MAGIC) + _U32.size + _DIGEST_BYTES or not body.startswith(_MAGIC):
-        raise Unusable("the saved postings are not (cut short, or another file)")
-    if hashlib.sha256(body).digest() != digest:
-        raise Unusable("the saved postings' checksum does not match (cut short or edited)")
-    try:
-        at = len(_MAGIC)
-        (size,) = _U32.unpack_from(body, at)
-        at += _U32.size
-        header = json.loads(body[at : at + size])
-        at += size
-        if header.get("format") != FORMAT:
-            raise Unusable(f"the saved postings' format is {header.get('format')!r}")
         counts = (
             int(header["parts"]),
             int(header["parts"]),
@@ -190,11 +147,7 @@ def read(path: Path) -> TermMap:
         for dtype, n in zip(_COLUMNS, counts, strict=True):
             columns.append(np.frombuffer(body, dtype, n, at))
             at += np.dtype(dtype).itemsize * n
-        ends = (np.cumsum(columns.pop(), dtype=np.int64) + at).tolist()
-        if (ends[-1] if ends else at) != len(body):
-            raise Unusable("the saved terms do not add up to the file's length")
-        starts = [at, *ends[:-1]]
-        terms = [body[s:e].decode() for s, e in zip(starts, ends, strict=True)]
+        terms = strings(body, at, columns.pop(), "the saved terms")
         part_rows, part_postings, posting_term, posting_pairs, pairs = columns
         if (part_rows < 0).any() or (part_postings < 0).any():
             raise Unusable("the saved postings' counts are negative")

@@ -98,15 +98,40 @@ def write(path: Path, rows: TokenMap) -> str:
     """Write ``rows`` to ``path`` atomically and durably; returns its SHA-256 (hex)."""
     encoded = [i.encode() for i in rows.ids]
     header = {**rows.header, "format": FORMAT, "rows": len(encoded)}
-    head = json.dumps(header, sort_keys=True).encode()
     columns = (rows.offsets, rows.counts, rows.updated, rows.hashes, [len(e) for e in encoded])
-    parts = [
+    sections = [np.asarray(c).astype(t).tobytes() for c, t in zip(columns, _COLUMNS, strict=True)]
+    return write_framed(path, _MAGIC, header, [*sections, b"".join(encoded)])
+
+
+def read(path: Path) -> TokenMap:
+    """The map at ``path``; ``Unusable`` if there is none or it does not read whole."""
+    header, body, at, digest = read_framed(
+        path,
         _MAGIC,
-        _U32.pack(len(head)),
-        head,
-        *(np.asarray(c).astype(t).tobytes() for c, t in zip(columns, _COLUMNS, strict=True)),
-        b"".join(encoded),
-    ]
+        FORMAT,
+        "the map",
+        "no map: the last run did not shut down cleanly, or this is the first start",
+    )
+    try:
+        n = int(header["rows"])
+        columns = []
+        for dtype in _COLUMNS:
+            columns.append(np.frombuffer(body, dtype, n, at))
+            at += np.dtype(dtype).itemsize * n
+        ids = strings(body, at, columns.pop(), "the map's ids")
+        offsets, counts, updated, hashes = columns
+        return TokenMap(ids, offsets, counts, updated, hashes, header=header, digest=digest)
+    except (ValueError, KeyError, TypeError, struct.error) as e:
+        raise Unusable(f"the map does not parse ({e})") from None
+
+
+def write_framed(path: Path, magic: bytes, header: dict[str, Any], sections: list[bytes]) -> str:
+    """Write ``magic``, the JSON ``header`` (its length first) and ``sections`` to ``path``,
+    ending in the SHA-256 of everything before it, atomically (a temporary file, fsync,
+    rename, fsync of the directory); returns the SHA-256 (hex). The token map's format,
+    and the saved postings' (``term_map``)."""
+    head = json.dumps(header, sort_keys=True).encode()
+    parts = [magic, _U32.pack(len(head)), head, *sections]
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part)
@@ -127,43 +152,44 @@ def write(path: Path, rows: TokenMap) -> str:
     return digest.hexdigest()
 
 
-def read(path: Path) -> TokenMap:
-    """The map at ``path``; ``Unusable`` if there is none or it does not read whole."""
+def read_framed(
+    path: Path, magic: bytes, version: int, what: str, missing: str
+) -> tuple[dict[str, Any], bytes, int, str]:
+    """A file ``write_framed`` wrote: its header, its bytes without the checksum, where its
+    sections start in them, and its SHA-256 (hex). ``Unusable`` (``missing`` if there is no
+    file) unless it reads whole, as format ``version``."""
     try:
-        data = read_regular(path, "the map")
+        data = read_regular(path, what)
     except FileNotFoundError:
-        raise Unusable(
-            "no map: the last run did not shut down cleanly, or this is the first start"
-        ) from None
+        raise Unusable(missing) from None
     except OSError as e:
-        raise Unusable(f"the map cannot be read ({e.strerror})") from None
+        raise Unusable(f"{what} cannot be read ({e.strerror})") from None
     body, digest = data[:-_DIGEST_BYTES], data[-_DIGEST_BYTES:]
-    if len(data) < len(_MAGIC) + _U32.size + _DIGEST_BYTES or not body.startswith(_MAGIC):
-        raise Unusable("the map is not one (cut short, or another file)")
+    if len(data) < len(magic) + _U32.size + _DIGEST_BYTES or not body.startswith(magic):
+        raise Unusable(f"{what}: not such a file (cut short, or another file)")
     if hashlib.sha256(body).digest() != digest:
-        raise Unusable("the map's checksum does not match (cut short or edited)")
+        raise Unusable(f"the checksum of {what} does not match (cut short or edited)")
     try:
-        at = len(_MAGIC)
+        at = len(magic)
         (size,) = _U32.unpack_from(body, at)
         at += _U32.size
         header = json.loads(body[at : at + size])
-        at += size
-        if header.get("format") != FORMAT:
-            raise Unusable(f"the map's format is {header.get('format')!r}, not {FORMAT}")
-        n = int(header["rows"])
-        columns = []
-        for dtype in _COLUMNS:
-            columns.append(np.frombuffer(body, dtype, n, at))
-            at += np.dtype(dtype).itemsize * n
-        ends = (np.cumsum(columns.pop(), dtype=np.int64) + at).tolist()
-        if (ends[-1] if ends else at) != len(body):
-            raise Unusable("the map's ids do not add up to its length")
-        starts = [at, *ends[:-1]]
-        ids = [body[s:e].decode() for s, e in zip(starts, ends, strict=True)]
-        offsets, counts, updated, hashes = columns
-        return TokenMap(ids, offsets, counts, updated, hashes, header=header, digest=digest.hex())
-    except (ValueError, KeyError, TypeError, struct.error) as e:
-        raise Unusable(f"the map does not parse ({e})") from None
+    except (ValueError, struct.error) as e:
+        raise Unusable(f"{what} does not parse ({e})") from None
+    if not isinstance(header, dict) or header.get("format") != version:
+        found = header.get("format") if isinstance(header, dict) else header
+        raise Unusable(f"the format of {what} is {found!r}, not {version}")
+    return header, body, at + size, digest.hex()
+
+
+def strings(body: bytes, at: int, lengths: np.ndarray, what: str) -> list[str]:
+    """The UTF-8 strings of ``lengths`` bytes each from ``at`` to the end of ``body`` (the
+    last section of a framed file); ``Unusable`` unless they fill it exactly."""
+    ends = (np.cumsum(lengths, dtype=np.int64) + at).tolist()
+    if (ends[-1] if ends else at) != len(body):
+        raise Unusable(f"{what} do not add up to the file's length")
+    starts = [at, *ends[:-1]]
+    return [body[s:e].decode() for s, e in zip(starts, ends, strict=True)]
 
 
 def read_regular(path: Path, what: str) -> bytes:
