@@ -193,38 +193,48 @@ class _Partition:
         vector: np.ndarray,
         terms: list[str] | None,
         old_created: datetime | None = None,
-    ) -> None:
+    ) -> int:
         """Insert or overwrite; ``terms`` None keeps the row's indexed terms (text unchanged);
-        ``old_created``: the overwritten record's created_at."""
+        ``old_created``: the overwritten record's created_at. Returns the row."""
         self._mask = None
-        row = self.row_of.get(memory.id)
+        memory_id = memory.id
+        row = self.row_of.get(memory_id)
         if row is None:
             row = len(self.ids)
             if row == self.vectors.shape[0]:
                 self._grow()
-            self.ids.append(memory.id)
-            self.row_of[memory.id] = row
+            self.ids.append(memory_id)
+            self.row_of[memory_id] = row
             self.hidden[row] = 0  # a grown array's new rows are uninitialised
-            self._write_vector(row, vector)
-            self.order.add(order_key(memory.created_at, memory.id))
+            self.vectors[row] = vector
+            if not self.codes_stale or self.ann is not None:
+                self._wrote_vector(row)
+            self.order.add(order_key(memory.created_at, memory_id))
         else:
             if old_created is not None and old_created != memory.created_at:
-                self.order.remove(order_key(old_created, memory.id))
-                self.order.add(order_key(memory.created_at, memory.id))
+                self.order.remove(order_key(old_created, memory_id))
+                self.order.add(order_key(memory.created_at, memory_id))
             if not np.array_equal(self.vectors[row], np.asarray(vector, dtype=np.float16)):
                 # Metadata-only updates keep the vector, and so the row's approximate-index
                 # label.
                 self._write_vector(row, vector)
-        self.expires[row] = memory.expires_at.timestamp() if memory.expires_at else _NO_EXPIRY
-        self.category[row] = int(memory.category)
+        expires = memory.expires_at
+        self.expires[row] = _NO_EXPIRY if expires is None else expires.timestamp()
+        self.category[row] = memory.category
         self.created[row] = memory.created_at.timestamp()
         if terms is not None:
             self.lexical.set(row, terms, memory.language)
         if memory.content_hash:
-            self.by_hash[memory.content_hash] = memory.id
+            self.by_hash[memory.content_hash] = memory_id
+        return row
 
     def _write_vector(self, row: int, vector: np.ndarray) -> None:
         self.vectors[row] = vector
+        self._wrote_vector(row)
+
+    def _wrote_vector(self, row: int) -> None:
+        """After a row's vector changed: its int8 code (unless made in bulk later), its
+        approximate index."""
         if not self.codes_stale:
             codes, scales, l1 = quantize_rows(self.vectors[row : row + 1])
             self.codes[row], self.scales[row], self.l1[row] = codes[0], scales[0], l1[0]
@@ -414,8 +424,7 @@ class HotIndex:
         if part is None:
             part = self._parts[memory.scope] = _Partition(self.dim)
             part.codes_stale = part.order.stale = self._bulk
-        part.put(memory, vector, terms, old.created_at if old is not None else None)
-        row = part.row_of[memory.id]
+        row = part.put(memory, vector, terms, old.created_at if old is not None else None)
         if old is not None:
             self._drop_tokens(part, row)
         if tokens is not None:
@@ -424,15 +433,20 @@ class HotIndex:
         else:
             part.tok_n[row] = -1
         self._memories[memory.id] = memory
-        self._text_bytes += len(memory.text) + len(memory.summary)
-        part.record_bytes += len(memory.text) + len(memory.summary)
+        size = len(memory.text) + len(memory.summary)
+        self._text_bytes += size
+        part.record_bytes += size
         if old is not None:
             self._maybe_compact_tokens()
         if memory.idempotency_key:
             self._idempotency[(memory.agent_id, memory.idempotency_key)] = memory.id
-        affected = self._unlink(memory.id) | self._link(memory)
+        affected = self._unlink(memory.id)
+        if memory.related_ids or memory.supersedes:
+            affected |= self._link(memory)
         if old is None:  # memories that link to it (e.g. read back first) now see it
-            affected |= self._backlinks.get(memory.id, set())
+            backlinks = self._backlinks.get(memory.id)
+            if backlinks:
+                affected |= backlinks
         if self._bulk:  # once per memory at the end, not once per memory linking to it
             # A new memory that links nowhere and that nothing links to or supersedes has
             # nothing to derive (most of a load): its row is shown, its record as read.

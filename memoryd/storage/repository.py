@@ -48,7 +48,7 @@ from memoryd.storage.hot_index import HotIndex, _Partition
 from memoryd.storage.lance_store import STATUS_OK, LanceStore
 from memoryd.storage.lexical import Analyzer, LexicalPartition
 from memoryd.storage.term_map import TermMap
-from memoryd.storage.token_file import TokenFile
+from memoryd.storage.token_file import HEADER_BYTES, TokenFile
 from memoryd.storage.token_map import TokenMap, Unusable, row_state
 
 log = logging.getLogger(__name__)
@@ -168,9 +168,9 @@ class Repository(HotIndex):
             with self.bulk_load(defer_texts=postings is not None):
                 for memory, vector, _ in self._durable.scan(tokens=False):
                     self.put(memory, vector, None)
-                why = self._adopt_tokens(saved)
+                why, runs = self._adopt_tokens(saved)
                 if not why and postings is not None:
-                    self.postings_start = self._adopt_postings(saved, postings)
+                    self.postings_start = self._adopt_postings(saved, postings, runs)
                 elif postings is not None:
                     self.postings_start = "not taken: the token file is not reused"
             if not why:
@@ -245,14 +245,17 @@ class Repository(HotIndex):
         finally:
             term_map.remove(where)
 
-    def _adopt_postings(self, saved: TokenMap, postings: TermMap) -> str:
+    def _adopt_postings(
+        self, saved: TokenMap, postings: TermMap, runs: dict[int, np.ndarray]
+    ) -> str:
         """Give each partition its saved postings (inside a deferred bulk load, after
-        ``_adopt_tokens`` vouched for every row); a partition that does not fit is left to
-        the load's end to analyse. Then a sample of rows is analysed afresh: if any differs
-        from what was taken, everything taken is dropped and analysed. Says how it went."""
+        ``_adopt_tokens`` vouched for every row and found where ``runs`` of them are); a
+        partition that does not fit is left to the load's end to analyse. Then a sample of
+        rows is analysed afresh: if any differs from what was taken, everything taken is
+        dropped and analysed. Says how it went."""
         taken: list[_Partition] = []
         try:
-            self._take_postings(saved, postings, taken)
+            self._take_postings(saved, postings, runs, taken)
             wrong = self._check_postings(taken)
         except Exception as e:  # an optimisation: never fail the start over it
             log.warning("the saved postings could not be taken", exc_info=True)
@@ -264,25 +267,29 @@ class Repository(HotIndex):
             return f"dropped: {wrong}"
         return f"taken for {sum(len(p) for p in taken)} of {len(self._memories)} rows"
 
-    def _take_postings(self, saved: TokenMap, postings: TermMap, taken: list[_Partition]) -> None:
+    def _take_postings(
+        self,
+        saved: TokenMap,
+        postings: TermMap,
+        runs: dict[int, np.ndarray],
+        taken: list[_Partition],
+    ) -> None:
         memories, parts = self._memories, self._parts
         base = 0
         for rows, words, counts, pairs in postings.partitions():
-            ids = saved.ids[base : base + rows]
-            base += rows
-            first = memories.get(ids[0]) if ids else None
-            if first is None:
+            start, base = base, base + rows
+            at = runs.get(start)
+            if at is None or len(at) != rows:  # not one scope's rows in the map: left
                 continue
-            part = parts.get(first.scope)
-            if part is None or len(part) != rows or len(part.lexical):
+            scope = memories[saved.ids[start]].scope
+            part = parts[scope]
+            if len(part) != rows or len(part.lexical):
                 continue
-            row_of = part.row_of
             try:
-                at = np.fromiter((row_of[i] for i in ids), np.int64, rows)
                 languages = [memories[i].language for i in part.ids]
                 part.lexical.adopt(at, words, counts, pairs, languages)
-            except (KeyError, ValueError):
-                log.warning("the saved postings of scope %s do not fit: analysing it", first.scope)
+            except ValueError:
+                log.warning("the saved postings of scope %s do not fit: analysing it", scope)
                 continue
             taken.append(part)
 
@@ -305,43 +312,48 @@ class Repository(HotIndex):
         self._token_file.close()
         self._token_file = new
 
-    def _adopt_tokens(self, saved: TokenMap) -> str:
+    def _adopt_tokens(self, saved: TokenMap) -> tuple[str, dict[int, np.ndarray]]:
         """Point every row (loaded without token vectors) at its record in the reused file
-        as the map says; "" if done, else why not (and no row points anywhere)."""
+        as the map says; "" if done, else why not (and no row points anywhere). Also each
+        run of the map's rows in one scope (the map is written a partition at a time): {its
+        first place in the map: its rows in the partition, in the map's order}."""
         if self._durable.table_version() != saved.header["table"]["version"]:
-            return "the table changed while it was read"
+            return "the table changed while it was read", {}
         n = len(saved.ids)
-        if n != len(self._memories) or len(set(saved.ids)) != n:
-            return f"the map holds {n} rows, the table {len(self._memories)}"
-        file = self._token_file
-        live = 0
-        rows = zip(
-            saved.ids,
-            saved.offsets.tolist(),
-            saved.counts.tolist(),
-            saved.updated.tolist(),
-            saved.hashes.tolist(),
-            strict=True,
-        )
-        for memory_id, offset, count, updated, digest in rows:
-            memory = self._memories.get(memory_id)
+        memories = self._memories
+        if n != len(memories) or len(set(saved.ids)) != n:
+            return f"the map holds {n} rows, the table {len(memories)}", {}
+        # Each row as the map has it (updated_at, content hash), and where the scopes change.
+        starts: list[int] = []
+        scope = None
+        updated, hashes = saved.updated.tolist(), saved.hashes.tolist()
+        for at, memory_id in enumerate(saved.ids):
+            memory = memories.get(memory_id)
             if memory is None or row_state(memory.updated_at, memory.content_hash) != (
-                updated,
-                digest,
+                updated[at],
+                hashes[at],
             ):
-                self._forget_token_records()
-                return f"memory {memory_id} is not in the table as the map has it"
-            if count >= 0:
-                size = file.record_bytes(count)
-                if offset < 0 or offset + size > file.size:
-                    self._forget_token_records()
-                    return f"memory {memory_id}'s record lies outside the token file"
-                live += size
-            part = self._parts[memory.scope]
-            row = part.row_of[memory_id]
-            part.tok_off[row], part.tok_n[row] = offset, count
-        file.live = live
-        return ""
+                return f"memory {memory_id} is not in the table as the map has it", {}
+            if memory.scope != scope:
+                scope = memory.scope
+                starts.append(at)
+        file = self._token_file
+        counts, offsets = saved.counts, saved.offsets
+        has = counts >= 0
+        ends = offsets + HEADER_BYTES + counts.astype(np.int64) * file.dim
+        outside = np.flatnonzero(has & ((offsets < 0) | (ends > file.size)))
+        if len(outside):
+            return f"memory {saved.ids[outside[0]]}'s record lies outside the token file", {}
+        runs: dict[int, np.ndarray] = {}
+        for start, end in zip(starts, [*starts[1:], n], strict=True):
+            ids = saved.ids[start:end]
+            part = self._parts[memories[ids[0]].scope]
+            rows = np.fromiter(map(part.row_of.__getitem__, ids), np.int64, end - start)
+            part.tok_off[rows] = offsets[start:end]
+            part.tok_n[rows] = counts[start:end]
+            runs[start] = rows
+        file.live = int((ends - offsets)[has].sum())
+        return "", runs
 
     def _forget_token_records(self) -> None:
         for part in self._parts.values():

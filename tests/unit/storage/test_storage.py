@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from memoryd.core.errors import ConfigError
-from memoryd.core.records import Category, Memory
+from memoryd.core.records import Category, Memory, stored_memory
 from memoryd.storage import lance_store
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import LanceStore
@@ -89,6 +89,63 @@ async def test_concurrent_writes_share_commits_and_round_trip(tmp_path: Path) ->
     assert t3 is not None and np.array_equal(t3, tok)
     assert m3.expires_at == NOW + timedelta(days=1) and m3.metadata == {"i": "3"}
     assert m3.created_at == rows[3].created_at and m3.category == Category.FACT
+
+
+async def test_every_stored_field_reads_back_as_written(tmp_path: Path) -> None:
+    """What a restart loads is the record written: every field, updated or not, linked or
+    not, and each record's lists its own (one reader changing a list it was handed cannot
+    change another record)."""
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
+    store.start()
+    plain, full = (
+        mem(1),
+        mem(
+            2,
+            agent_id="b",
+            scope="agent:b",
+            summary="a summary",
+            category=Category.DECISION,
+            importance=0.25,
+            updated_at=NOW + timedelta(hours=3, microseconds=7),
+            expires_at=NOW + timedelta(days=9),
+            metadata={"k": "v", "n": "2"},
+            idempotency_key="key-2",
+            access_count=4,
+            last_accessed_at=NOW + timedelta(hours=5),
+            related_ids=[mem(1).id, mem(3).id],
+            supersedes=mem(1).id,
+            language="de",
+        ),
+    )
+    another = mem(3, updated_at=NOW + timedelta(seconds=3))  # updated at its creation
+    try:
+        await store.add([(m, unit(i), None) for i, m in enumerate((plain, full, another))])
+    finally:
+        store.close()
+    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
+    read = {m.id: m for m, _, _ in reopened.scan()}
+    assert read == {m.id: m for m in (plain, full, another)}
+    assert read[plain.id].related_ids is not read[another.id].related_ids
+    read[plain.id].related_ids.append("x")
+    assert read[another.id].related_ids == []
+
+
+def test_a_record_made_from_stored_fields_is_the_constructors() -> None:
+    full = mem(
+        5,
+        supersedes="s",
+        related_ids=["r"],
+        language="fr",
+        expires_at=NOW,
+        last_accessed_at=NOW,
+        access_count=2,
+    )
+    fields = {f.name: getattr(full, f.name) for f in dataclasses.fields(Memory)}
+    del fields["superseded_by"]
+    made = stored_memory(**fields)
+    assert made == full and dataclasses.asdict(made) == dataclasses.asdict(full)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.text = "changed"  # type: ignore[misc]
 
 
 async def test_stores_commit_during_a_compaction_and_deletes_wait_for_its_end(
