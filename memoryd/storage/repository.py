@@ -340,19 +340,21 @@ class Repository(HotIndex):
         file = self._token_file
         counts, offsets = saved.counts, saved.offsets
         has = counts >= 0
-        ends = offsets + HEADER_BYTES + counts.astype(np.int64) * file.dim
-        outside = np.flatnonzero(has & ((offsets < 0) | (ends > file.size)))
+        # Sizes are < 2**48 (counts int32, dim < 2**16): no sum below can wrap in int64,
+        # as offsets + sizes can for an offset near 2**63 (the old check used Python ints).
+        sizes = HEADER_BYTES + counts.astype(np.int64) * file.dim
+        outside = np.flatnonzero(has & ((offsets < 0) | (offsets > file.size - sizes)))
         if len(outside):
             return f"memory {saved.ids[outside[0]]}'s record lies outside the token file", {}
         runs: dict[int, np.ndarray] = {}
-        for start, end in zip(starts, [*starts[1:], n], strict=True):
+        for start, end in zip(starts, [*starts[1:], n][: len(starts)], strict=True):
             ids = saved.ids[start:end]
             part = self._parts[memories[ids[0]].scope]
             rows = np.fromiter(map(part.row_of.__getitem__, ids), np.int64, end - start)
             part.tok_off[rows] = offsets[start:end]
             part.tok_n[rows] = counts[start:end]
             runs[start] = rows
-        file.live = int((ends - offsets)[has].sum())
+        file.live = int(sizes[has].sum())
         return "", runs
 
     def _forget_token_records(self) -> None:
