@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from memoryd import __version__, ctl
 from memoryd.core.errors import ConfigError, DataCorrupt
@@ -77,13 +77,26 @@ def _serve(args: argparse.Namespace) -> int:
     for record in held.records:
         config_log.handle(record)
     try:
-        asyncio.run(serve(settings))
+        abandoned = asyncio.run(serve(settings))
     except (ConfigError, DataCorrupt) as e:  # says what is wrong and what to do: no traceback
         print(f"memoryd: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # pragma: no cover - a Ctrl-C before serve takes SIGINT over
-        pass
+        return 0
+    if abandoned:
+        _exit_now(0)
     return 0
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the process now, its logs and output flushed: everything it owes is done (every
+    acknowledged write committed, the token file's map saved), and an ordinary exit would
+    wait for the compaction the stop abandoned."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _reembed(args: argparse.Namespace) -> int:

@@ -643,8 +643,10 @@ class Daemon:
             log.info("stopped in %.1fs", time.perf_counter() - started)
 
 
-async def serve(settings: Settings) -> None:
-    """Run until SIGTERM or SIGINT."""
+async def serve(settings: Settings) -> bool:
+    """Run until SIGTERM or SIGINT. True: the stop left a compaction running, and the
+    process must end at once (an interpreter's ordinary exit waits for Lance's threads,
+    minutes after a burst of Stores, long past a supervisor's stop timeout)."""
     daemon = Daemon(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -660,3 +662,4 @@ async def serve(settings: Settings) -> None:
         await stop.wait()
     finally:
         await daemon.stop()
+    return daemon.repository is not None and daemon.repository.abandoned_compaction

@@ -597,6 +597,9 @@ class LanceStore:
         self._rewrite_lock = threading.Lock()
         self._compact_due = threading.Event()
         self._compacting = False  # set by the writer when it asks, cleared by the compactor
+        # set by close() when it stops without the compaction in progress: the process must
+        # then end without waiting for it (memoryd serve does: cli._serve)
+        self.abandoned_compaction = False
         self._retry_when_idle = False  # a compaction lost to concurrent appends: once idle
         self._compactor: threading.Thread | None = None
         self._stopping = False
@@ -820,6 +823,7 @@ class LanceStore:
             self._compact_due.set()
             self._compactor.join(COMPACTION_STOP_WAIT_SECONDS)
             if self._compactor.is_alive():
+                self.abandoned_compaction = True
                 log.warning(
                     "stopping without the compaction in progress (over %.0fs so far): it is "
                     "abandoned, uncommitted; a later compaction redoes it",
@@ -905,17 +909,15 @@ class LanceStore:
     def identity(self) -> dict[str, Any]:
         """What tells the memories table at the version this store has apart from any other
         table or version, for the token file's map (storage.token_map): its location,
-        embedding and schema, the version, the version's commit time (microseconds since the
-        epoch: a table re-created, replaced or restored with the same version number was
-        committed at another instant) and its row count. Through LanceDB's own table only:
-        opening it as a pylance dataset costs a local daemon ~60 MiB of RSS more, once."""
+        embedding and schema, the version and its row count. Through LanceDB's own table
+        only (opening it as a pylance dataset costs a local daemon ~60 MiB of RSS more,
+        once), and never its list of versions: that reads every version's manifest (12 s
+        for 3,000 versions, which a burst of Stores leaves until a compaction cleans them
+        up) and waits behind a compaction's clean-up, so a stop saving the map waited out
+        the compaction it had abandoned. A table re-created with the same version number
+        is told apart by the map's rows: every row's updated_at and content hash are
+        checked against the table at the start that reuses the file."""
         table = self._table
-        version = int(table.version)
-        committed = [
-            round(v["timestamp"].timestamp() * 1e6)
-            for v in table.list_versions()
-            if int(v["version"]) == version and isinstance(v["timestamp"], datetime)
-        ]
         # (the schema metadata's order varies from one opening to the next: sorted)
         meta = sorted((table.schema.metadata or {}).items())
         schema = table.schema.to_string(show_schema_metadata=False) + repr(meta)
@@ -925,8 +927,7 @@ class LanceStore:
             "model": self.model_name,
             "dim": self.dim,
             "schema": hashlib.sha256(schema.encode()).hexdigest()[:16],
-            "version": version,
-            "committed_us": committed[0] if committed else None,
+            "version": int(table.version),
             "rows": int(table.count_rows()),
         }
 

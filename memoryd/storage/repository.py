@@ -380,6 +380,12 @@ class Repository(HotIndex):
             live += self._token_file.record_bytes(count)
         self._token_file.live = live
 
+    @property
+    def abandoned_compaction(self) -> bool:
+        """The stop left a compaction running (its rewrite uncommitted): the process must
+        end without waiting for it, as Lance's threads would at the interpreter's exit."""
+        return self._durable.abandoned_compaction
+
     def start_jobs(self) -> None:
         """Start the background jobs (on the event loop)."""
         self._jobs.start()

@@ -354,3 +354,27 @@ async def test_the_start_says_which_way_it_took(
     lines = [r.getMessage() for r in caplog.records if "loaded" in r.getMessage()]
     assert "token file rewritten (no map" in lines[0]
     assert "token file reused (its map matches table version" in lines[1]
+
+
+async def test_a_stop_saves_the_map_without_reading_the_tables_version_list(
+    tmp_path: Path,
+) -> None:
+    """The version list reads every version's manifest (seconds per thousand versions,
+    which a burst of Stores leaves until a compaction cleans them up) and waits behind a
+    compaction's clean-up: a stop that needed it waited out the compaction it abandoned,
+    past a supervisor's timeout. The map is saved and reused without it."""
+    repo = open_repo(tmp_path)
+    want = await fill(repo)
+
+    def unreadable() -> list[object]:
+        raise RuntimeError("the version list is being cleaned up")
+
+    repo._durable._table.list_versions = unreadable
+    repo.close()
+    again = open_repo(tmp_path)
+    try:
+        reused, why = started(again)
+        assert reused, why
+        assert_tokens(again, want)
+    finally:
+        again.close()
