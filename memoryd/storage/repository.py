@@ -196,9 +196,10 @@ class Repository(HotIndex):
         where = token_map.map_path(self._token_path)
         try:
             saved = token_map.read(where)
-            problem = token_map.mismatch(
-                saved.header.get("table", {}), self._durable.identity(), "the table"
-            )
+            # (a map an earlier memoryd saved also names its version's commit time, no
+            # longer compared: see LanceStore.identity)
+            table = {k: v for k, v in saved.header.get("table", {}).items() if k != "committed_us"}
+            problem = token_map.mismatch(table, self._durable.identity(), "the table")
             if not problem:
                 try:
                     now = token_map.file_identity(self._token_path.stat())

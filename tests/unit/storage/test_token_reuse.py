@@ -378,3 +378,23 @@ async def test_a_stop_saves_the_map_without_reading_the_tables_version_list(
         assert_tokens(again, want)
     finally:
         again.close()
+
+
+async def test_a_map_an_earlier_memoryd_saved_with_its_versions_commit_time_is_reused(
+    tmp_path: Path,
+) -> None:
+    """Upgrading memoryd does not cost a rewrite of the token file (at 1M rows, minutes):
+    the commit time such a map names is no longer compared, the rows still are."""
+    repo = open_repo(tmp_path)
+    want = await fill(repo)
+    repo.close()
+    saved = token_map.read(map_of(tmp_path))
+    saved.header["table"]["committed_us"] = 1_764_000_000_000_000
+    token_map.write(map_of(tmp_path), saved)
+    again = open_repo(tmp_path)
+    try:
+        reused, why = started(again)
+        assert reused, why
+        assert_tokens(again, want)
+    finally:
+        again.close()
