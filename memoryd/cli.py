@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -80,9 +81,16 @@ def _serve(args: argparse.Namespace) -> int:
         abandoned = asyncio.run(serve(settings))
     except (ConfigError, DataCorrupt) as e:  # says what is wrong and what to do: no traceback
         print(f"memoryd: {e}", file=sys.stderr)
+        if getattr(e, "abandoned_compaction", False):
+            _exit_now(2)
         return 2
     except KeyboardInterrupt:  # pragma: no cover - a Ctrl-C before serve takes SIGINT over
         return 0
+    except Exception as e:
+        if getattr(e, "abandoned_compaction", False):
+            traceback.print_exc()
+            _exit_now(1)
+        raise
     if abandoned:
         _exit_now(0)
     return 0

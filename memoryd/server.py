@@ -660,6 +660,14 @@ async def serve(settings: Settings) -> bool:
         # One line for humans and for scripts that started us on port 0.
         print(f"memoryd serving on {host}:{port}", flush=True)
         await stop.wait()
-    finally:
+    except BaseException as e:
         await daemon.stop()
+        # (the process must end at once after this error too: cli._serve)
+        e.abandoned_compaction = _abandoned(daemon)  # type: ignore[attr-defined]
+        raise
+    await daemon.stop()
+    return _abandoned(daemon)
+
+
+def _abandoned(daemon: Daemon) -> bool:
     return daemon.repository is not None and daemon.repository.abandoned_compaction

@@ -77,6 +77,7 @@ import re
 import shutil
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -109,6 +110,9 @@ CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
+# a random id set when the table is created: a table re-created (a reembed, a restore) with
+# the same version number has another (LanceStore.identity hashes the schema metadata)
+META_CREATED = b"memoryd.table_id"
 SPACE_FREED_BYTES = 8 << 20
 # Under writes that never pause, the writer hands the heap's free pages back to the system
 # (``heap.release_free_pages``) after this many rows; and whenever it goes idle after
@@ -674,6 +678,10 @@ class LanceStore:
     def _create(self, name: str, schema: pa.Schema) -> Any:
         """Create table ``name``, or open it if another daemon on the same store created it
         first (Lance's conditional PUT of version 1 lets one of them win)."""
+        if name == self._table_name:
+            schema = schema.with_metadata(
+                {**(schema.metadata or {}), META_CREATED: uuid.uuid4().hex.encode()}
+            )
         try:
             return self._db.create_table(name, schema=schema, exist_ok=True)
         except Exception:
@@ -915,8 +923,8 @@ class LanceStore:
         for 3,000 versions, which a burst of Stores leaves until a compaction cleans them
         up) and waits behind a compaction's clean-up, so a stop saving the map waited out
         the compaction it had abandoned. A table re-created with the same version number
-        is told apart by the map's rows: every row's updated_at and content hash are
-        checked against the table at the start that reuses the file."""
+        is told apart by the random id it was created with (``META_CREATED``, in the
+        schema's metadata; a table made before it had none)."""
         table = self._table
         # (the schema metadata's order varies from one opening to the next: sorted)
         meta = sorted((table.schema.metadata or {}).items())

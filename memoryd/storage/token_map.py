@@ -5,9 +5,9 @@ afresh at every start means reading that column whole (~12 KiB per memory: 12 GB
 million memories) and writing as much again. So at a clean shutdown the repository writes,
 beside it, ``tokens.bin.map``: what the file was made from and where each row's record is:
 
-- the table (``LanceStore.identity``): its location, embedding model and dimension, schema,
-  version, the version's commit time (to the microsecond: a table re-created, replaced or
-  restored with the same version number was committed at another instant) and row count;
+- the table (``LanceStore.identity``): its location, embedding model and dimension, schema
+  (with the random id the table was created with: a table re-created, replaced or restored
+  with the same version number has another), version and row count;
 - the file: its size, modification time, inode and device (after an fsync);
 - per row: the memory id, the state of the row its record was written for (updated_at in
   microseconds and the CRC-32 of its content hash), and the record's offset and token count

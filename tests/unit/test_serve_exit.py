@@ -54,3 +54,46 @@ def test_serve_exits_as_usual_otherwise(tmp_path: Path) -> None:
         assert "stopped" in (out or ""), "the daemon never reached its exit"
         return
     raise AssertionError("the exit did not wait for a running thread")
+
+
+FAILED_START = textwrap.dedent(
+    """
+    import sys, threading, time, types
+    import memoryd.server
+    from memoryd.core.errors import ConfigError
+
+    class Daemon:
+        # A start that fails after the store began a compaction (its writer compacts once
+        # idle; a load of a big store takes minutes), e.g. the metrics port or the review
+        # key: the stop abandons the compaction, then the error goes on up.
+        def __init__(self, settings):
+            self.keys = None
+            self.repository = types.SimpleNamespace(abandoned_compaction=False)
+
+        async def start(self):
+            raise ConfigError("cannot listen on the metrics port")
+
+        async def stop(self):
+            threading.Thread(target=time.sleep, args=(600,), daemon=False).start()
+            self.repository.abandoned_compaction = True
+            print("stopped", flush=True)
+
+    memoryd.server.Daemon = Daemon
+    from memoryd import cli
+    sys.exit(cli.main(["serve", "--data-dir", sys.argv[1]]))
+    """
+)
+
+
+def test_a_failed_start_whose_stop_abandoned_a_compaction_exits_at_once_with_status_2(
+    tmp_path: Path,
+) -> None:
+    """A start that fails still ends at once when its stop abandoned a compaction."""
+    done = subprocess.run(
+        [sys.executable, "-c", FAILED_START, str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert "stopped" in done.stdout
+    assert done.returncode == 2, done.stderr

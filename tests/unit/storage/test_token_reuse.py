@@ -398,3 +398,31 @@ async def test_a_map_an_earlier_memoryd_saved_with_its_versions_commit_time_is_r
         assert_tokens(again, want)
     finally:
         again.close()
+
+
+async def test_a_store_recreated_with_the_same_rows_and_other_token_vectors_is_not_the_old(
+    tmp_path: Path,
+) -> None:
+    """The same model name and dimension, the same ids, times and texts,
+    the same version number and row count, but other token vectors (a reembed or restore
+    with new weights under the same model name, e.g. an updated ``embedder.model_dir`` of
+    the same directory name, or another ``recall.token_vectors_max``), swapped in under the
+    data dir that holds the old store's map: the start must not serve the old vectors."""
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    saved = token_map.read(map_of(tmp_path)).header["table"]
+    other = tmp_path / "other"
+    made = open_repo(other, data="unused")
+    want = await fill(made, seed=1000)
+    made.close()
+    shutil.rmtree(tmp_path / "lancedb")
+    (other / "lancedb").rename(tmp_path / "lancedb")
+    again = open_repo(tmp_path)
+    try:
+        assert again._durable.table_version() == saved["version"]  # the same version number
+        reused, why = started(again)
+        assert not reused, why
+        assert_tokens(again, want)
+    finally:
+        again.close()
