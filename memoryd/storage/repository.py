@@ -342,13 +342,13 @@ class Repository(HotIndex):
         counts, offsets = saved.counts, saved.offsets
         has = counts >= 0
         # Sizes are < 2**48 (counts int32, dim < 2**16): no sum below can wrap in int64,
-        # as offsets + sizes can for an offset near 2**63 (the old check used Python ints).
-        sizes = HEADER_BYTES + counts.astype(np.int64) * file.dim
+        # as offsets + sizes can for an offset near 2**63.
+        sizes = HEADER_BYTES + counts.astype(np.int64) * file.dim  # record_bytes, per row
         outside = np.flatnonzero(has & ((offsets < 0) | (offsets > file.size - sizes)))
         if len(outside):
             return f"memory {saved.ids[outside[0]]}'s record lies outside the token file", {}
         runs: dict[int, np.ndarray] = {}
-        for start, end in zip(starts, [*starts[1:], n][: len(starts)], strict=True):
+        for start, end in itertools.pairwise([*starts, n]):
             ids = saved.ids[start:end]
             part = self._parts[memories[ids[0]].scope]
             rows = np.fromiter(map(part.row_of.__getitem__, ids), np.int64, end - start)
