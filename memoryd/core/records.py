@@ -191,6 +191,34 @@ def stored_memory(
     return memory
 
 
+def with_access(memory: Memory, access_count: int, last_accessed_at: datetime | None) -> Memory:
+    """``dataclasses.replace(memory, access_count=..., last_accessed_at=...)``, made by
+    setting the copy's slots: ``replace`` builds a dict of every field and goes through
+    ``__init__`` (~16 us against ~3 here on a slow machine), and every Recall makes one per
+    result (its access count)."""
+    copy = _new(Memory)
+    _id(copy, memory.id)
+    _agent_id(copy, memory.agent_id)
+    _scope(copy, memory.scope)
+    _text(copy, memory.text)
+    _summary(copy, memory.summary)
+    _category(copy, memory.category)
+    _importance(copy, memory.importance)
+    _created_at(copy, memory.created_at)
+    _updated_at(copy, memory.updated_at)
+    _expires_at(copy, memory.expires_at)
+    _metadata(copy, memory.metadata)
+    _content_hash(copy, memory.content_hash)
+    _idempotency_key(copy, memory.idempotency_key)
+    _access_count(copy, access_count)
+    _last_accessed_at(copy, last_accessed_at)
+    _related_ids(copy, memory.related_ids)
+    _supersedes(copy, memory.supersedes)
+    _superseded_by(copy, memory.superseded_by)
+    _language(copy, memory.language)
+    return copy
+
+
 @dataclass(frozen=True, slots=True)
 class Explain:
     """A result's score after each recall stage (RecallRequest.explain)."""

@@ -470,18 +470,12 @@ class LateInteractionReranker:
 
     async def score(self, query: str, memories: Sequence[Memory]) -> np.ndarray:
         _, q_tokens = await self.embedder.embed_query_with_tokens(query)
-        docs = [self.store.tokens_of(m.id) for m in memories]
-        if any(d is None for d in docs):
+        docs = self.store.tokens_of_many([m.id for m in memories])
+        if docs is None:
             raise FailedPrecondition("no-token-vectors")
-        offsets = np.zeros(len(docs) + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum([d.shape[0] for d in docs if d is not None])
+        flat, offsets = docs
         # Stored token vectors are int8 (value * 127): score them as they are against the
         # query scaled by 1/127 instead of converting every candidate's tokens to float.
-        flat = (
-            np.concatenate([d for d in docs if d is not None])
-            if docs
-            else np.zeros((0, q_tokens.shape[1]), dtype=np.int8)
-        )
         scaled = np.ascontiguousarray(q_tokens, dtype=np.float32) * np.float32(1.0 / 127.0)
         scores = maxsim(scaled, flat, offsets)
         return np.clip(scores, 0.0, 1.0)

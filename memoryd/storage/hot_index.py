@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 from memoryd_native import quantize_rows, topk_dot_f16, topk_dot_q8_f16, topk_scores
 
-from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory
+from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory, with_access
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
 from memoryd.storage.lexical import (
     TRIGRAM_WEIGHT,
@@ -591,9 +591,7 @@ class HotIndex:
         for memory_id in ids:
             memory = self._memories.get(memory_id)
             if memory is not None:
-                self._memories[memory_id] = replace(
-                    memory, access_count=memory.access_count + 1, last_accessed_at=now
-                )
+                self._memories[memory_id] = with_access(memory, memory.access_count + 1, now)
                 found.append(memory_id)
         return found
 
@@ -606,9 +604,7 @@ class HotIndex:
         newest = mine if last is None or (mine is not None and mine >= last) else last
         highest = max(count, memory.access_count)
         if highest != memory.access_count or newest != mine:
-            self._memories[memory_id] = replace(
-                memory, access_count=highest, last_accessed_at=newest
-            )
+            self._memories[memory_id] = with_access(memory, highest, newest)
 
     def key_record(self, agent_id: str, key: str) -> KeyRecord | None:
         return self._keys.get((agent_id, key))
@@ -635,6 +631,23 @@ class HotIndex:
         if count < 0:
             return None
         return self._token_file.read(memory_id, int(part.tok_off[row]), count)
+
+    def tokens_of_many(self, memory_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The memories' token vectors back to back, as ``maxsim`` takes them: ``(tokens
+        int8 [t, dim], starts int64 [n + 1])``, memory i's at rows starts[i]:starts[i + 1];
+        None if any of them has none (``tokens_of`` would answer None for it)."""
+        records = []
+        for memory_id in memory_ids:
+            memory = self._memories.get(memory_id)
+            if memory is None:
+                return None
+            part = self._parts[memory.scope]
+            row = part.row_of[memory_id]
+            count = int(part.tok_n[row])
+            if count < 0:
+                return None
+            records.append((memory_id, int(part.tok_off[row]), count))
+        return self._token_file.read_many(records)
 
     def has_tokens(self, memory_id: str) -> bool:
         """Whether the memory was stored with token vectors (whether or not they read)."""

@@ -37,6 +37,7 @@ import struct
 import tempfile
 import weakref
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -119,10 +120,48 @@ class TokenFile:
             data = os.pread(self._fd, want, offset)
         except OSError:
             data = b""
-        if len(data) == want:
-            magic, n, dim, hashed, _ = _HEADER.unpack_from(data)
-            if magic == _MAGIC and n == count and dim == self.dim and hashed == id_hash(memory_id):
-                return np.frombuffer(data, np.int8, offset=HEADER_BYTES).reshape(count, self.dim)
+        if len(data) == want and self._holds(data, 0, memory_id, count):
+            return np.frombuffer(data, np.int8, offset=HEADER_BYTES).reshape(count, self.dim)
+        self._found_damaged(memory_id, offset)
+        return None
+
+    def read_many(
+        self, records: Sequence[tuple[str, int, int]]
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Several records, each ``(memory_id, offset, count)`` as ``read`` takes them, back
+        to back: ``(tokens int8 [sum of counts, dim], starts int64 [n + 1])``, record i's
+        vectors at rows starts[i]:starts[i + 1] (``maxsim``'s layout). Each is read with one
+        ``os.preadv`` straight into its place (its header into a scratch buffer), not
+        copied out of a bytes object of its own and concatenated again. None (and
+        ``damaged``) if any record is not what the caller expects."""
+        starts = np.zeros(len(records) + 1, dtype=np.int64)
+        np.cumsum([count for _, _, count in records], out=starts[1:])
+        flat = np.empty(int(starts[-1]) * self.dim, dtype=np.int8)
+        into = flat.data  # a memoryview; int8: an element is a byte
+        headers = bytearray(HEADER_BYTES * len(records))
+        heads = memoryview(headers)
+        at = 0
+        for i, (memory_id, offset, count) in enumerate(records):
+            size = count * self.dim
+            head = i * HEADER_BYTES
+            try:
+                got = os.preadv(
+                    self._fd, [heads[head : head + HEADER_BYTES], into[at : at + size]], offset
+                )
+            except OSError:
+                got = -1
+            if got != HEADER_BYTES + size or not self._holds(headers, head, memory_id, count):
+                self._found_damaged(memory_id, offset)
+                return None
+            at += size
+        return flat.reshape(-1, self.dim), starts
+
+    def _holds(self, data: bytes | bytearray, at: int, memory_id: str, count: int) -> bool:
+        """Whether the header at ``data[at:]`` is ``memory_id``'s record of ``count`` tokens."""
+        magic, n, dim, hashed, _ = _HEADER.unpack_from(data, at)
+        return magic == _MAGIC and n == count and dim == self.dim and hashed == id_hash(memory_id)
+
+    def _found_damaged(self, memory_id: str, offset: int) -> None:
         if not self.damaged:
             log.warning(
                 "the token file %s does not hold memory %s's token vectors at %d: damaged; "
@@ -132,7 +171,6 @@ class TokenFile:
                 offset,
             )
         self.damaged = True
-        return None
 
     def dropped(self, count: int) -> None:
         """A row stopped pointing at a record of ``count`` tokens (overwrite, delete)."""

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from memoryd.core.errors import ConfigError
-from memoryd.core.records import Category, Memory, stored_memory
+from memoryd.core.records import Category, Memory, stored_memory, with_access
 from memoryd.storage import lance_store
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lance_store import LanceStore
@@ -146,6 +146,35 @@ def test_a_record_made_from_stored_fields_is_the_constructors() -> None:
     assert made == full and dataclasses.asdict(made) == dataclasses.asdict(full)
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.text = "changed"  # type: ignore[misc]
+
+
+def test_a_recalled_records_new_access_count_keeps_every_other_field() -> None:
+    """Recall counts each result's access on a copy of its record (``with_access``); the
+    copy must be ``dataclasses.replace``'s, superseded_by (derived) included."""
+    full = mem(
+        6,
+        summary="sum",
+        category=Category.DECISION,
+        importance=0.75,
+        expires_at=NOW + timedelta(days=2),
+        metadata={"k": "v"},
+        idempotency_key="key",
+        related_ids=["r1", "r2"],
+        supersedes="older",
+        language="ja",
+    )
+    full = dataclasses.replace(full, superseded_by="newer", access_count=3)
+    later = NOW + timedelta(minutes=5)
+    copy = with_access(full, 4, later)
+    assert copy == dataclasses.replace(full, access_count=4, last_accessed_at=later)
+    assert dataclasses.asdict(copy) == {
+        **dataclasses.asdict(full),
+        "access_count": 4,
+        "last_accessed_at": later,
+    }
+    assert full.access_count == 3 and full.last_accessed_at is None  # the original stays
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        copy.access_count = 9  # type: ignore[misc]
 
 
 async def test_stores_commit_during_a_compaction_and_deletes_wait_for_its_end(

@@ -89,6 +89,49 @@ async def test_rerank_scores_are_those_of_the_stored_token_vectors(tmp_path: Pat
         repo.close()
 
 
+async def test_the_candidates_tokens_read_together_are_each_memorys_own(tmp_path: Path) -> None:
+    """The rerank reads its candidates' token vectors in one call (``tokens_of_many``):
+    each memory's own rows in its place, and no answer at all when any candidate has none
+    or its record is not the memory's (then the Recall keeps its fused order)."""
+    repo = open_repo(tmp_path)
+    try:
+        ids = []
+        for i in range(12):
+            m = await repo.add(mem(i, text=f"memory {i}"), unit(i), tokens_for(i))
+            ids.append(m.id)
+        bare = await repo.add(mem(50, text="stored without token vectors"), unit(50), None)
+        pick = [ids[7], ids[2], ids[11], ids[2], ids[0]]  # any order, a repeat
+        got = repo.tokens_of_many(pick)
+        assert got is not None
+        tokens, starts = got
+        assert tokens.dtype == np.int8 and starts.tolist()[0] == 0
+        for j, memory_id in enumerate(pick):
+            want = repo.tokens_of(memory_id)
+            assert want is not None
+            np.testing.assert_array_equal(tokens[starts[j] : starts[j + 1]], want)
+        assert starts[-1] == tokens.shape[0]
+        empty = repo.tokens_of_many([])
+        assert empty is not None and empty[0].shape == (0, DIM) and empty[1].tolist() == [0]
+        assert repo.tokens_of_many([ids[1], bare.id]) is None
+        assert repo.tokens_of_many([ids[1], "no-such-memory"]) is None
+        assert not repo._token_file.damaged
+        # memory 3's record overwritten by memory 4's: the batch is refused, never served
+        path = repo._token_file.path
+        assert path is not None
+        part = repo._parts[mem(3).scope]
+        at3, at4 = (int(part.tok_off[part.row_of[ids[k]]]) for k in (3, 4))
+        with path.open("r+b") as f:
+            f.seek(at4)
+            record = f.read(token_file.HEADER_BYTES + 4 * DIM)
+            f.seek(at3)
+            f.write(record)
+        assert repo.tokens_of_many([ids[1], ids[3], ids[5]]) is None
+        assert repo._token_file.damaged
+        assert repo.tokens_of_many([ids[1], ids[5]]) is not None  # the others still read
+    finally:
+        repo.close()
+
+
 async def test_updates_forgets_and_restart_keep_each_memorys_tokens(tmp_path: Path) -> None:
     repo = open_repo(tmp_path)
     want: dict[str, np.ndarray | None] = {}
