@@ -219,6 +219,16 @@ def with_access(memory: Memory, access_count: int, last_accessed_at: datetime | 
     return copy
 
 
+# Both set slots one by one: a field either of them forgets would be an unset slot
+# (AttributeError on reading it), so check once, here, that neither forgets one.
+_probe = stored_memory(*_STORED_FIELDS[:17], _STORED_FIELDS[18])  # type: ignore[arg-type]
+if not all(hasattr(m, f) for m in (_probe, with_access(_probe, 0, None)) for f in _STORED_FIELDS):
+    raise ImportError(
+        "records.stored_memory or with_access does not set every field"
+    )  # pragma: no cover
+del _probe
+
+
 @dataclass(frozen=True, slots=True)
 class Explain:
     """A result's score after each recall stage (RecallRequest.explain)."""
@@ -307,6 +317,7 @@ class Candidates:
     vector_rank: np.ndarray  # int64[n]
     lexical_rank: np.ndarray  # int64[n]
     vectors: np.ndarray  # float32[n, dim]
+    created: np.ndarray  # float64[n] created_at, seconds since the epoch
     query_language: str = ""  # ISO 639-1 code the query was analysed in
 
     def __len__(self) -> int:

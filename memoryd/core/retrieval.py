@@ -25,6 +25,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from enum import StrEnum
 from functools import lru_cache
+from operator import attrgetter
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -268,13 +269,13 @@ class Retriever:
                 inside = [i for i, m in enumerate(cands.memories) if window.contains(m.created_at)]
                 time_boost[inside] = cfg.time_boost
                 blended = np.ascontiguousarray(blended + time_boost, dtype=np.float32)
-            age_days = np.array(
-                [(now - m.created_at).total_seconds() / SECONDS_PER_DAY for m in cands.memories],
-                dtype=np.float32,
-            )
-            importance = np.array([m.importance for m in cands.memories], dtype=np.float32)
-            access = np.array([m.access_count for m in cands.memories], dtype=np.int64)
-            text_len = np.array([len(m.text) for m in cands.memories], dtype=np.int64)
+            # From the index's created column and attribute getters, not a datetime
+            # subtraction and four list comprehensions per candidate (~3x cheaper at 80).
+            age_days = ((now.timestamp() - cands.created) / SECONDS_PER_DAY).astype(np.float32)
+            mems = cands.memories
+            importance = np.fromiter(map(_IMPORTANCE, mems), np.float32, n)
+            access = np.fromiter(map(_ACCESS_COUNT, mems), np.int64, n)
+            text_len = np.fromiter(map(len, map(_TEXT, mems)), np.int64, n)
             stages = np.zeros((n, N_STAGES), dtype=np.float32)
             keep = np.zeros(n, dtype=np.uint8)
             final, _ = fuse_and_boost(
@@ -426,6 +427,11 @@ class Retriever:
             floor = np.float32(blended[top].min())
             blended[rest] = np.minimum(blended[rest], np.nextafter(floor, np.float32(-np.inf)))
         return np.ascontiguousarray(blended, dtype=np.float32), cfg.rerank.value
+
+
+_IMPORTANCE = attrgetter("importance")
+_ACCESS_COUNT = attrgetter("access_count")
+_TEXT = attrgetter("text")
 
 
 # The kernel settings of a configuration, packed once: packing and checking them cost more

@@ -637,17 +637,23 @@ class HotIndex:
         int8 [t, dim], starts int64 [n + 1])``, memory i's at rows starts[i]:starts[i + 1];
         None if any of them has none (``tokens_of`` would answer None for it)."""
         records = []
+        complete = True
         for memory_id in memory_ids:
             memory = self._memories.get(memory_id)
             if memory is None:
-                return None
+                complete = False
+                continue
             part = self._parts[memory.scope]
             row = part.row_of[memory_id]
             count = int(part.tok_n[row])
             if count < 0:
-                return None
+                complete = False
+                continue
             records.append((memory_id, int(part.tok_off[row]), count))
-        return self._token_file.read_many(records)
+        # The others are read even when the answer is None, as one tokens_of each would:
+        # a damaged record among them marks the file damaged, and its repair follows.
+        read = self._token_file.read_many(records)
+        return read if complete else None
 
     def has_tokens(self, memory_id: str) -> bool:
         """Whether the memory was stored with token vectors (whether or not they read)."""
@@ -761,6 +767,7 @@ class HotIndex:
         cand_rows = np.concatenate([vec_rows, lex_rows[extra]])
         n = cand_rows.size
         vectors = np.empty((n, self.dim), dtype=np.float32)
+        created = np.empty(n, dtype=np.float64)
         lex = np.zeros(n, dtype=np.float32)
         memories = [
             self._memories[parts[pi].ids[row]]
@@ -772,6 +779,7 @@ class HotIndex:
                 continue
             rows = cand_rows[at]
             vectors[at] = part.vectors[rows]
+            created[at] = part.created[rows]
             t_rows, t_scores = touched[pi]
             if t_rows.size:  # a candidate's BM25 is its score among the touched rows, or 0
                 pos = np.minimum(np.searchsorted(t_rows, rows), t_rows.size - 1)
@@ -785,6 +793,7 @@ class HotIndex:
             vector_rank=_ranks(vec, np.full(n, vector, dtype=bool)),
             lexical_rank=_ranks(lex, lex > 0),
             vectors=vectors,
+            created=created,
             query_language=query_language,
         )
 

@@ -79,6 +79,34 @@ async def test_min_score_applies_to_the_score_the_caller_sees(
     assert len(kept) == sum(h.score >= cut for h in everything)
 
 
+async def test_each_results_time_decay_follows_its_own_age(
+    service: MemoryService,
+    clock,  # type: ignore[no-untyped-def]
+) -> None:
+    """The decay stage uses each memory's own created_at, also after a Forget moved the
+    index's rows around and an Update rewrote one: after_decay / after_length is
+    2^(-age / half-life) with floor and reinforcement at 0."""
+    ages = {}
+    made = []
+    for i, text in enumerate(FILLER):
+        m = await put(service, text, created_at=clock.now - timedelta(days=7 * i + 0.5))
+        ages[m.id] = 7 * i + 0.5
+        made.append(m)
+    await service.forget_id("a", made[1].id)  # the last row moves into its place
+    del ages[made[1].id]
+    await service.update(MemoryPatch(agent_id="a", id=made[3].id, importance=0.9))
+    clock.advance(days=2)
+    options = {"decay_half_life_days": 10.0, "decay_floor": 0.0, "reinforcement": 0.0}
+    hits = await recall(
+        service, "roadmap planning meeting", limit=10, options=options, explain=True
+    )
+    assert sorted(h.memory.id for h in hits) == sorted(ages)
+    for h in hits:
+        age = ages[h.memory.id] + 2
+        want = 2.0 ** (-age / 10.0)
+        assert h.explain.after_decay == pytest.approx(h.explain.after_length * want, rel=1e-4)
+
+
 async def test_scores_are_best_first_and_limit_is_a_bound(service: MemoryService) -> None:
     for text in FILLER:
         await put(service, text)

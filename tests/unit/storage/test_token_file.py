@@ -132,6 +132,37 @@ async def test_the_candidates_tokens_read_together_are_each_memorys_own(tmp_path
         repo.close()
 
 
+async def test_a_recall_with_a_bare_candidate_still_finds_a_damaged_record(
+    tmp_path: Path,
+) -> None:
+    """A Recall whose candidates include a memory stored without token vectors falls back
+    to its fused order, and still reads the others' records: a damaged one is noticed
+    (and so repaired) as when each candidate was read on its own."""
+    repo = open_repo(tmp_path)
+    try:
+        a = await repo.add(mem(1, text="memory 1"), unit(1), tokens_for(1, 4))
+        b = await repo.add(mem(2, text="memory 2"), unit(2), tokens_for(2, 4))
+        bare = await repo.add(mem(3, text="no token vectors"), unit(3), None)
+        path = repo._token_file.path
+        assert path is not None
+        part = repo._parts[mem(1).scope]
+        at_a, at_b = (int(part.tok_off[part.row_of[m.id]]) for m in (a, b))
+        with path.open("r+b") as f:  # a's record overwritten by b's
+            f.seek(at_b)
+            record = f.read(token_file.HEADER_BYTES + 4 * DIM)
+            f.seek(at_a)
+            f.write(record)
+        q = np.ones((2, DIM), np.float32) / np.sqrt(DIM)
+        reranker = LateInteractionReranker(repo, FixedQuery(q))  # type: ignore[arg-type]
+        with pytest.raises(FailedPrecondition):
+            await reranker.score("q", [bare, a])
+        assert repo.tokens_damaged
+        assert await repo.repair_tokens()
+        assert_tokens(repo, {a.id: tokens_for(1, 4), b.id: tokens_for(2, 4), bare.id: None})
+    finally:
+        repo.close()
+
+
 async def test_updates_forgets_and_restart_keep_each_memorys_tokens(tmp_path: Path) -> None:
     repo = open_repo(tmp_path)
     want: dict[str, np.ndarray | None] = {}
