@@ -126,6 +126,11 @@ COMPACT_TRIM_SECONDS = 5.0
 # caches if they hold more than this: the manifests and metadata of a burst's versions
 # (up to storage.cache_mib; 64 MiB at 100k Stores, ~0.6 KB a memory).
 CACHE_DROP_BYTES = 4 << 20
+# ... and once more this long after the last commit or compaction, whatever else is due:
+# what is freed after those trims (the cache drop's old session, the row arrays' trim, a
+# compaction's last buffers) stayed resident, 132 MiB at 100k Stores (1.4 KB a memory,
+# store_rss.py, idle 600 s) until something trimmed again.
+SETTLE_TRIM_SECONDS = 30.0
 STATUS_OK = "ok"
 # A shared store (several daemons, see storage/lease.py): the lease holder looks at the
 # table this often (idle or not) for fragments to compact and versions to clean up.
@@ -622,6 +627,7 @@ class LanceStore:
         self.token_bytes_read = 0
         self._untrimmed = 0  # rows written since the heap was last trimmed
         self._trimmed_at = time.monotonic()  # when it was
+        self._settle_at: float | None = None  # when the trim after a burst is due
         self.heap_trims = 0
         self.fault: str | None = None  # why writes fail now (a full disk), else None
         self._free_at_fault: int | None = None  # free bytes on the disk when it began
@@ -1015,10 +1021,13 @@ class LanceStore:
                             self._fold_access()
                         self._maybe_compact(idle=True)
                         self._maybe_drop_caches()
+                        now = time.monotonic()
                         if self._untrimmed or (
-                            self._compacting
-                            and time.monotonic() - self._trimmed_at >= COMPACT_TRIM_SECONDS
+                            self._compacting and now - self._trimmed_at >= COMPACT_TRIM_SECONDS
                         ):
+                            self._trim_heap()
+                        elif self._settle_due(now):
+                            self._settle_at = None
                             self._trim_heap()
                     continue
             if op is None:
@@ -1053,6 +1062,7 @@ class LanceStore:
                 assert g.loop is not None and g.future is not None
                 g.loop.call_soon_threadsafe(_resolve, g.future, error)
             if error is None:
+                self._settle_at = time.monotonic() + SETTLE_TRIM_SECONDS
                 self._maybe_compact()
                 self._untrimmed += size
                 if self._untrimmed >= TRIM_EVERY_ROWS:
@@ -1087,6 +1097,15 @@ class LanceStore:
         self._access, self._keys = access, keys
         self.cache_drops += 1
         self._untrimmed += 1  # the caches' memory is free now: hand its pages back
+
+    def _settle_due(self, now: float) -> bool:
+        """Whether the last trim after a burst is due: ``SETTLE_TRIM_SECONDS`` after its
+        last commit and after the end of any compaction it started."""
+        if self._settle_at is None or self._compacting:
+            if self._compacting:  # counted from its end
+                self._settle_at = now + SETTLE_TRIM_SECONDS
+            return False
+        return now >= self._settle_at
 
     def _trim_heap(self) -> None:
         """Hand the pages the commits freed back to the system (``storage.heap``): on the

@@ -4,10 +4,10 @@ A memory's token vectors (int8 [t, dim], ``repository.quantize_tokens``; ~13 KB 
 35-token turn) are three quarters of what the hot index would hold per memory, yet a
 Recall reranks only its best ``recall.rerank_top`` candidates. So the index keeps, per
 row, only where the vectors are in this file (an offset and a count, 10 bytes), and the
-reranker reads the few it needs with one ``os.pread`` each: from the kernel's page cache
-(not the daemon's RSS) once warm, a few microseconds per candidate. It is a local file
-also when the store is an object store (``storage.uri = s3://...``), where reading the
-table per Recall would cost a round trip per query.
+reranker reads the few it needs with one ``os.preadv`` each (``read_many``): from the
+kernel's page cache (not the daemon's RSS) once warm, a few microseconds per candidate.
+It is a local file also when the store is an object store (``storage.uri = s3://...``),
+where reading the table per Recall would cost a round trip per query.
 
 The file is derived data: LanceDB holds every memory's token vectors durably. A clean
 shutdown saves its map beside it (``token_map``: the table version and rows it was made

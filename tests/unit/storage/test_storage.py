@@ -634,6 +634,43 @@ async def test_the_writer_hands_freed_memory_back_after_writes_not_while_idle(
         store.close()
 
 
+async def test_the_writer_hands_back_once_more_what_was_freed_after_a_burst(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is freed after the trims that follow a burst (the cache drop's old session,
+    the row arrays' trim, a compaction's last buffers) stayed resident: 132 MiB at 100k
+    Stores. The writer trims once more a while after the last commit (here 0.6 s) and the
+    end of any compaction, then never again while nothing is written."""
+    monkeypatch.setattr(lance_store, "IDLE_COMPACT_SECONDS", 0.1)
+    monkeypatch.setattr(lance_store, "SETTLE_TRIM_SECONDS", 0.6)
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=1)
+    running, release = stall_compactions(store, 30)
+    store.start()
+    try:
+        await store.add([(mem(i), unit(i), None) for i in range(10)])
+        assert await asyncio.to_thread(running.wait, 30)  # a compaction after the burst
+        await asyncio.sleep(1.5)  # longer than the settle time: it runs from the end
+        during = store.heap_trims
+        release.set()
+        for _ in range(200):
+            if store.compactions:
+                break
+            await asyncio.sleep(0.05)
+        assert store.compactions == 1
+        await asyncio.sleep(0.3)
+        ended = store.heap_trims  # the compaction's own trim, the trims while it ran
+        await asyncio.sleep(1.5)
+        assert store.heap_trims == ended + 1, (during, ended, store.heap_trims)
+        await asyncio.sleep(1.5)  # idle, nothing written: nothing more
+        assert store.heap_trims == ended + 1
+        await store.add([(mem(20), unit(20), None)])  # a new burst: trims again
+        await asyncio.sleep(2.0)
+        assert store.heap_trims >= ended + 2
+    finally:
+        release.set()
+        store.close()
+
+
 async def test_lancedb_caches_are_dropped_once_a_burst_is_compacted_and_cleaned_up(
     tmp_path: Path,
 ) -> None:
