@@ -619,41 +619,33 @@ class HotIndex:
         part = self._parts[memory.scope]
         return part.vectors[part.row_of[memory_id]].astype(np.float32)
 
-    def tokens_of(self, memory_id: str) -> np.ndarray | None:
-        """The memory's token vectors, read from the token file (a view of fresh bytes:
-        read-only); None without any, or when the file no longer holds them (damaged)."""
+    def _token_record(self, memory_id: str) -> tuple[str, int, int] | None:
+        """``(memory_id, offset, count)`` of the memory's record in the token file, as
+        ``TokenFile.read`` takes them; None if the memory is unknown or has none."""
         memory = self._memories.get(memory_id)
         if memory is None:
             return None
         part = self._parts[memory.scope]
         row = part.row_of[memory_id]
         count = int(part.tok_n[row])
-        if count < 0:
-            return None
-        return self._token_file.read(memory_id, int(part.tok_off[row]), count)
+        return None if count < 0 else (memory_id, int(part.tok_off[row]), count)
+
+    def tokens_of(self, memory_id: str) -> np.ndarray | None:
+        """The memory's token vectors, read from the token file (a view of fresh bytes:
+        read-only); None without any, or when the file no longer holds them (damaged)."""
+        record = self._token_record(memory_id)
+        return None if record is None else self._token_file.read(*record)
 
     def tokens_of_many(self, memory_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """The memories' token vectors back to back, as ``maxsim`` takes them: ``(tokens
         int8 [t, dim], starts int64 [n + 1])``, memory i's at rows starts[i]:starts[i + 1];
         None if any of them has none (``tokens_of`` would answer None for it)."""
-        records = []
-        complete = True
-        for memory_id in memory_ids:
-            memory = self._memories.get(memory_id)
-            if memory is None:
-                complete = False
-                continue
-            part = self._parts[memory.scope]
-            row = part.row_of[memory_id]
-            count = int(part.tok_n[row])
-            if count < 0:
-                complete = False
-                continue
-            records.append((memory_id, int(part.tok_off[row]), count))
+        records = [self._token_record(memory_id) for memory_id in memory_ids]
+        found = [r for r in records if r is not None]
         # The others are read even when the answer is None, as one tokens_of each would:
         # a damaged record among them marks the file damaged, and its repair follows.
-        read = self._token_file.read_many(records)
-        return read if complete else None
+        read = self._token_file.read_many(found)
+        return read if len(found) == len(records) else None
 
     def has_tokens(self, memory_id: str) -> bool:
         """Whether the memory was stored with token vectors (whether or not they read)."""

@@ -1100,12 +1100,8 @@ class LanceStore:
 
     def _settle_due(self, now: float) -> bool:
         """Whether the last trim after a burst is due: ``SETTLE_TRIM_SECONDS`` after its
-        last commit and after the end of any compaction it started."""
-        if self._settle_at is None or self._compacting:
-            if self._compacting:  # counted from its end
-                self._settle_at = now + SETTLE_TRIM_SECONDS
-            return False
-        return now >= self._settle_at
+        last commit and after the end of any compaction (both set ``_settle_at``)."""
+        return self._settle_at is not None and not self._compacting and now >= self._settle_at
 
     def _trim_heap(self) -> None:
         """Hand the pages the commits freed back to the system (``storage.heap``): on the
@@ -1423,6 +1419,7 @@ class LanceStore:
                 else:
                     log.exception("background compaction failed")
             finally:
+                self._settle_at = time.monotonic() + SETTLE_TRIM_SECONDS  # see _run
                 self._compacting = False
 
     # -- maintenance of a store several daemons share --------------------------------
