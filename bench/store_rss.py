@@ -48,7 +48,6 @@ from typing import Any
 
 OUT_ENV = "STORE_RSS_OUT"
 TRACE_ENV = "STORE_RSS_TRACEMALLOC"
-ORT_ARENA_ENV = "STORE_RSS_ORT_ARENA"
 AGENT = "store-rss"
 
 # -- inside the daemon (--serve) ------------------------------------------------------
@@ -177,17 +176,6 @@ def serve(argv: list[str]) -> int:
     if trace_top:
         tracemalloc.start(1)
     _install_spies()
-    if os.environ.get(ORT_ARENA_ENV) == "0":  # an experiment: ONNX Runtime without its arena
-        import onnxruntime
-
-        options_class = onnxruntime.SessionOptions
-
-        def options() -> Any:
-            made = options_class()
-            made.enable_cpu_mem_arena = False
-            return made
-
-        onnxruntime.SessionOptions = options  # type: ignore[misc,assignment]
     count = [0]
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -275,11 +263,6 @@ def main() -> None:
     p.add_argument("--data", type=Path, help="LoCoMo's locomo10.json (default: shared/)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic memories")
     p.add_argument("--keep", type=Path, help="keep the data dir here (must not exist yet)")
-    p.add_argument(
-        "--no-ort-arena",
-        action="store_true",
-        help="an experiment: ONNX Runtime's CPU arena off (what the model's batches hold)",
-    )
     p.add_argument("--out", type=Path, help="also append the markdown report to this file")
     harness_args(p)
     args = p.parse_args()
@@ -295,8 +278,6 @@ def main() -> None:
     data_dir = args.keep or base_dir / "data"
     out = base_dir / "report"
     env = {OUT_ENV: str(out)} | ({TRACE_ENV: str(args.tracemalloc)} if args.tracemalloc else {})
-    if args.no_ort_arena:
-        env[ORT_ARENA_ENV] = "0"
     daemon = harness.Daemon(
         data_dir, base_dir / "stderr.log", env, program=(str(Path(__file__).resolve()), "--serve")
     )
