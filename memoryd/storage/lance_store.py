@@ -1419,7 +1419,8 @@ class LanceStore:
                 else:
                     log.exception("background compaction failed")
             finally:
-                self._settle_at = time.monotonic() + SETTLE_TRIM_SECONDS  # see _run
+                # the last trim after a burst counts from a compaction's end too
+                self._settle_at = time.monotonic() + SETTLE_TRIM_SECONDS
                 self._compacting = False
 
     # -- maintenance of a store several daemons share --------------------------------
