@@ -23,13 +23,6 @@ from memoryd.core.errors import ConfigError
 BUILTIN_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 _NO_TOKENS = np.zeros((0, 0), dtype=np.float32)
 PAD_WASTE = 1.25  # a length group pads at most 25% more tokens than it holds
-# A run of more token slots than this (batch x padded width: four 16-token texts) hands
-# the regions its activations added to ONNX Runtime's CPU arena back after it. The arena
-# otherwise keeps its largest runs' peak for good: a daemon that embedded 10k Stores held
-# ~50-100 MiB more than after a restart, and shrinking only after runs of over 256 slots
-# still left ~55 MiB (bench/store_rss.py, bench/RESULTS.md). A short query does not pay
-# the shrink; the freed regions go back to the heap, which reuses them for the next run.
-SHRINK_ARENA_ABOVE_SLOTS = 64
 
 
 def length_groups(lengths: list[int]) -> list[list[int]]:
@@ -98,6 +91,13 @@ class OnnxEmbedder:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # No CPU arena: the runs' activations come from malloc and go back to it. The arena
+        # grows by regions that double each time it extends, and a run that extends it
+        # without shrinking it after keeps its region: while 12,000 texts were embedded in
+        # mixed batches with queries it held up to 19 MiB of regions (a daemon after 30k
+        # Stores, 10 MiB), without it 0.8 MiB stayed; the runs are as fast without it
+        # (bench/model_heap.py, bench/RESULTS.md).
+        options.enable_cpu_mem_arena = False
         try:
             self._session = ort.InferenceSession(
                 str(files.model), sess_options=options, providers=["CPUExecutionProvider"]
@@ -115,8 +115,6 @@ class OnnxEmbedder:
                 f"embedding model {files.model} must take input_ids and attention_mask; "
                 f"it takes {sorted(self._input_names)}"
             )
-        self._shrink = ort.RunOptions()
-        self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         outputs = [o.name for o in self._session.get_outputs()]
         self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
         self.dim = int(self.embed(["dimension probe"]).shape[1])
@@ -150,8 +148,7 @@ class OnnxEmbedder:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            large = ids.size > SHRINK_ARENA_ABOVE_SLOTS
-            (states,) = self._session.run([self._output], feeds, self._shrink if large else None)
+            (states,) = self._session.run([self._output], feeds)
             if vectors is None:
                 vectors = np.empty((len(texts), states.shape[2]), dtype=np.float32)
             weights = mask[:, :, None].astype(np.float32)
