@@ -33,34 +33,16 @@ from typing import Any
 
 import corpus
 import harness
+from store_rss import mallinfo
 
 VARIANTS = ("shipped", "arena")
 
 
-class _Mallinfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-            "keepcost",
-        )
-    ]
-
-
 def heap_in_use() -> int:
-    libc = ctypes.CDLL("libc.so.6")
-    libc.mallinfo2.restype = _Mallinfo2
-    libc.malloc_trim(0)
-    info = libc.mallinfo2()
-    return int(info.uordblks + info.hblkhd)
+    """glibc's bytes in use after ``malloc_trim(0)``."""
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    info = mallinfo()
+    return info.get("uordblks", 0) + info.get("hblkhd", 0)
 
 
 def with_arena(model: Any) -> None:

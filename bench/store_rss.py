@@ -80,7 +80,8 @@ def _status() -> dict[str, int]:
     return out
 
 
-def _mallinfo() -> dict[str, int]:
+def mallinfo() -> dict[str, int]:
+    """glibc's ``mallinfo2`` of this process, by field name ({} where there is none)."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallinfo2.restype = _Mallinfo2
@@ -111,7 +112,7 @@ def _report(trace_top: int) -> dict[str, Any]:
     import pyarrow as pa
 
     gc.collect()
-    out: dict[str, Any] = {"status": _status(), "mallinfo": _mallinfo()}
+    out: dict[str, Any] = {"status": _status(), "mallinfo": mallinfo()}
     pool = pa.default_memory_pool()
     out["arrow"] = {
         "backend": pool.backend_name,
