@@ -186,8 +186,48 @@ def serve(argv: list[str]) -> int:
         tmp.write_text(json.dumps(_report(trace_top)))
         tmp.replace(path)
 
+    def on_teardown(signum: int, frame: Any) -> None:
+        path = out.with_name(f"{out.name}.{os.getpid()}.teardown.json")
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(_teardown()))
+        tmp.replace(path)
+
     signal.signal(signal.SIGUSR1, on_signal)
+    signal.signal(signal.SIGUSR2, on_teardown)
     return cli.main(argv)
+
+
+def _in_use() -> int:
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    mi = mallinfo()
+    return mi.get("uordblks", 0) + mi.get("hblkhd", 0)
+
+
+def _teardown() -> list[tuple[str, int]]:
+    """glibc's bytes in use, then again after dropping each part in turn (the daemon is
+    of no use after: the driver stops it): what each part held."""
+    from memoryd.inference.onnx_embedder import OnnxEmbedder
+
+    steps = [("before", _in_use())]
+    repos = _seen["repositories"]
+    if repos:
+        durable = repos[-1]._durable
+        durable.close()  # the writer and the compactor stop: nothing reads the handles
+        for name in ("_table", "_access", "_keys", "_db", "_session", "_probe_db"):
+            setattr(durable, name, None)
+        steps.append(("LanceDB's tables, connection and session dropped", _in_use()))
+    for obj in gc.get_objects():
+        if isinstance(obj, OnnxEmbedder):
+            obj._session = None  # type: ignore[assignment]
+            obj._tokenizer = None  # type: ignore[assignment]
+    steps.append(("the model's session and tokenizer dropped", _in_use()))
+    if repos:
+        repos[-1]._parts.clear()
+        repos[-1]._memories.clear()
+        steps.append(("the hot index's parts and records cleared", _in_use()))
+    return steps
 
 
 # -- the driver -----------------------------------------------------------------------
@@ -199,15 +239,17 @@ def vm_rss(pid: int) -> int:
     return harness.proc_status(pid).get("VmRSS", 0)
 
 
-def ask_report(pid: int, out: Path, n: int, timeout: float = 600.0) -> dict[str, Any]:
+def ask_report(
+    pid: int, out: Path, n: int | str, timeout: float = 600.0, sig: int = signal.SIGUSR1
+) -> Any:
     path = out.with_name(f"{out.name}.{pid}.{n}.json")
-    os.kill(pid, signal.SIGUSR1)
+    os.kill(pid, sig)
     deadline = time.monotonic() + timeout
     while not path.exists():
         if time.monotonic() > deadline:
             raise TimeoutError(f"no report from the daemon in {timeout}s")
         time.sleep(0.2)
-    return dict(json.loads(path.read_text()))
+    return json.loads(path.read_text())
 
 
 def settle(pid: int, seconds: float) -> int:
@@ -261,6 +303,13 @@ def main() -> None:
         help="also read VmRSS alone at these seconds after the last Store (before --idle)",
     )
     p.add_argument("--tracemalloc", type=int, default=0, help="top N lines (slows the daemon)")
+    p.add_argument(
+        "--teardown",
+        action="store_true",
+        help="after each path's report, drop LanceDB's handles, the model, the hot index in\n"
+        "turn and read glibc's bytes in use after each; the daemon is then killed, so the\n"
+        "restart is one after a kill (no saved token map: it analyses every text again)",
+    )
     p.add_argument("--data", type=Path, help="LoCoMo's locomo10.json (default: shared/)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic memories")
     p.add_argument("--keep", type=Path, help="keep the data dir here (must not exist yet)")
@@ -283,6 +332,7 @@ def main() -> None:
         data_dir, base_dir / "stderr.log", env, program=(str(Path(__file__).resolve()), "--serve")
     )
     asked = 0
+    teardowns: list[list[tuple[str, int]]] = []
     try:
         daemon.start()
         harness.log(f"memoryd pid {daemon.pid} on {daemon.address}")
@@ -320,14 +370,18 @@ def main() -> None:
         time.sleep(max(0.0, stored_at + args.idle - time.monotonic()))
         asked += 1
         stored = ask_report(daemon.pid, out, asked)
-        daemon.stop()
+        if args.teardown:
+            teardowns.append(ask_report(daemon.pid, out, "teardown", sig=signal.SIGUSR2))
+        daemon.stop(kill=args.teardown)
         daemon.start()
         harness.log(f"restarted: memoryd pid {daemon.pid}")
         settle(daemon.pid, args.idle)
         asked = 0  # a new process counts its reports from 1
         asked += 1
         loaded_report = ask_report(daemon.pid, out, asked)
-        daemon.stop()
+        if args.teardown:
+            teardowns.append(ask_report(daemon.pid, out, "teardown", sig=signal.SIGUSR2))
+        daemon.stop(kill=args.teardown)
     finally:
         if daemon.alive():
             daemon.stop()
@@ -402,6 +456,15 @@ def main() -> None:
                     ],
                 )
             )
+    for label, steps_ in zip(("Store path", "restart"), teardowns, strict=False):
+        rows_ = []
+        for i, (what, in_use) in enumerate(steps_):
+            freed = "" if i == 0 else mib(steps_[i - 1][1] - in_use)
+            rows_.append((what, mib(in_use), freed))
+        sections.append(
+            f"teardown, {label}:\n\n"
+            + harness.table(("step", "glibc in use MiB", "freed by the step MiB"), rows_)
+        )
     harness.report(
         args, f"Daemon RSS per memory, Store path and load path: {n:,} memories", sections
     )
