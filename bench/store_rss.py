@@ -91,7 +91,7 @@ def mallinfo() -> dict[str, int]:
     return {name: int(getattr(info, name)) for name, _ in _Mallinfo2._fields_}
 
 
-_seen: dict[str, list[Any]] = {"repositories": []}
+_seen: dict[str, list[Any]] = {"repositories": [], "embedders": []}
 
 
 def _install_spies() -> None:
@@ -106,6 +106,16 @@ def _install_spies() -> None:
         return opened(self)
 
     Repository.open = open_and_note  # type: ignore[method-assign]
+
+    from memoryd.inference.onnx_embedder import OnnxEmbedder
+
+    made = OnnxEmbedder.__init__
+
+    def init_and_note(self: OnnxEmbedder, *args: Any, **kw: Any) -> None:
+        _seen["embedders"].append(self)  # the daemon gc.freeze()s: gc.get_objects misses it
+        made(self, *args, **kw)
+
+    OnnxEmbedder.__init__ = init_and_note  # type: ignore[method-assign]
 
 
 def _report(trace_top: int) -> dict[str, Any]:
@@ -208,8 +218,6 @@ def _in_use() -> int:
 def _teardown() -> list[tuple[str, int]]:
     """glibc's bytes in use, then again after dropping each part in turn (the daemon is
     of no use after: the driver stops it): what each part held."""
-    from memoryd.inference.onnx_embedder import OnnxEmbedder
-
     steps = [("before", _in_use())]
     repos = _seen["repositories"]
     if repos:
@@ -218,10 +226,9 @@ def _teardown() -> list[tuple[str, int]]:
         for name in ("_table", "_access", "_keys", "_db", "_session", "_probe_db"):
             setattr(durable, name, None)
         steps.append(("LanceDB's tables, connection and session dropped", _in_use()))
-    for obj in gc.get_objects():
-        if isinstance(obj, OnnxEmbedder):
-            obj._session = None  # type: ignore[assignment]
-            obj._tokenizer = None  # type: ignore[assignment]
+    for embedder in _seen["embedders"]:
+        embedder._session = None
+        embedder._tokenizer = None
     steps.append(("the model's session and tokenizer dropped", _in_use()))
     if repos:
         repos[-1]._parts.clear()
