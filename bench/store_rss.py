@@ -121,8 +121,10 @@ def _install_spies() -> None:
 def _report(trace_top: int) -> dict[str, Any]:
     import pyarrow as pa
 
-    gc.collect()
+    before_gc = mallinfo()  # what the cyclic GC has not collected yet is still in use here
+    collected = gc.collect()
     out: dict[str, Any] = {"status": _status(), "mallinfo": mallinfo()}
+    out["before_gc"] = {"mallinfo": before_gc, "collected": collected}
     pool = pa.default_memory_pool()
     out["arrow"] = {
         "backend": pool.backend_name,
@@ -140,6 +142,7 @@ def _report(trace_top: int) -> dict[str, Any]:
                 entry[name] = int(value() if callable(value) else value)
         out["lance_sessions"].append(entry)
     out["python_blocks"] = sys.getallocatedblocks()
+    out["pymalloc"] = _pymalloc_stats()
     if repos:
         r = repos[-1]
         out["index"] = {
@@ -173,6 +176,31 @@ def _report(trace_top: int) -> dict[str, Any]:
     out["after_arrow_release"] = _status()["VmRSS"]
     out["rss_before_trims"] = before
     return out
+
+
+def _pymalloc_stats() -> dict[str, int]:
+    """Python's small-object allocator (its own 1 MiB arenas, mmap'd: not in mallinfo2):
+    the totals of ``sys._debugmallocstats()``, by name ("arenas allocated current",
+    "bytes in allocated blocks", "bytes in available blocks", ...)."""
+    import tempfile
+
+    found: dict[str, int] = {}
+    with tempfile.TemporaryFile("w+") as f:
+        saved = os.dup(2)
+        try:
+            sys.stderr.flush()
+            os.dup2(f.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        for line in f:
+            name, sep, value = line.rpartition("=")
+            if sep and line.startswith("#"):
+                with contextlib.suppress(ValueError):
+                    found[name.strip("# ").strip()] = int(value.strip().replace(",", ""))
+    return found
 
 
 def serve(argv: list[str]) -> int:
@@ -449,6 +477,22 @@ def main() -> None:
     for label, r in (("after the Stores", stored), ("after the restart", loaded_report)):
         extra = {k: v for k, v in r.get("index", {}).items()}
         extra["python_blocks"] = r.get("python_blocks", 0)
+        if "before_gc" in r:  # glibc's bytes in use before the report's gc.collect()
+            b = r["before_gc"]
+            extra["in_use_before_gc_mib"] = round(
+                (b["mallinfo"].get("uordblks", 0) + b["mallinfo"].get("hblkhd", 0)) / 2**20, 1
+            )
+            extra["gc_collected"] = b["collected"]
+        # glibc's free chunks: each keeps the partial pages at its ends resident after a trim
+        extra["glibc free chunks"] = r.get("mallinfo", {}).get("ordblks", 0)
+        pm = r.get("pymalloc", {})
+        for key in (
+            "arenas allocated current",
+            "bytes in allocated blocks",
+            "bytes in available blocks",
+        ):
+            if key in pm:
+                extra[f"pymalloc {key}"] = pm[key]
         extra["lance_sessions"] = r.get("lance_sessions", [])
         sections.append(f"{label}: {json.dumps(extra)}")
         if "tracemalloc" in r:
