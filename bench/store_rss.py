@@ -230,9 +230,34 @@ def serve(argv: list[str]) -> int:
         tmp.write_text(json.dumps(_teardown()))
         tmp.replace(path)
 
+    watched = [0]
+
+    def on_watch(signum: int, frame: Any) -> None:
+        watched[0] += 1
+        path = out.with_name(f"{out.name}.{os.getpid()}.watch{watched[0]}.json")
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(_watch()))
+        tmp.replace(path)
+
     signal.signal(signal.SIGUSR1, on_signal)
     signal.signal(signal.SIGUSR2, on_teardown)
+    signal.signal(WATCH_SIGNAL, on_watch)
     return cli.main(argv)
+
+
+WATCH_SIGNAL = signal.SIGRTMIN
+
+
+def _watch() -> dict[str, Any]:
+    """A light look (no gc, no trim): glibc's heap as it is and the writer's counters."""
+    out: dict[str, Any] = {"mallinfo": mallinfo()}
+    repos = _seen["repositories"]
+    if repos:
+        d = repos[-1]._durable
+        for name in ("commits", "compactions", "cleanups", "heap_trims", "cache_drops"):
+            out[name] = getattr(d, name, None)
+        out["compacting"] = bool(d._compacting)
+    return out
 
 
 def _in_use() -> int:
@@ -345,6 +370,13 @@ def main() -> None:
         "turn and read glibc's bytes in use after each; the daemon is then killed, so the\n"
         "restart is one after a kill (no saved token map: it analyses every text again)",
     )
+    p.add_argument(
+        "--watch",
+        type=float,
+        default=0.0,
+        help="during the Store path's idle, every this many seconds: VmRSS, glibc's bytes in\n"
+        "use (no trim) and the writer's counters (compactions, trims, cache drops)",
+    )
     p.add_argument("--data", type=Path, help="LoCoMo's locomo10.json (default: shared/)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic memories")
     p.add_argument("--keep", type=Path, help="keep the data dir here (must not exist yet)")
@@ -402,6 +434,14 @@ def main() -> None:
         for at in sorted(t for t in args.peek if t < args.idle):
             time.sleep(max(0.0, stored_at + at - time.monotonic()))
             peeks.append((at, vm_rss(daemon.pid)))
+        watches: list[tuple[float, int, dict[str, Any]]] = []
+        if args.watch:
+            at = 0.0
+            while at + args.watch < args.idle:
+                at += args.watch
+                time.sleep(max(0.0, stored_at + at - time.monotonic()))
+                look = ask_report(daemon.pid, out, f"watch{len(watches) + 1}", sig=WATCH_SIGNAL)
+                watches.append((at, vm_rss(daemon.pid), look))
         time.sleep(max(0.0, stored_at + args.idle - time.monotonic()))
         asked += 1
         stored = ask_report(daemon.pid, out, asked)
@@ -437,6 +477,14 @@ def main() -> None:
             ]
         )
         prev_n, prev_rss = count, rss
+    watch_rows = []
+    for at, rss, look in watches:
+        mi = look.get("mallinfo", {})
+        watch_rows.append(
+            [f"{at:.0f}", mib(rss), mib(mi.get("uordblks", 0) + mi.get("hblkhd", 0))]
+            + [str(look.get(k)) for k in ("commits", "compactions", "heap_trims", "cache_drops")]
+            + ["yes" if look.get("compacting") else ""]
+        )
     for at, rss in peeks:
         step_rows.append([f"{n:,}, idle {at:.0f} s", mib(rss), per(rss - base, n), ""])
     headers = (
@@ -474,6 +522,24 @@ def main() -> None:
         ),
         harness.table(headers, rows),
     ]
+    if watch_rows:
+        sections.append(
+            "the Store path's idle, looked at every "
+            f"{args.watch:.0f} s (glibc's heap as it is, no trim):\n\n"
+            + harness.table(
+                (
+                    "s after the last Store",
+                    "VmRSS MiB",
+                    "glibc in use MiB",
+                    "commits",
+                    "compactions",
+                    "heap trims",
+                    "cache drops",
+                    "compacting",
+                ),
+                watch_rows,
+            )
+        )
     for label, r in (("after the Stores", stored), ("after the restart", loaded_report)):
         extra = {k: v for k, v in r.get("index", {}).items()}
         extra["python_blocks"] = r.get("python_blocks", 0)
