@@ -91,6 +91,11 @@ def mallinfo() -> dict[str, int]:
     return {name: int(getattr(info, name)) for name, _ in _Mallinfo2._fields_}
 
 
+def heap_in_use(mi: dict[str, int]) -> int:
+    """glibc's bytes in use from a ``mallinfo`` reading: heap chunks plus mmap'd blocks."""
+    return mi.get("uordblks", 0) + mi.get("hblkhd", 0)
+
+
 _seen: dict[str, list[Any]] = {"repositories": [], "embedders": []}
 
 
@@ -120,6 +125,8 @@ def _install_spies() -> None:
 
 def _report(trace_top: int) -> dict[str, Any]:
     import pyarrow as pa
+
+    from memoryd.storage import heap
 
     before_gc = mallinfo()  # what the cyclic GC has not collected yet is still in use here
     collected = gc.collect()
@@ -168,8 +175,7 @@ def _report(trace_top: int) -> dict[str, Any]:
         }
     # What the process holds without using it: glibc's free chunks, Arrow's pool cache.
     before = _status()["VmRSS"]
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    heap.release_free_pages()  # malloc_trim(0)
     out["after_malloc_trim"] = _status()["VmRSS"]
     with contextlib.suppress(Exception):
         pool.release_unused()
@@ -216,28 +222,24 @@ def serve(argv: list[str]) -> int:
         tracemalloc.start(1)
     _install_spies()
     count = [0]
+    watched = [0]
+
+    def write(name: str, data: Any) -> None:  # read by ask_report once it is whole
+        path = out.with_name(f"{out.name}.{os.getpid()}.{name}.json")
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
 
     def on_signal(signum: int, frame: Any) -> None:
         count[0] += 1
-        path = out.with_name(f"{out.name}.{os.getpid()}.{count[0]}.json")
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(_report(trace_top)))
-        tmp.replace(path)
+        write(str(count[0]), _report(trace_top))
 
     def on_teardown(signum: int, frame: Any) -> None:
-        path = out.with_name(f"{out.name}.{os.getpid()}.teardown.json")
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(_teardown()))
-        tmp.replace(path)
-
-    watched = [0]
+        write("teardown", _teardown())
 
     def on_watch(signum: int, frame: Any) -> None:
         watched[0] += 1
-        path = out.with_name(f"{out.name}.{os.getpid()}.watch{watched[0]}.json")
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(_watch()))
-        tmp.replace(path)
+        write(f"watch{watched[0]}", _watch())
 
     signal.signal(signal.SIGUSR1, on_signal)
     signal.signal(signal.SIGUSR2, on_teardown)
@@ -254,18 +256,19 @@ def _watch() -> dict[str, Any]:
     repos = _seen["repositories"]
     if repos:
         d = repos[-1]._durable
-        for name in ("commits", "compactions", "cleanups", "heap_trims", "cache_drops"):
-            out[name] = getattr(d, name, None)
+        for name in ("commits", "compactions", "heap_trims", "cache_drops"):
+            out[name] = getattr(d, name)
         out["compacting"] = bool(d._compacting)
     return out
 
 
 def _in_use() -> int:
+    """glibc's bytes in use after a collection and a trim."""
+    from memoryd.storage import heap
+
     gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    mi = mallinfo()
-    return mi.get("uordblks", 0) + mi.get("hblkhd", 0)
+    heap.release_free_pages()
+    return heap_in_use(mallinfo())
 
 
 def _teardown() -> list[tuple[str, int]]:
@@ -339,7 +342,7 @@ def report_rows(label: str, r: dict[str, Any], base: int, n: int) -> list[list[s
             per(st["VmRSS"] - base, n),
             mib(st.get("RssAnon", 0)),
             mib(st.get("RssFile", 0)),
-            mib(mi.get("uordblks", 0) + mi.get("hblkhd", 0)),
+            mib(heap_in_use(mi)),
             mib(mi.get("fordblks", 0)),
             mib(r["arrow"]["bytes_allocated"]),
             mib(lance),
@@ -400,6 +403,7 @@ def main() -> None:
     )
     asked = 0
     teardowns: list[list[tuple[str, int]]] = []
+    watches: list[tuple[float, int, dict[str, Any]]] = []
     try:
         daemon.start()
         harness.log(f"memoryd pid {daemon.pid} on {daemon.address}")
@@ -434,7 +438,6 @@ def main() -> None:
         for at in sorted(t for t in args.peek if t < args.idle):
             time.sleep(max(0.0, stored_at + at - time.monotonic()))
             peeks.append((at, vm_rss(daemon.pid)))
-        watches: list[tuple[float, int, dict[str, Any]]] = []
         if args.watch:
             at = 0.0
             while at + args.watch < args.idle:
@@ -479,9 +482,8 @@ def main() -> None:
         prev_n, prev_rss = count, rss
     watch_rows = []
     for at, rss, look in watches:
-        mi = look.get("mallinfo", {})
         watch_rows.append(
-            [f"{at:.0f}", mib(rss), mib(mi.get("uordblks", 0) + mi.get("hblkhd", 0))]
+            [f"{at:.0f}", mib(rss), mib(heap_in_use(look.get("mallinfo", {})))]
             + [str(look.get(k)) for k in ("commits", "compactions", "heap_trims", "cache_drops")]
             + ["yes" if look.get("compacting") else ""]
         )
@@ -545,9 +547,7 @@ def main() -> None:
         extra["python_blocks"] = r.get("python_blocks", 0)
         if "before_gc" in r:  # glibc's bytes in use before the report's gc.collect()
             b = r["before_gc"]
-            extra["in_use_before_gc_mib"] = round(
-                (b["mallinfo"].get("uordblks", 0) + b["mallinfo"].get("hblkhd", 0)) / 2**20, 1
-            )
+            extra["in_use_before_gc_mib"] = round(heap_in_use(b["mallinfo"]) / 2**20, 1)
             extra["gc_collected"] = b["collected"]
         # glibc's free chunks: each keeps the partial pages at its ends resident after a trim
         extra["glibc free chunks"] = r.get("mallinfo", {}).get("ordblks", 0)
