@@ -271,7 +271,7 @@ def _in_use() -> int:
     return heap_in_use(mallinfo())
 
 
-def _teardown() -> list[tuple[str, int]]:
+def _teardown() -> dict[str, Any]:
     """glibc's bytes in use, then again after dropping each part in turn (the daemon is
     of no use after: the driver stops it): what each part held."""
     steps = [("before", _in_use())]
@@ -290,7 +290,56 @@ def _teardown() -> list[tuple[str, int]]:
         repos[-1]._parts.clear()
         repos[-1]._memories.clear()
         steps.append(("the hot index's parts and records cleared", _in_use()))
-    return steps
+    # The daemon freezes the heap (server.freeze_heap): a reference cycle frozen while
+    # alive is never collected. Unfrozen, the collection finds them; kept to be counted.
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    gc.unfreeze()
+    gc.collect()
+    garbage = _census(list(gc.garbage))
+    gc.garbage.clear()
+    gc.set_debug(0)
+    steps.append(("frozen objects unfrozen, garbage collected", _in_use()))
+    return {"steps": steps, "census": _census(gc.get_objects()), "garbage": garbage}
+
+
+def _census(objects: list[Any], top: int = 25) -> dict[str, Any]:
+    """What Python holds in ``objects`` (all it tracks, or the garbage a collection
+    found): objects by type (count and ``sys.getsizeof``), numpy's data owned by arrays
+    they refer to, Arrow's buffers; the process's threads."""
+    import numpy as np
+
+    by_type: dict[str, list[int]] = {}
+    arrays: dict[int, Any] = {}
+    arrow = [0, 0]
+    for o in objects:
+        t = type(o)
+        name = f"{getattr(t, '__module__', '')}.{t.__qualname__}"
+        entry = by_type.setdefault(name, [0, 0])
+        entry[0] += 1
+        with contextlib.suppress(Exception):
+            entry[1] += sys.getsizeof(o)
+        for r in gc.get_referents(o):
+            if isinstance(r, np.ndarray):
+                while isinstance(r.base, np.ndarray):
+                    r = r.base
+                arrays[id(r)] = r
+            elif str(getattr(type(r), "__module__", "")).startswith("pyarrow"):
+                arrow[0] += 1
+                with contextlib.suppress(Exception):
+                    arrow[1] += int(r.nbytes)
+    owned = [a for a in arrays.values() if a.flags.owndata]
+    ranked = sorted(by_type.items(), key=lambda kv: -kv[1][1])[:top]
+    return {
+        "objects": len(objects),
+        "by_type": ranked,
+        "numpy": {"arrays": len(owned), "bytes": sum(a.nbytes for a in owned)},
+        "numpy_foreign": {
+            "arrays": len(arrays) - len(owned),
+            "bytes": sum(a.nbytes for a in arrays.values() if not a.flags.owndata),
+        },
+        "arrow": {"objects": arrow[0], "bytes": arrow[1]},
+        "threads": len(os.listdir("/proc/self/task")),
+    }
 
 
 # -- the driver -----------------------------------------------------------------------
@@ -402,7 +451,7 @@ def main() -> None:
         data_dir, base_dir / "stderr.log", env, program=(str(Path(__file__).resolve()), "--serve")
     )
     asked = 0
-    teardowns: list[list[tuple[str, int]]] = []
+    teardowns: list[dict[str, Any]] = []
     watches: list[tuple[float, int, dict[str, Any]]] = []
     try:
         daemon.start()
@@ -573,7 +622,8 @@ def main() -> None:
                     ],
                 )
             )
-    for label, steps_ in zip(("Store path", "restart"), teardowns, strict=False):
+    for label, torn in zip(("Store path", "restart"), teardowns, strict=False):
+        steps_ = torn["steps"]
         rows_ = []
         for i, (what, in_use) in enumerate(steps_):
             freed = "" if i == 0 else mib(steps_[i - 1][1] - in_use)
@@ -582,9 +632,48 @@ def main() -> None:
             f"teardown, {label}:\n\n"
             + harness.table(("step", "glibc in use MiB", "freed by the step MiB"), rows_)
         )
+    if teardowns:
+        sections.append(census_table(teardowns, "census", "Python census after the teardown"))
+        sections.append(
+            census_table(teardowns, "garbage", "the garbage found once the heap was unfrozen")
+        )
     harness.report(
         args, f"Daemon RSS per memory, Store path and load path: {n:,} memories", sections
     )
+
+
+def census_table(teardowns: list[dict[str, Any]], part: str, title: str) -> str:
+    """A census of each teardown side by side (Store path, restart)."""
+    import harness
+
+    censuses = [t[part] for t in teardowns]
+    sized = [{name: v for name, v in c["by_type"]} for c in censuses]
+    names = sorted({n for s in sized for n in s}, key=lambda n: -sized[0].get(n, [0, 0])[1])
+    rows = [
+        ("objects (gc)", *(f"{c['objects']:,}" for c in censuses)),
+        ("threads", *(str(c["threads"]) for c in censuses)),
+        *(
+            (
+                f"{kind} ({key})",
+                *(
+                    f"{c[key]['arrays' if key != 'arrow' else 'objects']:,}, "
+                    f"{mib(c[key]['bytes'])} MiB"
+                    for c in censuses
+                ),
+            )
+            for kind, key in (
+                ("numpy data", "numpy"),
+                ("numpy views of other memory", "numpy_foreign"),
+                ("Arrow objects referred to", "arrow"),
+            )
+        ),
+        *(
+            (name, *(f"{s[name][0]:,}, {mib(s[name][1])} MiB" if name in s else "" for s in sized))
+            for name in names
+        ),
+    ]
+    labels = ("Store path", "restart")[: len(censuses)]
+    return f"{title} (count, getsizeof):\n\n" + harness.table(("what", *labels), rows)
 
 
 def harness_args(p: argparse.ArgumentParser) -> None:

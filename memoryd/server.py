@@ -119,18 +119,46 @@ def freeze_heap(*, unless_below: int = 0) -> bool:
     The hot index holds millions of long-lived objects (records, postings); a full
     collection walks them all, and under load those pauses stopped the event loop for
     130-290 ms at 20k memories, ~10 ms once frozen (bench/RESULTS.md). Frozen objects are
-    still freed by reference counting when dropped; only a reference cycle frozen while
-    alive (say, a request in flight) would never be collected. So the daemon freezes after
-    the load, before serving, and again only each time the heap has doubled since (a few
-    times in a daemon's life), not on a timer.
+    still freed by reference counting when dropped, but a reference cycle frozen while
+    alive (a request in flight, a Store's embedding) is never collected while it stays
+    frozen: so a re-freeze first unfreezes, and its collection takes what died since the
+    last freeze (~70 MiB at 100k Stores, bench/RESULTS.md). The daemon freezes after the
+    load, before serving, again each time the heap has doubled since (a few times in a
+    daemon's life, not on a timer), and once after a burst of writes (``HeapFreezer``).
     """
     if unless_below:
         walked = len(gc.get_objects(generation=2))
         if walked < max(unless_below, gc.get_freeze_count()):
             return False
+    gc.unfreeze()
     gc.collect()
     gc.freeze()
     return True
+
+
+class HeapFreezer:
+    """The daemon's re-freezes, one ``tick`` a minute: when the heap has doubled
+    (``freeze_heap``), and once more when the writes stop after one of those. A re-freeze
+    under a burst of Stores freezes the Stores then in flight; the one after the burst,
+    with none in flight, collects what they left."""
+
+    def __init__(self, writes: Callable[[], int], *, min_objects: int = FREEZE_MIN_OBJECTS):
+        self._writes = writes  # a count that moves with every write (the store's commits)
+        self._min_objects = min_objects
+        self._seen = writes()
+        self._settle = False  # a re-freeze ran while writes went on: another once they stop
+
+    def tick(self) -> bool:
+        """Re-freeze if due; returns whether it did."""
+        writes = self._writes()
+        busy, self._seen = writes != self._seen, writes
+        if freeze_heap(unless_below=self._min_objects):
+            self._settle = busy
+            return True
+        if self._settle and not busy:
+            self._settle = False
+            return freeze_heap()
+        return False
 
 
 def limits_from(settings: Settings) -> ServiceLimits:
@@ -283,6 +311,7 @@ class Daemon:
         self.service: MemoryService | None = None
         self._lock_file: IO[str] | None = None
         self._jobs = Jobs()
+        self._freezer: HeapFreezer | None = None  # made by the first heap-freeze job
         self._keys_watch: asyncio.Task[None] | None = None
         self._storage_serving = True
         self._follow_serving = True
@@ -590,7 +619,11 @@ class Daemon:
             log.info("swept %d expired memories", removed)
 
     async def _refreeze(self) -> None:
-        freeze_heap(unless_below=FREEZE_MIN_OBJECTS)
+        if self._freezer is None:
+            repository = self.repository
+            assert repository is not None
+            self._freezer = HeapFreezer(lambda: repository.write_counters()["commits"])
+        self._freezer.tick()
 
     async def _watch_storage(self) -> None:
         """Mirror the store's write status in the ``memoryd.storage`` health entry, and

@@ -1,5 +1,6 @@
-"""The daemon's heap freeze (``server.freeze_heap``): memories dropped after a freeze are
-still freed, and the sweeper's re-freeze waits until the heap has grown."""
+"""The daemon's heap freeze (``server.freeze_heap``, ``HeapFreezer``): memories dropped
+after a freeze are still freed, the re-freeze waits until the heap has grown, and what a
+freeze caught in flight is collected by the next one (and once a burst of writes ends)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memoryd.server import freeze_heap
+from memoryd.server import HeapFreezer, freeze_heap
 
 
 class Record:  # stands in for a stored memory: plain, weak-referenceable
@@ -40,3 +41,45 @@ def test_the_sweeper_refreezes_only_once_the_heap_has_grown() -> None:
     gc.collect()  # they reach the oldest generation, as long-lived memories do
     assert freeze_heap(unless_below=1000)
     assert gc.get_freeze_count() >= frozen + len(kept)
+
+
+class Cycle:  # a request in flight: it refers to itself (a future and its callback, say)
+    def __init__(self) -> None:
+        self.me = self
+        self.payload = bytearray(1 << 16)  # what it keeps alive (a Store's token vectors)
+
+
+def test_a_cycle_frozen_in_flight_is_freed_by_the_next_refreeze() -> None:
+    in_flight = Cycle()
+    ref = weakref.ref(in_flight)
+    assert freeze_heap()
+    del in_flight  # the request ends: only the cyclic GC could free it, and it is frozen
+    gc.collect()
+    assert ref() is not None
+    kept = [[i] for i in range(max(gc.get_freeze_count(), 1000) + 1000)]
+    gc.collect()
+    assert freeze_heap(unless_below=1000)  # the heap grew: the re-freeze collects it
+    assert ref() is None
+    assert len(kept) > 1000
+
+
+def test_the_freezer_collects_a_burst_once_its_writes_stop() -> None:
+    writes = [0]
+    freezer = HeapFreezer(lambda: writes[0], min_objects=1000)
+    gc.collect()
+    freeze_heap()
+    frozen = gc.get_freeze_count()
+    writes[0] += 1  # a burst of Stores: one in flight when the heap has doubled
+    in_flight = Cycle()
+    ref = weakref.ref(in_flight)
+    kept = [[i] for i in range(max(frozen, 1000) + 1000)]
+    gc.collect()
+    assert freezer.tick()  # re-freezes with the Store in flight
+    del in_flight
+    writes[0] += 1  # the burst goes on: no re-freeze (the heap has not doubled again)
+    assert not freezer.tick()
+    assert ref() is not None  # frozen garbage, as it was for good before
+    assert freezer.tick()  # no write since the last tick: the burst is over
+    assert ref() is None
+    assert not freezer.tick()  # once per burst
+    assert len(kept) > 1000
