@@ -138,20 +138,29 @@ def freeze_heap(*, unless_below: int = 0) -> bool:
 
 class HeapFreezer:
     """The daemon's re-freezes, one ``tick`` a minute: when the heap has doubled
-    (``freeze_heap``), and once more when the writes stop after one of those. A re-freeze
-    under a burst of Stores freezes the Stores then in flight; the one after the burst,
-    with none in flight, collects what they left."""
+    (``freeze_heap``), and once more after one of those that ran while the store was busy,
+    at the first tick that finds it quiet. A re-freeze under a burst of Stores freezes what
+    is then in flight (requests, the writer's and the compaction's state); the one after
+    the burst, with none of it alive, collects what they left."""
 
-    def __init__(self, writes: Callable[[], int], *, min_objects: int = FREEZE_MIN_OBJECTS):
-        self._writes = writes  # a count that moves with every write (the store's commits)
+    def __init__(
+        self,
+        writes: Callable[[], int],
+        busy: Callable[[], bool] = lambda: False,
+        *,
+        min_objects: int = FREEZE_MIN_OBJECTS,
+    ):
+        self._writes = writes  # moves with every write (the store's commits, compactions)
+        self._busy = busy  # writes queued or a compaction running
         self._min_objects = min_objects
         self._seen = writes()
-        self._settle = False  # a re-freeze ran while writes went on: another once they stop
+        self._settle = False  # a re-freeze ran while the store was busy
 
     def tick(self) -> bool:
         """Re-freeze if due; returns whether it did."""
         writes = self._writes()
-        busy, self._seen = writes != self._seen, writes
+        busy = writes != self._seen or self._busy()
+        self._seen = writes
         if freeze_heap(unless_below=self._min_objects):
             self._settle = busy
             return True
@@ -622,7 +631,12 @@ class Daemon:
         if self._freezer is None:
             repository = self.repository
             assert repository is not None
-            self._freezer = HeapFreezer(lambda: repository.write_counters()["commits"])
+
+            def writes() -> int:
+                counters = repository.write_counters()
+                return counters["commits"] + counters["compactions"] + counters["cleanups"]
+
+            self._freezer = HeapFreezer(writes, lambda: bool(repository.pending()))
         self._freezer.tick()
 
     async def _watch_storage(self) -> None:

@@ -65,7 +65,8 @@ def test_a_cycle_frozen_in_flight_is_freed_by_the_next_refreeze() -> None:
 
 def test_the_freezer_collects_a_burst_once_its_writes_stop() -> None:
     writes = [0]
-    freezer = HeapFreezer(lambda: writes[0], min_objects=1000)
+    compacting = [False]
+    freezer = HeapFreezer(lambda: writes[0], lambda: compacting[0], min_objects=1000)
     gc.collect()
     freeze_heap()
     frozen = gc.get_freeze_count()
@@ -78,8 +79,21 @@ def test_the_freezer_collects_a_burst_once_its_writes_stop() -> None:
     del in_flight
     writes[0] += 1  # the burst goes on: no re-freeze (the heap has not doubled again)
     assert not freezer.tick()
+    compacting[0] = True  # the writes have stopped, the compaction after them runs
+    assert not freezer.tick()
     assert ref() is not None  # frozen garbage, as it was for good before
-    assert freezer.tick()  # no write since the last tick: the burst is over
+    compacting[0] = False
+    assert freezer.tick()  # nothing written, nothing running since the last tick
     assert ref() is None
     assert not freezer.tick()  # once per burst
+    assert len(kept) > 1000
+
+
+def test_a_refreeze_at_a_quiet_time_needs_no_second() -> None:
+    freezer = HeapFreezer(lambda: 0, min_objects=1000)
+    freeze_heap()
+    kept = [[i] for i in range(max(gc.get_freeze_count(), 1000) + 1000)]
+    gc.collect()
+    assert freezer.tick()
+    assert not freezer.tick()
     assert len(kept) > 1000
