@@ -161,13 +161,24 @@ class HeapFreezer:
         writes = self._writes()
         busy = writes != self._seen or self._busy()
         self._seen = writes
+        started = time.perf_counter()
         if freeze_heap(unless_below=self._min_objects):
             self._settle = busy
-            return True
-        if self._settle and not busy:
+            why = "the heap has doubled"
+        elif self._settle and not busy:
             self._settle = False
-            return freeze_heap()
-        return False
+            freeze_heap()
+            why = "the writes have stopped"
+        else:
+            return False
+        # the event loop stood still meanwhile: a full collection walks every object
+        log.info(
+            "heap re-frozen (%s): %d objects in %.0f ms",
+            why,
+            gc.get_freeze_count(),
+            (time.perf_counter() - started) * 1000,
+        )
+        return True
 
 
 def limits_from(settings: Settings) -> ServiceLimits:
