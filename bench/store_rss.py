@@ -299,13 +299,14 @@ def _teardown() -> dict[str, Any]:
     gc.garbage.clear()
     gc.set_debug(0)
     steps.append(("frozen objects unfrozen, garbage collected", _in_use()))
-    return {"steps": steps, "census": _census(gc.get_objects()), "garbage": garbage}
+    census = _census(gc.get_objects()) | {"threads": len(os.listdir("/proc/self/task"))}
+    return {"steps": steps, "census": census, "garbage": garbage}
 
 
 def _census(objects: list[Any], top: int = 25) -> dict[str, Any]:
     """What Python holds in ``objects`` (all it tracks, or the garbage a collection
     found): objects by type (count and ``sys.getsizeof``), numpy's data owned by arrays
-    they refer to, Arrow's buffers; the process's threads."""
+    they refer to, Arrow's buffers."""
     import numpy as np
 
     by_type: dict[str, list[int]] = {}
@@ -338,7 +339,6 @@ def _census(objects: list[Any], top: int = 25) -> dict[str, Any]:
             "bytes": sum(a.nbytes for a in arrays.values() if not a.flags.owndata),
         },
         "arrow": {"objects": arrow[0], "bytes": arrow[1]},
-        "threads": len(os.listdir("/proc/self/task")),
     }
 
 
@@ -651,7 +651,11 @@ def census_table(teardowns: list[dict[str, Any]], part: str, title: str) -> str:
     names = sorted({n for s in sized for n in s}, key=lambda n: -sized[0].get(n, [0, 0])[1])
     rows = [
         ("objects (gc)", *(f"{c['objects']:,}" for c in censuses)),
-        ("threads", *(str(c["threads"]) for c in censuses)),
+        *(
+            [("threads", *(str(c["threads"]) for c in censuses))]
+            if "threads" in censuses[0]
+            else []
+        ),
         *(
             (
                 f"{kind} ({key})",

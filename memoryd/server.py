@@ -120,11 +120,12 @@ def freeze_heap(*, unless_below: int = 0) -> bool:
     collection walks them all, and under load those pauses stopped the event loop for
     130-290 ms at 20k memories, ~10 ms once frozen (bench/RESULTS.md). Frozen objects are
     still freed by reference counting when dropped, but a reference cycle frozen while
-    alive (a request in flight, a Store's embedding) is never collected while it stays
-    frozen: so a re-freeze first unfreezes, and its collection takes what died since the
-    last freeze (~70 MiB at 100k Stores, bench/RESULTS.md). The daemon freezes after the
-    load, before serving, again each time the heap has doubled since (a few times in a
-    daemon's life, not on a timer), and once after a burst of writes (``HeapFreezer``).
+    alive (a call in flight: a LanceDB compaction that then failed) is never collected
+    while it stays frozen: so a re-freeze first unfreezes, and its collection takes what
+    died since the last freeze (~70 MiB at 100k Stores, bench/RESULTS.md). The daemon
+    freezes after the load, before serving, again each time the heap has doubled since (a
+    few times in a daemon's life, not on a timer), and once after a burst of writes
+    (``HeapFreezer``).
     """
     if unless_below:
         walked = len(gc.get_objects(generation=2))
