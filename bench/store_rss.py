@@ -256,9 +256,10 @@ def _watch() -> dict[str, Any]:
     repos = _seen["repositories"]
     if repos:
         d = repos[-1]._durable
-        for name in ("commits", "compactions", "heap_trims", "cache_drops"):
+        for name in ("commits", "compactions", "cleanups", "heap_trims", "cache_drops"):
             out[name] = getattr(d, name)
         out["compacting"] = bool(d._compacting)
+    out["python_blocks"] = sys.getallocatedblocks()
     return out
 
 
@@ -343,6 +344,12 @@ def _census(objects: list[Any], top: int = 25) -> dict[str, Any]:
 
 
 # -- the driver -----------------------------------------------------------------------
+
+
+def busiest(cpu: dict[str, float], top: int = 3) -> str:
+    """The threads (by name) that used the most CPU, those over 0.05 s."""
+    ranked = sorted(((s, n) for n, s in cpu.items() if s >= 0.05), reverse=True)[:top]
+    return ", ".join(f"{n} {s:.2f}" for s, n in ranked)
 
 
 def vm_rss(pid: int) -> int:
@@ -439,6 +446,7 @@ def main() -> None:
     import harness
     import locomo
     import peers
+    import thread_cpu
 
     data = args.data or peers.default_data()
     turns = peers.locomo_turn_texts(locomo.load(data, None)) if data.is_file() else []
@@ -489,10 +497,14 @@ def main() -> None:
             peeks.append((at, vm_rss(daemon.pid)))
         if args.watch:
             at = 0.0
+            last_cpu = thread_cpu.threads(daemon.pid)
             while at + args.watch < args.idle:
                 at += args.watch
                 time.sleep(max(0.0, stored_at + at - time.monotonic()))
                 look = ask_report(daemon.pid, out, f"watch{len(watches) + 1}", sig=WATCH_SIGNAL)
+                cpu = thread_cpu.threads(daemon.pid)
+                look["busy"] = busiest(thread_cpu.by_name(thread_cpu.diff(cpu, last_cpu)))
+                last_cpu = cpu
                 watches.append((at, vm_rss(daemon.pid), look))
         time.sleep(max(0.0, stored_at + args.idle - time.monotonic()))
         asked += 1
@@ -533,8 +545,12 @@ def main() -> None:
     for at, rss, look in watches:
         watch_rows.append(
             [f"{at:.0f}", mib(rss), mib(heap_in_use(look.get("mallinfo", {})))]
-            + [str(look.get(k)) for k in ("commits", "compactions", "heap_trims", "cache_drops")]
-            + ["yes" if look.get("compacting") else ""]
+            + [
+                str(look.get(k))
+                for k in ("commits", "compactions", "cleanups", "heap_trims", "cache_drops")
+            ]
+            + ["yes" if look.get("compacting") else "", f"{look.get('python_blocks', 0):,}"]
+            + [look.get("busy", "")]
         )
     for at, rss in peeks:
         step_rows.append([f"{n:,}, idle {at:.0f} s", mib(rss), per(rss - base, n), ""])
@@ -584,9 +600,12 @@ def main() -> None:
                     "glibc in use MiB",
                     "commits",
                     "compactions",
+                    "cleanups",
                     "heap trims",
                     "cache drops",
                     "compacting",
+                    "Python's blocks",
+                    "threads' CPU s since the last look",
                 ),
                 watch_rows,
             )
