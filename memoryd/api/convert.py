@@ -128,7 +128,7 @@ def memory_from_pb(p: pb.Memory) -> Memory:
         metadata=vouched(p.metadata),
         access_count=p.access_count,
         last_accessed_at=_from_ts(p, "last_accessed_at"),
-        related_ids=list(p.related_ids),
+        related_ids=tuple(p.related_ids),
         supersedes=p.supersedes,
         superseded_by=p.superseded_by,
         language=p.language if p.language in LANGUAGES else "",  # else detected on write

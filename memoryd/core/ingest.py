@@ -266,7 +266,7 @@ class Ingest:
             metadata=dict(v.metadata),
             content_hash=digest,
             idempotency_key=v.idempotency_key,
-            related_ids=list(plan.related),
+            related_ids=tuple(plan.related),
             supersedes=plan.supersedes,
             language=language,
         )
@@ -455,7 +455,7 @@ class Ingest:
             content_hash=v.content_hash,
             access_count=v.access_count,
             last_accessed_at=v.last_accessed_at,
-            related_ids=sorted(i for i in v.related_ids if i in linkable),
+            related_ids=tuple(sorted(i for i in v.related_ids if i in linkable)),
             supersedes=v.supersedes if v.supersedes in linkable else "",
         )
         await p.store.add(imported, vector, tokens)

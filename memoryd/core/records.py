@@ -63,8 +63,7 @@ class StoreOutcome(enum.IntEnum):
 class Memory:
     """One memory as storage hands it out: never changed afterwards (a change is a new
     record, ``dataclasses.replace``), so a caller, a reader thread or a page in flight can
-    hold it safely. The list and dict fields are never mutated either: a new record gets
-    new ones."""
+    hold it safely. The dict field is never mutated either: a new record gets a new one."""
 
     id: str
     agent_id: str
@@ -86,7 +85,10 @@ class Memory:
     # Merge policy: links to related memories, and the supersede chain. A new memory
     # stores the links it makes; the index derives the other direction (related_ids of
     # the older memory, superseded_by) without writing the older memory again.
-    related_ids: list[str] = field(default_factory=list)
+    # A tuple: most memories link nowhere and share the empty one (a list each was a
+    # GC-tracked object and 64 bytes a memory, ~6 MiB and a sixth of the heap's
+    # tracked objects at 100k)
+    related_ids: tuple[str, ...] = ()
     supersedes: str = ""
     superseded_by: str = ""
     # ISO 639-1 code of the text's language (core.language.detect), set when stored
@@ -160,7 +162,7 @@ def stored_memory(
     idempotency_key: str,
     access_count: int,
     last_accessed_at: datetime | None,
-    related_ids: list[str],
+    related_ids: tuple[str, ...],
     supersedes: str,
     language: str,
 ) -> Memory:

@@ -1051,7 +1051,7 @@ class ReviewService:
                 metadata={**target.metadata, PROMOTED_FROM_KEY: target.id},
                 updated_at=now,
                 idempotency_key="",
-                related_ids=[],
+                related_ids=(),
                 supersedes="",
                 superseded_by="",
             )

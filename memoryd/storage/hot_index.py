@@ -548,7 +548,7 @@ class HotIndex:
         # Links and supersession hold within a scope only: a link across scopes (which no
         # write makes any more, but an older import could have stored) would show one
         # agent an id of another's memory, or hide it from its owner.
-        related = sorted(i for i in links if self._same_scope(i, memory.scope))
+        related = tuple(sorted(i for i in links if self._same_scope(i, memory.scope)))
         newer = self._superseded_by.get(memory_id, "")
         superseded_by = newer if self._same_scope(newer, memory.scope) else ""
         if related != memory.related_ids or superseded_by != memory.superseded_by:

@@ -193,7 +193,7 @@ def test_agent_b_learns_and_changes_nothing_it_may_not(matrix_daemon, c, owned, 
                       category=pb.CATEGORY_FACT, importance=0.5),
             pb.Memory(id=str(uuid.uuid4()), text=f"Import superseding {uuid.uuid4().hex}",
                       category=pb.CATEGORY_FACT, importance=0.5, supersedes=p.id,
-                      related_ids=[p.id, s.id]),
+                      related_ids=(p.id, s.id)),
         ],
     )  # fmt: skip
     assert (imported.imported, imported.skipped_existing, len(imported.errors)) == (2, 0, 0)

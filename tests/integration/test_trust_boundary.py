@@ -221,7 +221,7 @@ def test_import_cannot_touch_or_probe_another_agents_memories(secured, as_key):
         category=pb.CATEGORY_FACT,
         importance=0.5,
         supersedes=private.id,
-        related_ids=[private.id, str(uuid.uuid4())],
+        related_ids=(private.id, str(uuid.uuid4())),
     )
     taken = pb.Memory(
         id=private.id, scope="agent:mallory", text="Reusing main's id.", category=pb.CATEGORY_FACT,
@@ -251,10 +251,10 @@ def test_import_keeps_links_and_supersession_within_the_agents_scope(client, new
     rows = [  # newest first, as Export lists them
         pb.Memory(id=newer, scope=f"agent:{agent}", text="The team now meets on Tuesdays.",
                   category=pb.CATEGORY_DECISION, importance=0.7, supersedes=older,
-                  related_ids=[older]),
+                  related_ids=(older,)),
         pb.Memory(id=older, scope=f"agent:{agent}", text="The team meets on Mondays.",
                   category=pb.CATEGORY_DECISION, importance=0.7, superseded_by=newer,
-                  related_ids=[newer]),
+                  related_ids=(newer,)),
     ]  # fmt: skip
     r = client.import_memories(agent, rows)
     assert (r.imported, list(r.errors)) == (2, [])

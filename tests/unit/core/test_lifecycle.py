@@ -49,11 +49,11 @@ async def test_ttl_classes_set_the_expiry(service: MemoryService, clock) -> None
 
 async def test_merge_band_links_both_ways_by_default(service: MemoryService) -> None:
     tea, coffee = await tea_then_coffee(service)
-    assert coffee.related_ids == [tea.id]
-    assert service.get("a", tea.id).related_ids == [coffee.id]
+    assert coffee.related_ids == (tea.id,)
+    assert service.get("a", tea.id).related_ids == (coffee.id,)
     # Another category is not merged.
     fact = (await put(service, "a", "I prefer juice in the morning", category=Category.FACT)).memory
-    assert fact.related_ids == []
+    assert fact.related_ids == ()
 
 
 async def test_supersede_recalls_only_the_latest_and_keeps_history(
@@ -183,9 +183,9 @@ async def test_links_and_history_are_derived_again_after_restart(
     service.store.close()  # type: ignore[attr-defined]
     repo = open_repository()
     assert repo.get(tea.id).superseded_by == coffee.id
-    assert repo.get(note.id).related_ids == [linked.id] and repo.get(linked.id).related_ids == [
-        note.id
-    ]
+    assert repo.get(note.id).related_ids == (linked.id,) and repo.get(linked.id).related_ids == (
+        note.id,
+    )
     reopened = MemoryService(repo, service.embedder, service.policy, clock=service.clock)
     hits = await reopened.recall(RecallQuery(agent_id="a", query="what do I prefer in the morning"))
     assert tea.id not in [h.memory.id for h in hits]
@@ -195,4 +195,4 @@ async def test_links_and_history_are_derived_again_after_restart(
     hits = await reopened.recall(RecallQuery(agent_id="a", query="what do I prefer in the morning"))
     assert hits[0].memory.id == tea.id
     await reopened.forget_id("a", linked.id)
-    assert reopened.get("a", note.id).related_ids == []
+    assert reopened.get("a", note.id).related_ids == ()

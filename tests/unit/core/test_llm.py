@@ -90,7 +90,7 @@ async def test_failed_merge_links_instead(service, llm_server, failure) -> None:
     first = (await prefer(service, "tea")).memory
     reply[0] = failure
     r = await prefer(service, "coffee")
-    assert r.outcome == StoreOutcome.CREATED and r.memory.related_ids == [first.id]
+    assert r.outcome == StoreOutcome.CREATED and r.memory.related_ids == (first.id,)
     assert service.get("a", first.id).text == "I prefer tea in the morning"
 
 

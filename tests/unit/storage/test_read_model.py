@@ -63,7 +63,7 @@ async def test_records_held_by_a_reader_never_change_while_the_store_does(
     before = [snapshot(h) for h in held if h is not None]
 
     repo.touch([target.id], NOW)  # a recall returned it
-    linked = await repo.add(mem(2, related_ids=[target.id]), vec(2))  # links to it
+    linked = await repo.add(mem(2, related_ids=(target.id,)), vec(2))  # links to it
     await repo.replace(dataclasses.replace(target, importance=0.9), None)  # an update
     newer = await repo.add(mem(3, supersedes=target.id), vec(3))  # supersedes it
 
@@ -82,13 +82,13 @@ async def test_a_write_returns_the_record_readers_see_and_leaves_the_callers_alo
 ) -> None:
     repo = open_repository()
     older = await repo.add(mem(1), vec(1))
-    mine = mem(2, related_ids=[older.id], language="")
+    mine = mem(2, related_ids=(older.id,), language="")
     stored = await repo.add(mine, vec(2))
     assert mine.language == "" and stored.language == "en"  # detected on the new record
     assert repo.get(mine.id) == stored
     # The older memory's derived link is a new record too; the one ``add`` returned is as
     # it was when written.
-    assert older.related_ids == [] and repo.get(older.id).related_ids == [mine.id]  # type: ignore[union-attr]
+    assert older.related_ids == () and repo.get(older.id).related_ids == (mine.id,)  # type: ignore[union-attr]
 
 
 def test_a_record_refuses_to_be_changed_in_place() -> None:

@@ -112,7 +112,7 @@ async def test_every_stored_field_reads_back_as_written(tmp_path: Path) -> None:
             idempotency_key="key-2",
             access_count=4,
             last_accessed_at=NOW + timedelta(hours=5),
-            related_ids=[mem(1).id, mem(3).id],
+            related_ids=(mem(1).id, mem(3).id),
             supersedes=mem(1).id,
             language="de",
         ),
@@ -125,16 +125,17 @@ async def test_every_stored_field_reads_back_as_written(tmp_path: Path) -> None:
     reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
     read = {m.id: m for m, _, _ in reopened.scan()}
     assert read == {m.id: m for m in (plain, full, another)}
-    assert read[plain.id].related_ids is not read[another.id].related_ids
-    read[plain.id].related_ids.append("x")
-    assert read[another.id].related_ids == []
+    # most memories link nowhere: they share the empty tuple, which no reader can change
+    assert read[plain.id].related_ids == read[another.id].related_ids == ()
+    with pytest.raises(AttributeError):
+        read[plain.id].related_ids.append("x")  # type: ignore[attr-defined]
 
 
 def test_a_record_made_from_stored_fields_is_the_constructors() -> None:
     full = mem(
         5,
         supersedes="s",
-        related_ids=["r"],
+        related_ids=("r",),
         language="fr",
         expires_at=NOW,
         last_accessed_at=NOW,
@@ -159,7 +160,7 @@ def test_a_recalled_records_new_access_count_keeps_every_other_field() -> None:
         expires_at=NOW + timedelta(days=2),
         metadata={"k": "v"},
         idempotency_key="key",
-        related_ids=["r1", "r2"],
+        related_ids=("r1", "r2"),
         supersedes="older",
         language="ja",
     )
@@ -395,11 +396,11 @@ def test_bulk_loading_derives_the_same_links_as_one_put_at_a_time() -> None:
     """Links and supersede chains come out the same whether the rows arrive one by one
     or in a bulk load (links derived at the end), in either order."""
     rows = [mem(i) for i in range(6)]
-    rows[1] = dataclasses.replace(rows[1], related_ids=[rows[0].id, rows[2].id])
-    rows[3] = dataclasses.replace(rows[3], related_ids=[rows[0].id])
+    rows[1] = dataclasses.replace(rows[1], related_ids=(rows[0].id, rows[2].id))
+    rows[3] = dataclasses.replace(rows[3], related_ids=(rows[0].id,))
     rows[4] = dataclasses.replace(rows[4], supersedes=rows[2].id)
     absent = "00000000-0000-4000-8000-000000000999"
-    rows[5] = dataclasses.replace(rows[5], related_ids=[rows[4].id, absent])
+    rows[5] = dataclasses.replace(rows[5], related_ids=(rows[4].id, absent))
 
     def derived(index: HotIndex) -> dict[str, tuple[list[str], str]]:
         got = index.visible(["agent:a"], now=NOW)
@@ -462,17 +463,17 @@ def test_links_and_supersession_never_cross_scopes() -> None:
     index = HotIndex(4)
     vector = np.array([1, 0, 0, 0], np.float32)
     index.put(memory("victim", "agent:main"), vector)
-    index.put(memory("forged", "agent:mallory", supersedes="victim", related_ids=["victim"]),
+    index.put(memory("forged", "agent:mallory", supersedes="victim", related_ids=("victim",)),
               vector)  # fmt: skip
     index.put(memory("ok-old", "agent:mallory"), vector)
-    index.put(memory("ok-new", "agent:mallory", supersedes="ok-old", related_ids=["ok-old"]),
+    index.put(memory("ok-new", "agent:mallory", supersedes="ok-old", related_ids=("ok-old",)),
               vector)  # fmt: skip
     victim = index.get("victim")
-    assert victim is not None and not victim.superseded_by and victim.related_ids == []
+    assert victim is not None and not victim.superseded_by and victim.related_ids == ()
     assert [m.id for m, _ in index.search(vector, ["agent:main"], 5, now=now)] == ["victim"]
-    assert index.get("forged").related_ids == []  # type: ignore[union-attr]
+    assert index.get("forged").related_ids == ()  # type: ignore[union-attr]
     assert index.get("ok-old").superseded_by == "ok-new"  # type: ignore[union-attr]
-    assert index.get("ok-old").related_ids == ["ok-new"]  # type: ignore[union-attr]
+    assert index.get("ok-old").related_ids == ("ok-new",)  # type: ignore[union-attr]
 
 
 async def test_old_versions_are_dropped_so_the_table_stays_proportional(tmp_path: Path) -> None:
