@@ -112,7 +112,7 @@ FREEZE_MIN_OBJECTS = 200_000  # re-freeze the heap only past this many unfrozen 
 TOKEN_FILE = "tokens.bin"
 
 
-def freeze_heap(*, unless_below: int = 0) -> bool:
+def freeze_heap(*, unless_below: int = 0, frozen_too: bool = True) -> bool:
     """Collect, then move every object alive now out of the cyclic GC's reach; with
     ``unless_below``, only once the objects the GC still walks in full collections
     outnumber both that and the frozen ones. Returns whether it froze.
@@ -123,16 +123,18 @@ def freeze_heap(*, unless_below: int = 0) -> bool:
     still freed by reference counting when dropped, but a reference cycle frozen while
     alive (a call in flight: a LanceDB compaction that then failed) is never collected
     while it stays frozen: so a re-freeze first unfreezes, and its collection takes what
-    died since the last freeze (~70 MiB at 100k Stores, bench/RESULTS.md). The daemon
-    freezes after the load, before serving, again each time the heap has doubled since (a
-    few times in a daemon's life, not on a timer), and once after a burst of writes
-    (``HeapFreezer``).
+    died since the last freeze (~70 MiB at 100k Stores, bench/RESULTS.md); with
+    ``frozen_too`` False it does not, and walks only what was made since the last freeze
+    (at least half the heap's objects fewer). The daemon freezes after the load, before
+    serving, again each time the heap has doubled since (a few times in a daemon's life,
+    not on a timer), and once after a burst of writes (``HeapFreezer``).
     """
     if unless_below:
         walked = len(gc.get_objects(generation=2))
         if walked < max(unless_below, gc.get_freeze_count()):
             return False
-    gc.unfreeze()
+    if frozen_too:
+        gc.unfreeze()
     gc.collect()
     gc.freeze()
     return True
@@ -140,11 +142,15 @@ def freeze_heap(*, unless_below: int = 0) -> bool:
 
 class HeapFreezer:
     """The daemon's re-freezes, one ``tick`` a minute: when the heap has doubled
-    (``freeze_heap``), and once more after one of those that ran while the store was busy,
-    at the first tick that finds it quiet. A re-freeze under a burst of Stores freezes what
-    is then in flight (requests, the writer's and the compaction's state); the one after
-    the burst, with none of it alive, collects what they left; ``run`` then hands the pages
-    it freed back to the system."""
+    (``freeze_heap``), and once more after one of those that ran while the store was busy.
+    A re-freeze under a burst of Stores walks only what the burst made (the loop stands
+    still for it: a full walk at 100k Stores took 0.9-1.4 s on a slow machine) and freezes
+    what is then in flight (requests, the writer's and the compaction's state); the one
+    after the burst, at the first tick that finds the store quiet or ``SETTLE_TICKS``
+    ticks later under a steady trickle of writes, walks everything and collects what they
+    left; ``run`` then hands the pages it freed back to the system."""
+
+    SETTLE_TICKS = 10  # the longest wait for a quiet tick after a busy re-freeze
 
     def __init__(
         self,
@@ -157,28 +163,36 @@ class HeapFreezer:
         self._busy = busy  # writes queued or a compaction running
         self._min_objects = min_objects
         self._seen = writes()
-        self._settle = False  # a re-freeze ran while the store was busy
+        self._settle_in = 0  # ticks left before the full re-freeze a busy one owes (0: none)
 
     def tick(self) -> bool:
         """Re-freeze if due; returns whether it did."""
         writes = self._writes()
         busy = writes != self._seen or self._busy()
         self._seen = writes
+        frozen = gc.get_freeze_count()
         started = time.perf_counter()
-        if freeze_heap(unless_below=self._min_objects):
-            self._settle = busy
-            why = "the heap has doubled"
-        elif self._settle and not busy:
-            self._settle = False
+        if freeze_heap(unless_below=self._min_objects, frozen_too=not busy):
+            walked = gc.get_freeze_count()
+            if busy:  # walked what was made since the last freeze (and the garbage in it)
+                why, walked = "the heap has doubled, writes going on", walked - frozen
+                self._settle_in = self._settle_in or self.SETTLE_TICKS
+            else:
+                why, self._settle_in = "the heap has doubled", 0
+        elif self._settle_in and (not busy or self._settle_in == 1):
             freeze_heap()
-            why = "the writes have stopped"
+            why = "the writes have stopped" if not busy else "the writes go on: the full walk owed"
+            walked = gc.get_freeze_count()
+            self._settle_in = 0
         else:
+            self._settle_in = max(0, self._settle_in - 1)
             return False
-        # the event loop stood still meanwhile: a full collection walks every object
+        # the event loop stood still meanwhile: a collection walks every object not frozen
         log.info(
-            "heap re-frozen (%s): %d objects in %.0f ms",
+            "heap re-frozen (%s): %d objects, %d walked, in %.0f ms",
             why,
             gc.get_freeze_count(),
+            walked,
             (time.perf_counter() - started) * 1000,
         )
         return True

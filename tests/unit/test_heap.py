@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
 import weakref
 from collections.abc import Iterator
@@ -89,6 +90,55 @@ def test_the_freezer_collects_a_burst_once_its_writes_stop() -> None:
     assert freezer.tick()  # nothing written, nothing running since the last tick
     assert ref() is None
     assert not freezer.tick()  # once per burst
+    assert len(kept) > 1000
+
+
+def test_a_refreeze_during_writes_walks_only_what_they_made(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The loop stands still while a re-freeze walks: under a burst of Stores it walks the
+    # objects made since the last freeze, not the whole heap; the walk after the burst
+    # takes what the older frozen objects left (a cycle frozen in flight before).
+    writes = [0]
+    freezer = HeapFreezer(lambda: writes[0], min_objects=1000)
+    in_flight = Cycle()
+    ref = weakref.ref(in_flight)
+    freeze_heap()
+    del in_flight
+    frozen = gc.get_freeze_count()
+    kept = [[i] for i in range(max(frozen, 1000) + 1000)]
+    gc.collect()
+    writes[0] += 1
+    with caplog.at_level(logging.INFO, logger="memoryd"):
+        assert freezer.tick()
+    (line,) = [r.getMessage() for r in caplog.records if "heap re-frozen" in r.getMessage()]
+    walked = int(line.split(" walked")[0].rsplit(" ", 1)[1])
+    assert len(kept) <= walked < len(kept) + frozen // 2, line
+    assert ref() is not None  # not walked: still frozen
+    assert freezer.tick()  # the writes have stopped: the full walk
+    assert ref() is None
+
+
+def test_under_a_steady_trickle_of_writes_the_full_walk_comes_within_settle_ticks() -> None:
+    writes = [0]
+    freezer = HeapFreezer(lambda: writes[0], min_objects=1000)
+    freeze_heap()
+    writes[0] += 1
+    in_flight = Cycle()
+    ref = weakref.ref(in_flight)
+    kept = [[i] for i in range(max(gc.get_freeze_count(), 1000) + 1000)]
+    gc.collect()
+    assert freezer.tick()  # during the writes: freezes the Store in flight
+    del in_flight
+    for _ in range(HeapFreezer.SETTLE_TICKS - 1):
+        writes[0] += 1  # never a quiet minute
+        assert not freezer.tick()
+    assert ref() is not None
+    writes[0] += 1
+    assert freezer.tick()  # the walk it owed, writes or not
+    assert ref() is None
+    writes[0] += 1
+    assert not freezer.tick()  # and only once
     assert len(kept) > 1000
 
 
