@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -254,8 +255,9 @@ class Ingest:
             plan = MergePlan(related=(plan.merge_into,), decision="linked")
         memory = Memory(
             id=str(uuid.uuid4()),
-            agent_id=access.agent_id,
-            scope=scope,
+            # one object per agent and scope for all its memories (the hot index keeps them)
+            agent_id=sys.intern(access.agent_id),
+            scope=sys.intern(scope),
             text=v.text,
             summary=await self.summary(v.text),
             category=v.category,
@@ -442,8 +444,8 @@ class Ingest:
         linkable = {i for i in (*v.related_ids, v.supersedes) if self._linkable(access, scope, i)}
         imported = Memory(
             id=memory_id,
-            agent_id=access.agent_id,
-            scope=scope,
+            agent_id=sys.intern(access.agent_id),
+            scope=sys.intern(scope),
             text=v.text,
             summary=v.summary or await self.summary(v.text),
             category=v.category,

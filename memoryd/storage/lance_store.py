@@ -75,6 +75,7 @@ import os
 import queue
 import re
 import shutil
+import sys
 import threading
 import time
 import uuid
@@ -88,6 +89,7 @@ from typing import Any, Literal
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from memoryd.core.errors import ConfigError, DataCorrupt, StorageFull, StoreUnavailable
 from memoryd.core.records import Category, KeyRecord, Memory, StoreOutcome, stored_memory
@@ -383,6 +385,21 @@ def _string_tuples(column: pa.Array) -> list[tuple[str, ...]]:
     return [tuple(ids) if ids is not None else () for ids in column.to_pylist()]
 
 
+# String columns of few distinct values: each value one interned str, not one per row
+_FEW_VALUES = frozenset({"agent_id", "scope", "language"})
+
+
+def _shared_strings(column: pa.Array) -> list[str | None]:
+    """A string column of few distinct values (an agent's id, its scope, a language) as
+    interned strs, one object per value: ``to_pylist`` makes a new one per row (~56 B
+    each, ~170 B a memory for the three columns)."""
+    if column.null_count:
+        return [None if v is None else sys.intern(v) for v in column.to_pylist()]
+    encoded = pc.dictionary_encode(column)
+    values = [sys.intern(v) for v in encoded.dictionary.to_pylist()]
+    return [values[i] for i in encoded.indices.to_numpy().tolist()]
+
+
 _SCAN_BATCH = 8192  # rows per batch of the load at start
 
 
@@ -412,7 +429,11 @@ def from_arrow(batch: pa.RecordBatch, vector_dtype: type = np.float32) -> Iterat
     load, which keeps them so: one conversion per batch rather than one per row)."""
     names = [n for n in batch.schema.names if n not in ("vector", "token_vectors", *_TIMESTAMPS)]
     d: dict[str, list[Any]] = {
-        n: _string_tuples(batch.column(n)) if n == "related_ids" else batch.column(n).to_pylist()
+        n: _string_tuples(batch.column(n))
+        if n == "related_ids"
+        else _shared_strings(batch.column(n))
+        if n in _FEW_VALUES
+        else batch.column(n).to_pylist()
         for n in names
     }
     created = batch.column("created_at")

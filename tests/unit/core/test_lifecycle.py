@@ -196,3 +196,25 @@ async def test_links_and_history_are_derived_again_after_restart(
     assert hits[0].memory.id == tea.id
     await reopened.forget_id("a", linked.id)
     assert reopened.get("a", note.id).related_ids == ()
+
+
+async def test_an_agents_memories_share_one_copy_of_its_id_and_scope(
+    service: MemoryService,
+    open_repository,  # type: ignore[no-untyped-def]
+) -> None:
+    # The daemon holds every memory's record: the agent's id, its scope and the language,
+    # the same in each, are one string each, whether stored now or read back at a start
+    # (one per memory was ~170 B a memory at 100k).
+    texts = ["the lake trip is in june", "my sister likes rowing", "we rent a cabin there"]
+    made = [
+        (await put(service, "".join(["agent-", "007"]), text)).memory  # a new str per request
+        for text in texts
+    ]
+    for held in ([service.get("agent-007", m.id) for m in made], None):
+        if held is None:
+            service.store.close()  # type: ignore[attr-defined]
+            repo = open_repository()
+            held = [repo.get(m.id) for m in made]
+        assert len({id(m.agent_id) for m in held}) == 1
+        assert len({id(m.scope) for m in held}) == 1
+        assert len({id(m.language) for m in held}) == 1
