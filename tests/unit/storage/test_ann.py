@@ -315,3 +315,26 @@ def test_a_moved_rows_label_dies_when_its_snapshot_position_is_rewritten() -> No
     built.moved(1, 3)
     built.wrote(3)
     assert list(built.label_of_row[:4]) == [0, 3, 2, -1] and built.live == 3
+
+
+def test_a_search_after_a_rows_vector_changed_finds_it_even_with_the_same_mask() -> None:
+    # A search keeps what it derived from the mask and the labels (the walk's filter,
+    # the tail) while they stay the same; a changed row must still be found by its new
+    # vector even if the caller hands over the very same mask object.
+    rng = np.random.default_rng(9)
+    x = clustered(rng, ROWS)
+    twin = Twin(x)
+    twin.build()
+    part = twin.ann._parts[SCOPE]
+    ann, n = part.ann, len(part)
+    assert ann is not None
+    mask = np.ones(n, dtype=np.uint8)
+    j = 123
+    found = ann.search(part.vectors, n, near(rng, x[j], noise=0.2), mask, 10)
+    assert found is not None and found[0][0] == j
+    moved = clustered(rng, 1)[0]
+    part.vectors[j] = moved
+    ann.wrote(j)  # its label dies: only the tail can bring it back
+    found = ann.search(part.vectors, n, near(rng, moved, noise=0.2), mask, 10)
+    assert found is not None and found[0][0] == j
+    assert ann.searches == 2
