@@ -884,7 +884,7 @@ class HotIndex:
         n = len(part)
         ann = self._ann_of(part)
         if ann is not None:
-            hit = ann.search(part.vectors, n, q, mask, k)
+            hit = ann.search(part.vectors, n, q, mask, k, keep=mask is part._mask)
             if hit is not None:
                 return hit
         if part.codes_stale:

@@ -8,6 +8,7 @@ silent fall back to the exact scan cannot make it pass.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -330,11 +331,31 @@ def test_a_search_after_a_rows_vector_changed_finds_it_even_with_the_same_mask()
     assert ann is not None
     mask = np.ones(n, dtype=np.uint8)
     j = 123
-    found = ann.search(part.vectors, n, near(rng, x[j], noise=0.2), mask, 10)
+    found = ann.search(part.vectors, n, near(rng, x[j], noise=0.2), mask, 10, keep=True)
     assert found is not None and found[0][0] == j
     moved = clustered(rng, 1)[0]
     part.vectors[j] = moved
     ann.wrote(j)  # its label dies: only the tail can bring it back
-    found = ann.search(part.vectors, n, near(rng, moved, noise=0.2), mask, 10)
+    found = ann.search(part.vectors, n, near(rng, moved, noise=0.2), mask, 10, keep=True)
     assert found is not None and found[0][0] == j
     assert ann.searches == 2
+
+
+def test_a_replaced_graph_is_freed_at_its_hand_over() -> None:
+    # The search keeps what it derived from the serving graph; a rebuilt graph taking
+    # over must not leave the old one (~0.5 KB a row) held by it until the next search.
+    rng = np.random.default_rng(10)
+    x = clustered(rng, ROWS)
+    twin = Twin(x)
+    twin.build()
+    ann = twin.ann._parts[SCOPE].ann
+    assert ann is not None and ann.serving is not None
+    twin.search(x[7])  # keeps a view of the serving graph
+    old = weakref.ref(ann.serving)
+    for j in range(400):  # past the rebuild mark
+        twin.put(mem(j), clustered(rng, 1)[0])
+    twin.ann.maintain_ann()
+    assert twin.ann.wait_for_ann(timeout=60)
+    twin.ann.maintain_ann()  # hands the new graph over; no search since
+    assert ann.serving is not None and ann.serving is not old()
+    assert old() is None
