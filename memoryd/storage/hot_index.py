@@ -73,6 +73,10 @@ def order_key(created_at: datetime, memory_id: str) -> OrderKey:
     return (created_at - _EPOCH) // _MICROSECOND, memory_id
 
 
+# A target linked from more memories than this keeps its sources in a set (O(1) add and
+# drop) rather than a tuple (rebuilt on each)
+_BACKLINKS_AS_TUPLE = 8
+
 class _Order:
     """A partition's rows sorted by ``OrderKey``, for keyset paging. New memories mostly
     come last (an append); a delete only marks its key dead, and dead keys are dropped in
@@ -349,8 +353,11 @@ class HotIndex:
         self._text_bytes = 0
         # Links are stored one way (the newer memory names the older); the other direction
         # is derived here, so linking or superseding costs no extra write.
-        self._forward: dict[str, set[str]] = {}
-        self._backlinks: dict[str, set[str]] = {}
+        # Tuples, not sets: a set is 216 B even empty, and a store of near-duplicates links
+        # most of its memories (~1.5 sets a memory, 40 MiB at 100k in store_rss.py's
+        # corpus); a target many memories link to gets a set past _BACKLINKS_AS_TUPLE.
+        self._forward: dict[str, tuple[str, ...]] = {}
+        self._backlinks: dict[str, tuple[str, ...] | set[str]] = {}
         self._supersedes: dict[str, str] = {}  # new id -> the id it replaced
         self._superseded_by: dict[str, str] = {}  # replaced id -> the new id
 
@@ -446,7 +453,7 @@ class HotIndex:
         if old is None:  # memories that link to it (e.g. read back first) now see it
             backlinks = self._backlinks.get(memory.id)
             if backlinks:
-                affected |= backlinks
+                affected.update(backlinks)
         if self._bulk:  # once per memory at the end, not once per memory linking to it
             # A new memory that links nowhere and that nothing links to or supersedes has
             # nothing to derive (most of a load): its row is shown, its record as read.
@@ -511,10 +518,10 @@ class HotIndex:
         if not memory.related_ids and not memory.supersedes:  # most memories
             return set()
         forward = set(memory.related_ids) - {memory.id}
-        if forward:  # most memories link nowhere: no empty set each (~200 B)
-            self._forward[memory.id] = forward
+        if forward:  # most memories link nowhere: no empty one each
+            self._forward[memory.id] = tuple(forward)
         for target in forward:
-            self._backlinks.setdefault(target, set()).add(memory.id)
+            self._add_backlink(target, memory.id)
         affected = set(forward)
         if memory.supersedes:
             self._supersedes[memory.id] = memory.supersedes
@@ -525,13 +532,9 @@ class HotIndex:
     def _unlink(self, memory_id: str) -> set[str]:
         if memory_id not in self._forward and memory_id not in self._supersedes:  # most
             return set()
-        forward = self._forward.pop(memory_id, set())
+        forward = self._forward.pop(memory_id, ())
         for target in forward:
-            sources = self._backlinks.get(target)
-            if sources is not None:
-                sources.discard(memory_id)
-                if not sources:
-                    del self._backlinks[target]
+            self._drop_backlink(target, memory_id)
         affected = set(forward)
         replaced = self._supersedes.pop(memory_id, "")
         if replaced and self._superseded_by.get(replaced) == memory_id:
@@ -539,12 +542,35 @@ class HotIndex:
             affected.add(replaced)
         return affected
 
+    def _add_backlink(self, target: str, source: str) -> None:
+        sources = self._backlinks.get(target)
+        if sources is None:
+            self._backlinks[target] = (source,)
+        elif isinstance(sources, set):
+            sources.add(source)
+        elif source not in sources:
+            grown = (*sources, source)
+            self._backlinks[target] = grown if len(grown) <= _BACKLINKS_AS_TUPLE else set(grown)
+
+    def _drop_backlink(self, target: str, source: str) -> None:
+        sources = self._backlinks.get(target)
+        if sources is None:
+            return
+        if isinstance(sources, set):
+            sources.discard(source)
+            left: tuple[str, ...] | set[str] = sources
+        else:
+            left = tuple(s for s in sources if s != source)
+            self._backlinks[target] = left
+        if not left:
+            del self._backlinks[target]
+
     def _refresh(self, memory_id: str) -> None:
         """Recompute a memory's derived fields: both-way links, superseded_by, hidden."""
         memory = self._memories.get(memory_id)
         if memory is None:
             return
-        links = self._forward.get(memory_id, set()) | self._backlinks.get(memory_id, set())
+        links = {*self._forward.get(memory_id, ()), *self._backlinks.get(memory_id, ())}
         # Links and supersession hold within a scope only: a link across scopes (which no
         # write makes any more, but an older import could have stored) would show one
         # agent an id of another's memory, or hide it from its owner.
@@ -577,7 +603,8 @@ class HotIndex:
             del self._parts[memory.scope]
         if memory.idempotency_key:
             self._idempotency.pop((memory.agent_id, memory.idempotency_key), None)
-        affected = self._unlink(memory_id) | self._backlinks.pop(memory_id, set())
+        affected = self._unlink(memory_id)
+        affected.update(self._backlinks.pop(memory_id, ()))
         for other in affected:
             self._refresh(other)
         return memory

@@ -427,6 +427,28 @@ def test_bulk_loading_derives_the_same_links_as_one_put_at_a_time() -> None:
         assert rows[2].id not in {m.id for m, _ in bulk.search(q, ["agent:a"], 6, now=NOW)}
 
 
+def test_a_memory_many_others_link_to_lists_each_of_them_as_they_come_and_go() -> None:
+    """A target's backlinks are kept compactly while few, in a set once many: either way
+    its related ids are exactly the memories linking to it, as they are added and
+    forgotten (also across the switch, and back down to none)."""
+    index = HotIndex(8)
+    target = mem(0)
+    index.put(target, unit(0))
+    sources = [dataclasses.replace(mem(i), related_ids=(target.id,)) for i in range(1, 13)]
+    for i, m in enumerate(sources, start=1):
+        index.put(m, unit(i))
+        got = index.get(target.id)
+        assert got is not None and got.related_ids == tuple(sorted(s.id for s in sources[:i]))
+    for i, m in enumerate(sources):
+        index.remove(m.id)
+        got = index.get(target.id)
+        assert got is not None and got.related_ids == tuple(sorted(s.id for s in sources[i + 1 :]))
+    relinked = dataclasses.replace(mem(20), related_ids=(target.id,))
+    index.put(relinked, unit(3))
+    got = index.get(target.id)
+    assert got is not None and got.related_ids == (relinked.id,)
+
+
 def test_a_bulk_load_past_the_first_array_growth_shows_every_unlinked_row() -> None:
     """Rows with no links are not re-derived at the end of a bulk load: each is shown as
     put, however often the row arrays grew (their new rows start uninitialised)."""
