@@ -77,6 +77,7 @@ def order_key(created_at: datetime, memory_id: str) -> OrderKey:
 # drop) rather than a tuple (rebuilt on each)
 _BACKLINKS_AS_TUPLE = 8
 
+
 class _Order:
     """A partition's rows sorted by ``OrderKey``, for keyset paging. New memories mostly
     come last (an append); a delete only marks its key dead, and dead keys are dropped in

@@ -616,6 +616,7 @@ class Repository(HotIndex):
             "rows_written": d.rows_written,
             "compactions": d.compactions,
             "cleanups": d.cleanups,
+            "cache_drops": d.cache_drops,
             "maintainer": int(d.maintains()),
         }
 

@@ -142,6 +142,33 @@ def test_under_a_steady_trickle_of_writes_the_full_walk_comes_within_settle_tick
     assert len(kept) > 1000
 
 
+def test_what_a_small_burst_left_in_cycles_is_collected_once_it_ends() -> None:
+    # A burst of writes that does not double the heap leaves cycles (a dropped LanceDB
+    # session holding its caches): an idle daemon allocates nothing that would start a
+    # collection, so without the freezer they stayed (~70 MiB at 100k Stores).
+    writes = [0]
+    freezer = HeapFreezer(lambda: writes[0], min_objects=1000)
+    enabled = gc.isenabled()
+    gc.disable()  # no automatic collection may take the cycle before the freezer does
+    try:
+        freeze_heap()
+        frozen = gc.get_freeze_count()
+        writes[0] += 1
+        kept, session = [Record(i) for i in range(100)], Cycle()  # kept: the burst's memories
+        ref = weakref.ref(session)
+        del session
+        assert not freezer.tick()  # the writes go on: nothing walked
+        assert ref() is not None
+        assert freezer.tick()  # the first quiet tick
+        assert ref() is None
+        assert frozen < gc.get_freeze_count() < 2 * frozen  # the burst's objects, no more
+        assert not freezer.tick()  # once per burst
+    finally:
+        if enabled:
+            gc.enable()
+    assert len(kept) == 100
+
+
 def test_a_refreeze_at_a_quiet_time_needs_no_second() -> None:
     freezer = HeapFreezer(lambda: 0, min_objects=1000)
     freeze_heap()
