@@ -39,6 +39,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +132,17 @@ class _Labels:
         self.reading = size if reading else 0
         self.version = 0  # moves with every change of the maps (a search's cached view)
 
+    @classmethod
+    def of_rows(cls, row_of_label: I64, capacity: int) -> _Labels:
+        """The maps of a saved graph (``ann_map``): label i stands for row
+        ``row_of_label[i]`` (distinct rows; -1: dead)."""
+        labels = cls(0, capacity, reading=False)
+        labels.row_of_label = row_of_label.astype(np.int64)
+        live = np.flatnonzero(row_of_label >= 0)
+        labels.label_of_row[row_of_label[live]] = live
+        labels.live = len(live)
+        return labels
+
     @property
     def size(self) -> int:
         return len(self.row_of_label)
@@ -211,8 +223,9 @@ class _Graph:
 
 
 class _Build:
-    def __init__(self, labels: _Labels):
+    def __init__(self, labels: _Labels, *, saved: bool = False):
         self.labels = labels
+        self.saved = saved  # a saved graph being read (``adopt``), not a build
         self.future: concurrent.futures.Future[_Graph] = concurrent.futures.Future()
         self.cancel = threading.Event()
         self.nbytes = 0  # written by the builder thread, read by the loop (an int swap)
@@ -261,16 +274,27 @@ class PartitionAnn:
             self.building = None
             try:
                 graph = build.future.result()
-            except Exception:
-                log.exception("building the approximate index of %d rows failed", build.labels.size)
-                self._retry_at = time.monotonic() + _RETRY_AFTER_S
+            except Exception as e:
+                if build.saved:  # built now instead
+                    log.warning(
+                        "the saved approximate index of %d rows could not be taken (%s): "
+                        "building it",
+                        build.labels.size,
+                        e,
+                    )
+                else:
+                    log.exception(
+                        "building the approximate index of %d rows failed", build.labels.size
+                    )
+                    self._retry_at = time.monotonic() + _RETRY_AFTER_S
             else:
                 graph.labels.reading = 0
                 self.serving = graph
                 self._view = None  # it holds the graph replaced
                 log.info(
-                    "approximate index of %d rows ready in %.1fs (%d MB); %d changed meanwhile",
+                    "approximate index of %d rows %s in %.1fs (%d MB); %d changed meanwhile",
                     graph.labels.size,
+                    "read as the last clean shutdown saved it" if build.saved else "ready",
                     time.perf_counter() - build.started,
                     graph.nbytes >> 20,
                     graph.labels.size - graph.labels.live,
@@ -306,6 +330,37 @@ class PartitionAnn:
             build.future.set_exception(exc)
         else:
             build.future.set_result(graph)
+
+    def adopt(self, row_of_label: I64, capacity: int, read: Callable[[], Any]) -> None:
+        """Serve a saved graph (``ann_map``) instead of building one: label i stands for
+        row ``row_of_label[i]`` (distinct rows below ``capacity``; -1: dead), and ``read``
+        returns its faiss index, on a thread of its own while the loop keeps the labels in
+        step with the partition as during a build; if it fails, a build starts."""
+        assert self.serving is None and self.building is None
+        labels = _Labels.of_rows(row_of_label, capacity)
+        build = _Build(labels, saved=True)
+        self.building = build
+
+        def run() -> None:
+            try:
+                index = read()
+                if index.ntotal != labels.size:
+                    raise ValueError(f"{index.ntotal} vectors for {labels.size} labels")
+                graph = _Graph(index, labels, _graph_nbytes(index))
+            except BaseException as exc:  # handed to the loop thread, which logs it
+                build.future.set_exception(exc)
+            else:
+                build.future.set_result(graph)
+
+        threading.Thread(target=run, name="memoryd-ann-read", daemon=True).start()
+
+    def saved(self) -> tuple[Any, I64] | None:
+        """The serving graph's faiss index and each label's row (-1: dead), to be saved
+        (``ann_map``); None without one."""
+        graph = self.serving
+        if graph is None:
+            return None
+        return graph.index, graph.labels.row_of_label.copy()
 
     def wait(self, timeout: float | None) -> bool:
         """Block until the build in flight (if any) ends; False if it is still running."""

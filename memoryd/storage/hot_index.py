@@ -38,10 +38,11 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from memoryd_native import quantize_rows, topk_dot_f16, topk_dot_q8_f16, topk_scores
@@ -941,6 +942,23 @@ class HotIndex:
         if not self._closed:
             part.ann.maintain(part.vectors, n)
         return part.ann
+
+    def adopt_graph(self, scope: str, row_of_label: np.ndarray, read: Callable[[], Any]) -> bool:
+        """Give the scope's partition a saved approximate index (``PartitionAnn.adopt``)
+        rather than a build; False (nothing done) if it is not one to have a graph."""
+        part = self._parts.get(scope)
+        if (
+            part is None
+            or part.ann is not None
+            or self._closed
+            or not self.ann_settings.enabled
+            or len(part) < self.ann_settings.threshold
+        ):
+            return False
+        ann = PartitionAnn(self.ann_settings, self._ann_build_lock)
+        ann.adopt(row_of_label, part.vectors.shape[0], read)
+        part.ann = ann
+        return True
 
     def maintain_ann(self) -> None:
         """Start due approximate-index builds and install finished ones now, rather than on

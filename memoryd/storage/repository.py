@@ -24,6 +24,7 @@ import asyncio
 import bisect
 import contextlib
 import dataclasses
+import functools
 import gc
 import itertools
 import logging
@@ -40,7 +41,7 @@ import numpy as np
 from memoryd.core import tracing
 from memoryd.core.jobs import Job, Jobs
 from memoryd.core.records import FollowLag, KeyRecord, Memory
-from memoryd.storage import heap, term_map, token_map
+from memoryd.storage import ann_map, heap, term_map, token_map
 from memoryd.storage.ann import AnnSettings
 from memoryd.storage.claims import KeyClaims
 from memoryd.storage.follow import Follower
@@ -116,6 +117,7 @@ class Repository(HotIndex):
         self._token_path = token_path
         self.token_start: TokenStart | None = None  # set by open()
         self.postings_start = ""  # set by open(): whether the saved postings were taken
+        self.graphs_start = ""  # set by open(): whether saved graphs were taken ("": none saved)
         self._durable = durable
         self._compact_inline = False  # maintain_tokens compacts, on a thread
         self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
@@ -162,6 +164,15 @@ class Repository(HotIndex):
     def _load_rows(self) -> None:
         # A function of its own: the last row's vector and token vectors are views of the
         # scan's last batch, which a loop variable left in open() would keep alive.
+        try:
+            self._load_rows_and_graphs()
+        finally:
+            if self._token_path is not None:  # taken or not, gone until the next shutdown
+                ann_map.remove(ann_map.graphs_path(self._token_path))
+        if self.graphs_start:
+            log.info("saved approximate indexes: %s", self.graphs_start)
+
+    def _load_rows_and_graphs(self) -> None:
         saved, why = self._saved_tokens()
         postings, self.postings_start = self._saved_postings(saved)
         if saved is not None:
@@ -176,6 +187,7 @@ class Repository(HotIndex):
             if not why:
                 version = saved.header["table"]["version"]
                 self.token_start = TokenStart(True, f"its map matches table version {version}")
+                self.graphs_start = self._take_graphs(saved, runs)
                 return
             log.warning("the token file does not match the table after all (%s): rewriting", why)
             self._rewrite_tokens()
@@ -309,6 +321,64 @@ class Repository(HotIndex):
                 return f"memory {memory.id}'s saved terms are not its text's"
         return ""
 
+    def _take_graphs(self, saved: TokenMap, runs: dict[int, np.ndarray]) -> str:
+        """Give the large scopes the approximate indexes the last clean shutdown saved with
+        ``saved`` (``ann_map``; after ``_adopt_tokens`` vouched for every row and found
+        where ``runs`` of them are): each is read on a thread while the daemon serves. Says
+        how it went ("": none were saved)."""
+        assert self._token_path is not None
+        try:
+            header, graphs = ann_map.read(ann_map.graphs_path(self._token_path))
+            if not graphs:
+                return ""
+            s = self.ann_settings
+            want = ann_map.describe(self.dim, s.m, s.ef_construction)
+            problem = token_map.mismatch({k: header.get(k) for k in want}, want, "this daemon")
+            if header.get("map") != saved.digest:
+                return "none taken: saved with another token map"
+            if problem:
+                return f"none taken: {problem.replace('the map', 'the saved graphs')}"
+        except Unusable as e:
+            return "" if not ann_map.graphs_path(self._token_path).exists() else f"none taken: {e}"
+        except Exception as e:  # an optimisation: never fail the start over it
+            log.warning("the saved approximate indexes could not be checked", exc_info=True)
+            return f"none taken: they could not be checked: {e}"
+        taken = 0
+        for graph in graphs:
+            try:
+                taken += self._take_graph(saved, runs, graph)
+            except Exception:  # that scope builds its graph, as without a saved one
+                log.warning("the saved graph %s could not be taken", graph.file.name, exc_info=True)
+        return f"{taken} of {len(graphs)} taken, read while serving"
+
+    def _take_graph(
+        self, saved: TokenMap, runs: dict[int, np.ndarray], graph: ann_map.SavedGraph
+    ) -> bool:
+        at = runs.get(graph.start)
+        if at is None or len(at) != graph.rows:  # not one scope's rows in the map
+            return False
+        scope = self._memories[saved.ids[graph.start]].scope
+        part = self._parts[scope]
+        if len(part) != graph.rows:
+            return False
+        places = graph.places
+        live = np.flatnonzero(places >= 0)
+        offsets = places[live] - graph.start
+        if len(offsets) and (
+            offsets.min() < 0
+            or offsets.max() >= graph.rows
+            or len(np.unique(offsets)) != len(offsets)
+        ):
+            raise Unusable("its labels are not distinct rows of its scope")
+        row_of_label = np.full(len(places), -1, dtype=np.int64)
+        row_of_label[live] = at[offsets]
+        f = ann_map.open_graph(graph)
+        read = functools.partial(ann_map.load, f, graph, self.dim)
+        if not self.adopt_graph(scope, row_of_label, read):
+            f.close()
+            return False
+        return True
+
     def _use_token_file(self, new: TokenFile) -> None:
         self._token_file.close()
         self._token_file = new
@@ -410,21 +480,66 @@ class Repository(HotIndex):
                 log.exception("the last look at the shared store failed")
         rows = self._token_rows()  # on the loop, like every read of the index
         postings = self._saved_postings_now(rows)  # never raises
-        await asyncio.to_thread(self._finish, rows, postings)
+        graphs = self._graphs_now(rows)
+        await asyncio.to_thread(self._finish, rows, postings, graphs)
 
     def close(self) -> None:
         """Finish the queued writes and stop the store's threads, save the token file's
         map (the next start reuses the file), close the index. Blocks."""
         self._durable.close()
         rows = self._token_rows()
-        self._finish(rows, self._saved_postings_now(rows))
+        self._finish(rows, self._saved_postings_now(rows), self._graphs_now(rows))
 
-    def _finish(self, rows: TokenMap | None, postings: TermMap | None) -> None:
+    def _finish(
+        self,
+        rows: TokenMap | None,
+        postings: TermMap | None,
+        graphs: list[ann_map.ToSave] | None = None,
+    ) -> None:
         try:
             if rows is not None:
-                self._save_token_map(rows, postings)
+                digest = self._save_token_map(rows, postings)
+                if digest and graphs:
+                    self._save_graphs(graphs, digest)
         finally:
             super().close()
+
+    def _graphs_now(self, rows: TokenMap | None) -> list[ann_map.ToSave]:
+        """Every serving approximate index, with its labels as places in ``rows`` (the
+        partitions in the same order), to be saved with the token map."""
+        if rows is None:
+            return []
+        out: list[ann_map.ToSave] = []
+        start = 0
+        for part in self._parts.values():
+            n = len(part)
+            got = part.ann.saved() if part.ann is not None else None
+            if got is not None:
+                index, row_of_label = got
+                places = np.where(row_of_label >= 0, start + row_of_label, -1)
+                out.append(ann_map.ToSave(start, n, places, index))
+            start += n
+        return out
+
+    def _save_graphs(self, graphs: list[ann_map.ToSave], digest: str) -> None:
+        assert self._token_path is not None
+        where = ann_map.graphs_path(self._token_path)
+        started = time.perf_counter()
+        try:
+            s = self.ann_settings
+            size = ann_map.write(
+                where, digest, ann_map.describe(self.dim, s.m, s.ef_construction), graphs
+            )
+        except Exception:
+            log.exception("could not save the approximate indexes: the next start builds them")
+            return
+        log.info(
+            "saved %d approximate index(es) of %d rows (%d MB) in %.1fs: the next start reads them",
+            len(graphs),
+            sum(len(g.places) for g in graphs),
+            size >> 20,
+            time.perf_counter() - started,
+        )
 
     def _saved_postings_now(self, rows: TokenMap | None) -> TermMap | None:
         """Every partition's postings, in the order ``rows`` lists them (to be saved with
@@ -460,9 +575,10 @@ class Repository(HotIndex):
             np.array([s[1] for s in states], dtype=np.uint32),
         )
 
-    def _save_token_map(self, rows: TokenMap, postings: TermMap | None = None) -> None:
+    def _save_token_map(self, rows: TokenMap, postings: TermMap | None = None) -> str:
         """Write the token file's map (after the store's last commit); on any failure none,
-        and the next start rewrites the file. Then ``postings`` beside it, naming it."""
+        and the next start rewrites the file. Then ``postings`` beside it, naming it.
+        Returns the map's SHA-256 ("": none saved)."""
         assert self._token_path is not None
         where = token_map.map_path(self._token_path)
         try:
@@ -475,7 +591,7 @@ class Repository(HotIndex):
                     self._follower.applied_version,
                     table["version"],
                 )
-                return
+                return ""
             stat = self._token_file.sync()
             if stat.st_size != self._token_file.size:
                 raise ValueError(
@@ -487,7 +603,7 @@ class Repository(HotIndex):
             log.exception("could not save the token file's map: the next start rewrites the file")
             with contextlib.suppress(OSError):
                 token_map.remove(where)
-            return
+            return ""
         log.info(
             "saved the token file's map (%d rows, table version %d): the next start reuses it",
             len(rows.ids),
@@ -495,6 +611,7 @@ class Repository(HotIndex):
         )
         if postings is not None:
             self._save_postings(postings, digest)
+        return digest
 
     def _save_postings(self, postings: TermMap, digest: str) -> None:
         assert self._token_path is not None

@@ -1,0 +1,217 @@
+"""The approximate indexes' save: what lets a start serve a large scope's HNSW graph again
+in seconds instead of building it anew (about nine minutes for one scope of a million
+rows on this machine's one build thread, during which that scope is scanned exactly).
+
+At a clean shutdown that saves the token file's map (``token_map``), the repository also
+writes every serving graph (``ann``) beside it:
+
+- ``tokens.bin.ann.<i>``: the graph as faiss serialises it, streamed to the file with its
+  SHA-256 taken on the way (no copy of it in memory: ~0.7 KB a row);
+- then ``tokens.bin.ann``, framed like the map (``token_map.write_framed``, ending in its
+  own SHA-256): the map's SHA-256, what the graphs are (faiss's version, the index kind,
+  dimension, M and efConstruction), and per graph where its partition's rows start in the
+  map, its row count, each label's place in the map (-1: a dead label) and its file's size
+  and SHA-256. It is written last: it vouches for the graph files.
+
+The token map vouches for the rows (a start takes it only when every row is in the state it
+was saved in, so a label's vector is still its row's): a start uses a saved graph only when
+it reuses the token file, and only when this file names that map, this faiss and these
+settings, and the graph's partition is one scope's rows, all of them, as the map lists
+them. Its labels then point at the rows the map's places are now; a row written later loses
+its label, as after a build. The graph file is opened and both files deleted at the start,
+before anything can change the index; the graph is checked (size, SHA-256) and parsed on a
+thread while the daemon serves (the scope is scanned exactly until then). Anything that
+does not fit, and any failure, leaves the scope to a build, as a start without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from memoryd.storage.token_map import Unusable, read_framed, sync_dir, write_framed
+
+FORMAT = 1
+_MAGIC = b"MANNMAP1"
+KIND = "IndexHNSWSQ/QT_8bit/inner_product"
+_CHUNK = 1 << 24  # bytes read at a time to check a graph file
+_IO_BLOCK = 1 << 22  # faiss's reads and writes through Python, at most this many bytes each
+
+
+def graphs_path(token_path: Path) -> Path:
+    return token_path.with_name(token_path.name + ".ann")
+
+
+def _graph_file(path: Path, i: int) -> Path:
+    return path.with_name(f"{path.name}.{i}")
+
+
+@dataclass(frozen=True, slots=True)
+class SavedGraph:
+    start: int  # where its partition's rows start in the token map
+    rows: int  # the partition's rows when it was saved
+    places: np.ndarray  # int64: each label's place in the token map (-1: dead)
+    file: Path
+    size: int  # the graph file's bytes
+    sha256: str  # theirs (hex)
+
+
+@dataclass(frozen=True, slots=True)
+class ToSave:
+    """One serving graph as the loop found it at shutdown (``Repository``)."""
+
+    start: int
+    rows: int
+    places: np.ndarray
+    index: Any  # the faiss index; never changed once serving, so written from a thread
+
+
+def describe(dim: int, m: int, ef_construction: int) -> dict[str, Any]:
+    """What makes a saved graph this daemon's: faiss's version and the graph's settings."""
+    import faiss
+
+    return {
+        "faiss": faiss.__version__,
+        "kind": KIND,
+        "dim": dim,
+        "m": m,
+        "ef_construction": ef_construction,
+    }
+
+
+def write(path: Path, map_digest: str, graphs: dict[str, Any], saves: list[ToSave]) -> int:
+    """Write each graph's file, then the file naming them (``path``); returns the bytes
+    written. On failure none of them stays."""
+    import faiss
+
+    remove(path)
+    entries: list[dict[str, Any]] = []
+    sections: list[bytes] = []
+    total = 0
+    try:
+        for i, save in enumerate(saves):
+            target = _graph_file(path, i)
+            tmp = target.with_name(target.name + ".tmp")
+            digest = hashlib.sha256()
+            size = 0
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+
+                def put(data: bytes, f: IO[bytes] = f, digest: Any = digest) -> None:
+                    nonlocal size
+                    f.write(data)
+                    digest.update(data)
+                    size += len(data)
+
+                faiss.write_index(save.index, faiss.PyCallbackIOWriter(put, _IO_BLOCK))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+            places = np.ascontiguousarray(save.places, dtype="<i8")
+            entries.append(
+                {
+                    "start": save.start,
+                    "rows": save.rows,
+                    "labels": len(places),
+                    "file": target.name,
+                    "size": size,
+                    "sha256": digest.hexdigest(),
+                }
+            )
+            sections.append(places.tobytes())
+            total += size
+        header = {"format": FORMAT, "map": map_digest, **graphs, "graphs": entries}
+        write_framed(path, _MAGIC, header, sections)
+        sync_dir(path.parent)
+    except BaseException:
+        remove(path)
+        raise
+    return total + sum(len(s) for s in sections)
+
+
+def read(path: Path) -> tuple[dict[str, Any], list[SavedGraph]]:
+    """The saved graphs' description; ``Unusable`` if there is none or it does not read
+    whole. The graph files are not read here (``load``)."""
+    header, body, at, _ = read_framed(
+        path, _MAGIC, FORMAT, "the saved graphs", "no saved approximate index"
+    )
+    graphs: list[SavedGraph] = []
+    try:
+        for entry in header["graphs"]:
+            labels = int(entry["labels"])
+            places = np.frombuffer(body, "<i8", labels, at).astype(np.int64)
+            at += 8 * labels
+            name = str(entry["file"])
+            if name != _graph_file(path, len(graphs)).name:
+                raise ValueError(f"a graph file named {name!r}")
+            graphs.append(
+                SavedGraph(
+                    int(entry["start"]),
+                    int(entry["rows"]),
+                    places,
+                    path.with_name(name),
+                    int(entry["size"]),
+                    str(entry["sha256"]),
+                )
+            )
+    except (ValueError, KeyError, TypeError) as e:
+        raise Unusable(f"the saved graphs do not parse ({e})") from None
+    if at != len(body):
+        raise Unusable("the saved graphs' labels do not add up to the file's length")
+    return header, graphs
+
+
+def open_graph(graph: SavedGraph) -> IO[bytes]:
+    """The graph's file, opened (not following a symlink, never a FIFO or a device), to be
+    read by ``load`` after the file is deleted."""
+    fd = os.open(graph.file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Unusable(f"{graph.file.name} is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def load(f: IO[bytes], graph: SavedGraph, dim: int) -> Any:
+    """The faiss index in ``f`` once its size and SHA-256 are the saved ones (checked
+    before faiss parses a byte of it). Closes ``f``. Runs on a thread."""
+    import faiss
+
+    with f:
+        if os.fstat(f.fileno()).st_size != graph.size:
+            raise Unusable(f"{graph.file.name} is not {graph.size} bytes")
+        digest = hashlib.sha256()
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+        if digest.hexdigest() != graph.sha256:
+            raise Unusable(f"the checksum of {graph.file.name} does not match")
+        f.seek(0)
+        index = faiss.read_index(faiss.PyCallbackIOReader(f.read, _IO_BLOCK))
+        if f.tell() != graph.size:
+            raise Unusable(f"{graph.file.name} holds more than its graph")
+    if not isinstance(index, faiss.IndexHNSWSQ) or index.d != dim:
+        raise Unusable(f"{graph.file.name} is not a {dim}-d graph of this kind")
+    if index.ntotal != len(graph.places):
+        raise Unusable(f"{graph.file.name} holds {index.ntotal} vectors, not {len(graph.places)}")
+    return index
+
+
+def remove(path: Path) -> None:
+    """Delete the saved graphs: the file naming them, their files, and what a failed save
+    left (temporary files)."""
+    removed = False
+    for p in [path, path.with_name(path.name + ".tmp"), *path.parent.glob(f"{path.name}.*")]:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+            removed = True
+    if removed:
+        sync_dir(path.parent)
