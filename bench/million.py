@@ -45,6 +45,7 @@ import argparse
 import hashlib
 import json
 import random
+import re
 import shutil
 import tempfile
 import time
@@ -77,6 +78,10 @@ from memoryd.storage.repository import quantize_tokens
 OUT = Path(__file__).resolve().parent / "out"
 CHUNK = 10_000  # rows per Arrow batch written (a batch of token vectors is ~140 MB)
 ANN_READY = "approximate index of {n} rows ready in"
+ANN_READ = "approximate index of {n} rows read as the last clean shutdown saved it"
+ANN_SAVED_RE = re.compile(
+    r"saved (\d+) approximate index\(es\) of (\d+) rows \((\d+) MB\) in ([0-9.]+)s"
+)
 K = 10
 
 
@@ -212,14 +217,26 @@ def mem_available() -> int:
     return 0
 
 
-def wait_for_ann(daemon: harness.Daemon, n: int, timeout: float) -> float | None:
-    """Seconds from now until the daemon logs its HNSW graph of ``n`` rows ready."""
+def wait_for_ann(
+    daemon: harness.Daemon,
+    agent: str,
+    n: int,
+    timeout: float,
+    *,
+    needles: Sequence[str] = (ANN_READY,),
+) -> float | None:
+    """Seconds from now until the daemon logs its HNSW graph of ``n`` rows ready (or any
+    of ``needles``). A finished graph is handed over at the scope's next search (or the
+    minutely maintenance): one Recall a second stands for the traffic that would."""
     started = time.perf_counter()
-    needle = ANN_READY.format(n=n)
-    while time.perf_counter() - started < timeout:
-        if needle in daemon.log_text():
-            return time.perf_counter() - started
-        time.sleep(1.0)
+    wanted = [needle.format(n=n) for needle in needles]
+    with MemoryClient(daemon.address, timeout=60.0) as client:
+        while time.perf_counter() - started < timeout:
+            text = daemon.log_text()
+            if any(needle in text for needle in wanted):
+                return time.perf_counter() - started
+            client.recall(agent, "what did we decide about the launch", limit=K)
+            time.sleep(1.0)
     harness.log(f"no HNSW graph of {n} rows after {timeout:.0f}s; measuring the exact scan")
     return None
 
@@ -299,18 +316,31 @@ def serve(
         harness.log(f"serving: {out}")
         if layout is not None:
             if layout.per_agent >= settings.recall.ann_threshold > 0:
-                out["ann_s"] = wait_for_ann(daemon, layout.per_agent, args.ann_wait)
+                out["ann_s"] = wait_for_ann(
+                    daemon, layout.agent(0), layout.per_agent, args.ann_wait
+                )
             lat, out["recalls_found"] = recalls(daemon.address, layout, queries, args.warmup)
             out["recall"] = harness.summary_ms(lat)
         status = harness.proc_status(daemon.pid)
         out["rss_end"], out["rss_peak"] = status.get("VmRSS"), status.get("VmHWM")
         out["io_start"] = proc_io(daemon.pid)
     finally:
-        code = daemon.stop()
-        if code not in (0, None):
-            harness.log(f"memoryd exited {code}:\n{daemon.log_tail()}")
+        out.update(timed_stop(daemon))
     if layout is not None and args.restart:
-        out["restart"] = restart(daemon)
+        out["restart"] = restart(daemon, layout, settings, queries, args)
+    return out
+
+
+def timed_stop(daemon: harness.Daemon) -> dict[str, Any]:
+    """SIGTERM to exit, and what the stop's log says it saved of the HNSW graphs."""
+    t0 = time.perf_counter()
+    code = daemon.stop()
+    out: dict[str, Any] = {"stop_s": time.perf_counter() - t0}
+    if code not in (0, None):
+        harness.log(f"memoryd exited {code}:\n{daemon.log_tail()}")
+    if m := ANN_SAVED_RE.search(daemon.log_text()):
+        out["graph_saved"] = {"rows": int(m.group(2)), "mb": int(m.group(3))}
+        out["graph_saved"]["s"] = float(m.group(4))
     return out
 
 
@@ -324,10 +354,18 @@ def proc_io(pid: int) -> dict[str, int]:
     return out
 
 
-def restart(daemon: harness.Daemon) -> dict[str, Any]:
+def restart(
+    daemon: harness.Daemon,
+    layout: peers.Layout,
+    settings: Settings,
+    queries: Sequence[str],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     """The daemon started again on the store its clean stop just left (``--restart``): its
     token file reused (storage/token_map.py), so the table is read without the token
-    vectors: time to SERVING and the bytes it read and wrote until then."""
+    vectors: time to SERVING and the bytes it read and wrote until then. A layout with an
+    HNSW scope: the time from SERVING until its graph serves (read as the stop saved it,
+    storage/ann_map.py, or built again), then the Recalls again."""
     t0 = time.perf_counter()
     daemon.start()
     out: dict[str, Any] = {"spawn_s": time.perf_counter() - t0}
@@ -338,10 +376,17 @@ def restart(daemon: harness.Daemon) -> dict[str, Any]:
         text = daemon.log_text()
         out["token_file"] = "reused" if "token file reused" in text else "rewritten"
         harness.log(f"restarted: {out}")
+        if layout.per_agent >= settings.recall.ann_threshold > 0:
+            n = layout.per_agent
+            out["ann_s"] = wait_for_ann(
+                daemon, layout.agent(0), n, args.ann_wait, needles=(ANN_READ, ANN_READY)
+            )
+            out["graph"] = "read" if ANN_READ.format(n=n) in daemon.log_text() else "built"
+            lat, out["recalls_found"] = recalls(daemon.address, layout, queries, args.warmup)
+            out["recall"] = harness.summary_ms(lat)
+            out["rss_end"] = harness.proc_status(daemon.pid).get("VmRSS")
     finally:
-        code = daemon.stop()
-        if code not in (0, None):
-            harness.log(f"memoryd exited {code}:\n{daemon.log_tail()}")
+        out.update(timed_stop(daemon))
     return out
 
 
@@ -453,6 +498,12 @@ RESTART_HEADERS = (
 )  # fmt: skip
 
 
+GRAPH_HEADERS = (
+    "layout", "graph saved MB", "saved in s", "stop s", "after restart", "serving after SERVING s",
+    "Recall p50 ms", "Recall p99 ms", "RSS after Recalls MiB",
+)  # fmt: skip
+
+
 def gib(value: float | None) -> str:
     return "n/a" if value is None else f"{value / 2**30:.2f}"
 
@@ -537,6 +588,20 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
             "reused, the table read without its token vectors; I/O until SERVING "
             "(/proc/PID/io, page-cache hits included):",
             harness.table(RESTART_HEADERS, restarts),
+        ]
+    graphs = [
+        [r["layout"], (g := r.get("graph_saved", {})).get("mb", nan), g.get("s", nan),
+         r.get("stop_s", nan), x.get("graph", "n/a"), x.get("ann_s") or nan,
+         x.get("recall", {}).get("p50", nan), x.get("recall", {}).get("p99", nan),
+         harness.mib(x.get("rss_end"))]
+        for r in results
+        if (x := r.get("restart")) and "graph" in x
+    ]  # fmt: skip
+    if graphs:
+        sections += [
+            "The HNSW graph across that restart: saved by the clean stop (storage/ann_map.py), "
+            "then served again after SERVING (read back, or built if it could not be):",
+            harness.table(GRAPH_HEADERS, graphs),
         ]
     if cold:
         sections += [
