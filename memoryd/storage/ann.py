@@ -232,6 +232,9 @@ class _Build:
         self.started = time.perf_counter()
 
 
+_READS = threading.Lock()  # saved graphs are read one at a time: the loop keeps its core
+
+
 class _Cancelled(Exception):
     pass
 
@@ -331,11 +334,14 @@ class PartitionAnn:
         else:
             build.future.set_result(graph)
 
-    def adopt(self, row_of_label: I64, capacity: int, read: Callable[[], Any]) -> None:
+    def adopt(
+        self, row_of_label: I64, capacity: int, read: Callable[[threading.Event], Any]
+    ) -> None:
         """Serve a saved graph (``ann_map``) instead of building one: label i stands for
         row ``row_of_label[i]`` (distinct rows below ``capacity``; -1: dead), and ``read``
-        returns its faiss index, on a thread of its own while the loop keeps the labels in
-        step with the partition as during a build; if it fails, a build starts."""
+        returns its faiss index (given the event ``close`` sets), on a thread, one read
+        at a time, while the loop keeps the labels in step with the partition as during a
+        build; if it fails, a build starts."""
         assert self.serving is None and self.building is None
         labels = _Labels.of_rows(row_of_label, capacity)
         build = _Build(labels, saved=True)
@@ -343,7 +349,8 @@ class PartitionAnn:
 
         def run() -> None:
             try:
-                index = read()
+                with _READS:
+                    index = read(build.cancel)
                 if index.ntotal != labels.size:
                     raise ValueError(f"{index.ntotal} vectors for {labels.size} labels")
                 graph = _Graph(index, labels, _graph_nbytes(index))
@@ -354,13 +361,28 @@ class PartitionAnn:
 
         threading.Thread(target=run, name="memoryd-ann-read", daemon=True).start()
 
-    def saved(self) -> tuple[Any, I64] | None:
-        """The serving graph's faiss index and each label's row (-1: dead), to be saved
-        (``ann_map``); None without one."""
+    def saved(self) -> Callable[[float], tuple[Any, I64] | None] | None:
+        """What a stop saves of this partition's graph (``ann_map``): None without one,
+        else a call that returns its faiss index and each label's row (-1: dead), from
+        any thread once the loop writes no more; for a saved graph still being read (a
+        stop soon after the start) it waits up to its argument's seconds for the read,
+        else the next start would build the graph anew."""
         graph = self.serving
-        if graph is None:
+        if graph is not None:
+            index, rows = graph.index, graph.labels.row_of_label.copy()
+            return lambda _timeout: (index, rows)
+        build = self.building
+        if build is None or not build.saved:
             return None
-        return graph.index, graph.labels.row_of_label.copy()
+
+        def when_read(timeout: float) -> tuple[Any, I64] | None:
+            try:
+                read = build.future.result(timeout)
+            except Exception:  # a failed read or the wait's end: nothing to save
+                return None
+            return read.index, read.labels.row_of_label.copy()
+
+        return when_read
 
     def wait(self, timeout: float | None) -> bool:
         """Block until the build in flight (if any) ends; False if it is still running."""

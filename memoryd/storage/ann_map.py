@@ -26,10 +26,12 @@ does not fit, and any failure, leaves the scope to a build, as a start without i
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import logging
 import os
+import re
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -37,6 +39,8 @@ from typing import IO, Any
 import numpy as np
 
 from memoryd.storage.token_map import Unusable, read_framed, sync_dir, write_framed
+
+log = logging.getLogger(__name__)
 
 FORMAT = 1
 _MAGIC = b"MANNMAP1"
@@ -181,9 +185,10 @@ def open_graph(graph: SavedGraph) -> IO[bytes]:
         raise
 
 
-def load(f: IO[bytes], graph: SavedGraph, dim: int) -> Any:
+def load(f: IO[bytes], graph: SavedGraph, dim: int, cancel: threading.Event) -> Any:
     """The faiss index in ``f`` once its size and SHA-256 are the saved ones (checked
-    before faiss parses a byte of it). Closes ``f``. Runs on a thread."""
+    before faiss parses a byte of it). Closes ``f``. Runs on a thread; ``cancel`` (the
+    index closed) ends it early."""
     import faiss
 
     with f:
@@ -191,6 +196,8 @@ def load(f: IO[bytes], graph: SavedGraph, dim: int) -> Any:
             raise Unusable(f"{graph.file.name} is not {graph.size} bytes")
         digest = hashlib.sha256()
         while chunk := f.read(_CHUNK):
+            if cancel.is_set():
+                raise Unusable("the index was closed while its graph was read")
             digest.update(chunk)
         if digest.hexdigest() != graph.sha256:
             raise Unusable(f"the checksum of {graph.file.name} does not match")
@@ -207,11 +214,23 @@ def load(f: IO[bytes], graph: SavedGraph, dim: int) -> Any:
 
 def remove(path: Path) -> None:
     """Delete the saved graphs: the file naming them, their files, and what a failed save
-    left (temporary files)."""
+    left (their temporary files); only those names (``tokens.bin.ann``, ``.ann.tmp``,
+    ``.ann.<i>``, ``.ann.<i>.tmp``), and never a directory. What cannot be deleted is
+    logged: a start never fails over it (a later start does not take a graph file without
+    the list written after it)."""
+    names = re.compile(re.escape(path.name) + r"(\.[0-9]+)?(\.tmp)?")
+    try:
+        found = [name for name in os.listdir(path.parent) if names.fullmatch(name)]
+    except FileNotFoundError:
+        return
     removed = False
-    for p in [path, path.with_name(path.name + ".tmp"), *path.parent.glob(f"{path.name}.*")]:
-        with contextlib.suppress(FileNotFoundError):
-            p.unlink()
+    for name in found:
+        try:
+            os.unlink(path.parent / name)
             removed = True
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            log.warning("could not delete %s: %s", path.parent / name, e)
     if removed:
         sync_dir(path.parent)

@@ -943,7 +943,9 @@ class HotIndex:
             part.ann.maintain(part.vectors, n)
         return part.ann
 
-    def adopt_graph(self, scope: str, row_of_label: np.ndarray, read: Callable[[], Any]) -> bool:
+    def adopt_graph(
+        self, scope: str, row_of_label: np.ndarray, read: Callable[[threading.Event], Any]
+    ) -> bool:
         """Give the scope's partition a saved approximate index (``PartitionAnn.adopt``)
         rather than a build; False (nothing done) if it is not one to have a graph."""
         part = self._parts.get(scope)

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +57,9 @@ log = logging.getLogger(__name__)
 
 ACCESS_FLUSH_SECONDS = 60.0
 ANN_MAINTAIN_SECONDS = 60.0
+# A stop soon after a start waits this long for a saved graph still being read, to save it
+# again (else the next start builds it: minutes at a million rows).
+GRAPH_READ_WAIT_SECONDS = 30.0
 TOKEN_UPKEEP_SECONDS = 30.0
 ROW_TRIM_SECONDS = 10.0  # a burst's unused rows go 10-20 s after its last Store
 # Rows analysed afresh at a start that takes saved postings, to check them.
@@ -72,6 +76,16 @@ class TokenStart:
 
     def __str__(self) -> str:
         return f"token file {'reused' if self.reused else 'rewritten'} ({self.why})"
+
+
+@dataclass(frozen=True, slots=True)
+class _GraphToSave:
+    """A scope's graph as a stop found it (``_graphs_now``): where its partition starts in
+    the token map, its rows, and ``PartitionAnn.saved``'s call for the graph itself."""
+
+    start: int
+    rows: int
+    saved: Callable[[float], tuple[Any, np.ndarray] | None]
 
 
 class Repository(HotIndex):
@@ -168,7 +182,7 @@ class Repository(HotIndex):
             self._load_rows_and_graphs()
         finally:
             if self._token_path is not None:  # taken or not, gone until the next shutdown
-                ann_map.remove(ann_map.graphs_path(self._token_path))
+                ann_map.remove(ann_map.graphs_path(self._token_path))  # never raises
         if self.graphs_start:
             log.info("saved approximate indexes: %s", self.graphs_start)
 
@@ -349,7 +363,7 @@ class Repository(HotIndex):
                 taken += self._take_graph(saved, runs, graph)
             except Exception:  # that scope builds its graph, as without a saved one
                 log.warning("the saved graph %s could not be taken", graph.file.name, exc_info=True)
-        return f"{taken} of {len(graphs)} taken, read while serving"
+        return f"{taken} of {len(graphs)} taken" + (", read while serving" if taken else "")
 
     def _take_graph(
         self, saved: TokenMap, runs: dict[int, np.ndarray], graph: ann_map.SavedGraph
@@ -373,7 +387,7 @@ class Repository(HotIndex):
         row_of_label = np.full(len(places), -1, dtype=np.int64)
         row_of_label[live] = at[offsets]
         f = ann_map.open_graph(graph)
-        read = functools.partial(ann_map.load, f, graph, self.dim)
+        read = functools.partial(ann_map.load, f, graph, self.dim)  # (the cancel event)
         if not self.adopt_graph(scope, row_of_label, read):
             f.close()
             return False
@@ -494,7 +508,7 @@ class Repository(HotIndex):
         self,
         rows: TokenMap | None,
         postings: TermMap | None,
-        graphs: list[ann_map.ToSave] | None = None,
+        graphs: list[_GraphToSave] | None = None,
     ) -> None:
         try:
             if rows is not None:
@@ -504,39 +518,53 @@ class Repository(HotIndex):
         finally:
             super().close()
 
-    def _graphs_now(self, rows: TokenMap | None) -> list[ann_map.ToSave]:
-        """Every serving approximate index, with its labels as places in ``rows`` (the
-        partitions in the same order), to be saved with the token map."""
+    def _graphs_now(self, rows: TokenMap | None) -> list[_GraphToSave]:
+        """Every approximate index a start could serve again (a scope at the threshold or
+        above, its graph serving or a saved one being read), where its partition starts
+        in ``rows`` (the partitions in the same order), to be saved with the token map.
+        Never raises (a stop saves the token map whatever happens here)."""
         if rows is None:
             return []
-        out: list[ann_map.ToSave] = []
-        start = 0
-        for part in self._parts.values():
-            n = len(part)
-            got = part.ann.saved() if part.ann is not None else None
-            if got is not None:
-                index, row_of_label = got
-                places = np.where(row_of_label >= 0, start + row_of_label, -1)
-                out.append(ann_map.ToSave(start, n, places, index))
-            start += n
+        out: list[_GraphToSave] = []
+        try:
+            start = 0
+            for part in self._parts.values():
+                n = len(part)
+                saved = part.ann.saved() if part.ann is not None else None
+                if saved is not None and n >= self.ann_settings.threshold:
+                    out.append(_GraphToSave(start, n, saved))
+                start += n
+        except Exception:
+            log.exception("could not gather the approximate indexes: the next start builds them")
+            return []
         return out
 
-    def _save_graphs(self, graphs: list[ann_map.ToSave], digest: str) -> None:
+    def _save_graphs(self, graphs: list[_GraphToSave], digest: str) -> None:
         assert self._token_path is not None
         where = ann_map.graphs_path(self._token_path)
         started = time.perf_counter()
         try:
+            saves = []
+            for graph in graphs:
+                got = graph.saved(GRAPH_READ_WAIT_SECONDS)
+                if got is None:  # a read that failed or did not end in time
+                    continue
+                index, row_of_label = got
+                places = np.where(row_of_label >= 0, graph.start + row_of_label, -1)
+                saves.append(ann_map.ToSave(graph.start, graph.rows, places, index))
+            if not saves:
+                return
             s = self.ann_settings
             size = ann_map.write(
-                where, digest, ann_map.describe(self.dim, s.m, s.ef_construction), graphs
+                where, digest, ann_map.describe(self.dim, s.m, s.ef_construction), saves
             )
         except Exception:
             log.exception("could not save the approximate indexes: the next start builds them")
             return
         log.info(
             "saved %d approximate index(es) of %d rows (%d MB) in %.1fs: the next start reads them",
-            len(graphs),
-            sum(len(g.places) for g in graphs),
+            len(saves),
+            sum(len(g.places) for g in saves),
             size >> 20,
             time.perf_counter() - started,
         )

@@ -7,9 +7,9 @@ after the start that took it) makes the scope build one instead."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
+import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,7 +17,7 @@ import lancedb
 import numpy as np
 import pytest
 
-from memoryd.storage import ann_map
+from memoryd.storage import ann_map, token_map
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.repository import Repository
 
@@ -57,6 +57,41 @@ def answers(repo: Repository, qs: list[np.ndarray]) -> list[list[tuple[str, floa
     ]
     assert repo.ann_status()[0].searches == before + len(qs)  # the graph answered each
     return out
+
+
+def assert_labels_hold_their_rows(repo: Repository) -> None:
+    """Every live label of the scope's graph holds its row's vector (as the graph's 8-bit
+    codes give it back), and the two maps agree: a search's short list is the graph's."""
+    part = repo._parts[BIG]
+    assert part.ann is not None and part.ann.serving is not None
+    graph = part.ann.serving
+    row_of_label = graph.labels.row_of_label
+    live = np.flatnonzero(row_of_label >= 0)
+    assert len(live) > ROWS // 2
+    held = np.stack([graph.index.storage.reconstruct(int(label)) for label in live])
+    rows = part.vectors[row_of_label[live]].astype(np.float32)
+    cosine = np.sum(held * rows, axis=1) / (
+        np.linalg.norm(held, axis=1) * np.linalg.norm(rows, axis=1)
+    )
+    assert cosine.min() > 0.99, np.flatnonzero(cosine <= 0.99)
+    label_of_row = graph.labels.label_of_row[: len(part)]
+    has = np.flatnonzero(label_of_row >= 0)
+    assert np.array_equal(row_of_label[label_of_row[has]], has)
+    assert len(has) == len(live)
+
+
+def held_back(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """The saved graph's read waits until the event is set (a graph of a million rows
+    takes seconds to check and parse)."""
+    gate = threading.Event()
+    real = ann_map.load
+
+    def load(*args: object) -> object:
+        assert gate.wait(60)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ann_map, "load", load)
+    return gate
 
 
 async def filled(root: Path) -> tuple[Repository, np.ndarray]:
@@ -101,6 +136,7 @@ async def test_a_clean_restart_serves_the_saved_graph_and_answers_as_before(
             (now,) = again.ann_status()
             assert (now.indexed, now.tail, now.dead) == (status.indexed, status.tail, status.dead)
             assert answers(again, qs) == want
+            assert_labels_hold_their_rows(again)
         finally:
             again.close()
     lines = [r.getMessage() for r in caplog.records]
@@ -108,17 +144,27 @@ async def test_a_clean_restart_serves_the_saved_graph_and_answers_as_before(
     assert not any("rows ready in" in line for line in lines)  # nothing built
 
 
-async def test_writes_after_the_restart_are_honoured_even_before_the_graph_is_read(
-    tmp_path: Path,
+async def test_writes_made_while_the_graph_is_read_are_honoured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo, _ = await filled(tmp_path)
+    repo, vectors = await filled(tmp_path)
     qs = queries()
     before = answers(repo, qs)
     repo.close()
 
+    gate = held_back(monkeypatch)
     again = open_repo(tmp_path)
     try:
-        # at once, while the graph is read: the first answer of each query changes place
+        ann = again._parts[BIG].ann
+        assert ann is not None and ann.serving is None and ann.building is not None
+        # while the graph is read: rows move, get new vectors, come and go
+        ids = list(again._parts[BIG].ids)
+        await again.delete(ids[10:600:37])
+        for i in range(700, 1_200, 53):
+            memory = again.get(ids[i])
+            assert memory is not None
+            memory = dataclasses.replace(memory, updated_at=NOW + timedelta(hours=3))
+            await again.replace(memory, -vectors[(i + 17) % ROWS])
         changed, gone = before[0][0][0], before[1][0][0]
         memory = again.get(changed)
         assert memory is not None
@@ -127,14 +173,72 @@ async def test_writes_after_the_restart_are_honoured_even_before_the_graph_is_re
         await again.delete([gone])
         new = mem(50_000, scope=BIG)
         await again.add(new, qs[2])
+        gate.set()
         assert again.wait_for_ann(timeout=60)
+        assert_labels_hold_their_rows(again)
         got = answers(again, qs)
         assert changed not in [i for i, _ in got[0]]  # its old vector's label died
         assert gone not in {i for answer in got for i, _ in answer}
         assert got[2][0][0] == new.id  # a row the graph never held: the tail
         assert answers(again, [far])[0][0][0] == changed
     finally:
+        gate.set()
         again.close()
+
+
+async def test_a_stop_while_the_graph_is_read_saves_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, _ = await filled(tmp_path)
+    want = answers(repo, queries())
+    repo.close()
+    gate = held_back(monkeypatch)
+    again = open_repo(tmp_path)
+    assert again.graphs_start.startswith("1 of 1 taken")
+    threading.Timer(0.5, gate.set).start()  # the read ends while the stop waits for it
+    again.close()
+    assert graphs_of(tmp_path).exists()
+    third = open_repo(tmp_path)
+    try:
+        assert third.graphs_start.startswith("1 of 1 taken"), third.graphs_start
+        assert third.wait_for_ann(timeout=60)
+        assert answers(third, queries()) == want
+        assert_labels_hold_their_rows(third)
+    finally:
+        third.close()
+
+
+async def test_a_scope_below_the_threshold_has_no_graph_saved(tmp_path: Path) -> None:
+    repo, _ = await filled(tmp_path)
+    ids = list(repo._parts[BIG].ids)
+    await repo.delete(ids[: len(ids) - (THRESHOLD - 100)])  # still searched with its graph
+    assert repo._parts[BIG].ann is not None
+    repo.close()
+    assert not list(graphs_of(tmp_path).parent.glob("tokens.bin.ann*"))
+
+
+async def test_what_is_not_the_daemons_own_in_the_way_never_fails_a_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo, _ = await filled(tmp_path)
+    repo.close()
+    data = tmp_path / "data"
+    (data / "tokens.bin.ann.0").unlink()
+    (data / "tokens.bin.ann.0").mkdir()  # a directory where the graph's file was
+    (data / "tokens.bin.ann.bak").write_bytes(b"someone's copy")
+    with caplog.at_level(logging.WARNING, logger="memoryd"):
+        again = open_repo(tmp_path)
+        try:
+            assert again.graphs_start == "0 of 1 taken", again.graphs_start
+            assert again.wait_for_ann(timeout=120)  # built instead
+            assert again.ann_status()[0].indexed == len(again._parts[BIG])
+        finally:
+            again.close()  # its save cannot replace the directory: logged, the map saved
+    assert (data / "tokens.bin.ann.bak").read_bytes() == b"someone's copy"
+    assert (data / "tokens.bin.ann.0").is_dir()
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("could not be taken" in line for line in lines), lines
+    assert token_map.map_path(data / "tokens.bin").exists()
 
 
 def _damage(root: Path) -> None:
@@ -197,25 +301,3 @@ async def test_a_saved_graph_that_does_not_fit_leaves_the_scope_to_a_build(
     assert any("rows ready in" in line for line in lines), lines
     if log:
         assert any(log in line for line in lines), lines
-
-
-async def test_a_crash_after_a_start_that_took_the_graph_builds_it_next_time(
-    tmp_path: Path,
-) -> None:
-    repo, _ = await filled(tmp_path)
-    repo.close()
-    again = open_repo(tmp_path)
-    assert again.graphs_start.startswith("1 of 1 taken")
-    assert again.wait_for_ann(timeout=60)
-    await again.delete([again._parts[BIG].ids[0]])
-    # kill -9: the write is committed, the index (and its graph) die with the process
-    await asyncio.to_thread(again._durable.close)
-    third = open_repo(tmp_path)
-    try:
-        assert third.graphs_start == ""  # the start deleted what it took
-        assert third.token_start is not None and not third.token_start.reused
-        assert third.wait_for_ann(timeout=120)
-        (status,) = third.ann_status()
-        assert status.indexed == len(third._parts[BIG])
-    finally:
-        third.close()
