@@ -190,7 +190,7 @@ class HeapFreezer:
             self._settle_in = 0
         elif not busy and writes != self._collected:
             # What the writes left in reference cycles (a dropped LanceDB session with its
-            # caches: ~70 MiB at 100k Stores) waits for a collection, and an idle daemon
+            # caches: ~66 MiB at 100k Stores) waits for a collection, and an idle daemon
             # allocates nothing that would start one: walk what was made since the freeze.
             freeze_heap(frozen_too=False)
             why, walked = "the writes have stopped: what they left", gc.get_freeze_count() - frozen
