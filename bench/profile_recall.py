@@ -64,7 +64,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 OUT_ENV = "PROFILE_RECALL_OUT"
 CPROFILE_ENV = "PROFILE_RECALL_CPROFILE"
@@ -233,9 +233,17 @@ def serve(argv: list[str]) -> int:
             profiler.dump_stats(str(out) + ".prof")
 
     atexit.register(dump)
-    from memoryd.cli import main
+    from memoryd import cli
 
-    return main(argv)
+    # A stop that abandons a compaction ends the process with os._exit (no atexit hooks)
+    real_exit = cli._exit_now
+
+    def exit_now(code: int) -> NoReturn:
+        dump()
+        real_exit(code)
+
+    cli._exit_now = exit_now
+    return cli.main(argv)
 
 
 # -- the client -----------------------------------------------------------------------

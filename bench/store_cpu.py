@@ -46,6 +46,15 @@ def restart(signum, frame):  # SIGUSR2: forget start-up and warm-up, profile fro
     profiles[0] = cProfile.Profile(time.thread_time)
     profiles[0].enable()
 signal.signal(signal.SIGUSR2, restart)
+def dump():
+    profiles[0].disable()
+    profiles[0].dump_stats(os.environ["STORE_CPU_PROFILE"])
+import memoryd.cli
+real_exit = memoryd.cli._exit_now
+def exit_now(code):  # a stop that abandons a compaction ends with os._exit: no finally
+    dump()
+    real_exit(code)
+memoryd.cli._exit_now = exit_now
 sys.argv = ["memoryd", *sys.argv[1:]]
 profiles[0].enable()
 try:
@@ -53,8 +62,7 @@ try:
 except SystemExit:
     pass
 finally:
-    profiles[0].disable()
-    profiles[0].dump_stats(os.environ["STORE_CPU_PROFILE"])
+    dump()
 """
 
 
