@@ -226,8 +226,8 @@ def wait_for_ann(
     needles: Sequence[str] = (ANN_READY,),
 ) -> float | None:
     """Seconds from now until the daemon logs its HNSW graph of ``n`` rows ready (or any
-    of ``needles``). A finished graph is handed over at the scope's next search (or the
-    minutely maintenance): one Recall a second stands for the traffic that would."""
+    of ``needles``), one Recall a second meanwhile (traffic, answered by an exact scan
+    until the graph serves; a finished graph is handed over at once)."""
     started = time.perf_counter()
     wanted = [needle.format(n=n) for needle in needles]
     with MemoryClient(daemon.address, timeout=60.0) as client:

@@ -27,7 +27,8 @@ every row position below m it writes kills label p (``_Labels.reading``), so wha
 builder read at a written position, that label is never returned. Only rows untouched
 since the snapshot keep their labels, and for those the builder read what the loop still
 holds. The finished graph is handed over on the loop thread (``maintain`` polls the
-future) and is never modified again, only searched, from the loop thread.
+future; the builder's thread asks the loop's owner to call it as soon as it is done,
+``on_done``) and is never modified again, only searched, from the loop thread.
 
 faiss is imported on first use: daemons whose partitions stay small never load it.
 """
@@ -242,9 +243,17 @@ class _Cancelled(Exception):
 class PartitionAnn:
     """The approximate index of one partition: the serving graph and a build in flight."""
 
-    def __init__(self, settings: AnnSettings, build_lock: threading.Lock):
+    def __init__(
+        self,
+        settings: AnnSettings,
+        build_lock: threading.Lock,
+        on_done: Callable[[], None] | None = None,
+    ):
+        """``on_done``: called on the builder's thread when a build or a read ends, so
+        that the loop can hand the graph over at once (``maintain``)."""
         self.settings = settings
         self._build_lock = build_lock
+        self._on_done = on_done
         self.serving: _Graph | None = None
         self.building: _Build | None = None
         self._retry_at = 0.0
@@ -317,6 +326,7 @@ class PartitionAnn:
     def _start(self, matrix: F16, n: int) -> None:
         build = _Build(_Labels(n, matrix.shape[0], reading=True))
         self.building = build
+        self._tell_when_done(build)
         thread = threading.Thread(
             target=self._run,
             args=(build, matrix, n),
@@ -346,6 +356,7 @@ class PartitionAnn:
         labels = _Labels.of_rows(row_of_label, capacity)
         build = _Build(labels, saved=True)
         self.building = build
+        self._tell_when_done(build)
 
         def run() -> None:
             try:
@@ -360,6 +371,11 @@ class PartitionAnn:
                 build.future.set_result(graph)
 
         threading.Thread(target=run, name="memoryd-ann-read", daemon=True).start()
+
+    def _tell_when_done(self, build: _Build) -> None:
+        on_done = self._on_done
+        if on_done is not None:
+            build.future.add_done_callback(lambda _: on_done())
 
     def saved(self) -> Callable[[float], tuple[Any, I64] | None] | None:
         """What a stop saves of this partition's graph (``ann_map``): None without one,

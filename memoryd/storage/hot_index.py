@@ -339,6 +339,10 @@ class HotIndex:
             threshold=ann_threshold, ef_search=ann_ef_search, build_threads=ann_build_threads
         )
         self._ann_build_lock = threading.Lock()  # one build at a time: two cores are shared
+        # Called on a builder's thread when a graph is built or read: set by the owner of
+        # the event loop to hand it over there at once (else at the scope's next search or
+        # the next maintain_ann)
+        self.ann_done: Callable[[], None] | None = None
         self._closed = False
         self._bulk = False
         self._defer_texts = False  # bulk_load(defer_texts=True): rows put without terms
@@ -934,7 +938,7 @@ class HotIndex:
         if part.ann is None:
             if self._closed or not self.ann_settings.enabled or n < threshold:
                 return None
-            part.ann = PartitionAnn(self.ann_settings, self._ann_build_lock)
+            part.ann = PartitionAnn(self.ann_settings, self._ann_build_lock, self._ann_finished)
         elif n < threshold * 3 // 4:
             part.ann.close()
             part.ann = None
@@ -957,10 +961,15 @@ class HotIndex:
             or len(part) < self.ann_settings.threshold
         ):
             return False
-        ann = PartitionAnn(self.ann_settings, self._ann_build_lock)
+        ann = PartitionAnn(self.ann_settings, self._ann_build_lock, self._ann_finished)
         ann.adopt(row_of_label, part.vectors.shape[0], read)
         part.ann = ann
         return True
+
+    def _ann_finished(self) -> None:
+        done = self.ann_done
+        if done is not None:
+            done()
 
     def maintain_ann(self) -> None:
         """Start due approximate-index builds and install finished ones now, rather than on

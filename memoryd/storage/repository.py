@@ -472,7 +472,15 @@ class Repository(HotIndex):
         return self._durable.abandoned_compaction
 
     def start_jobs(self) -> None:
-        """Start the background jobs (on the event loop)."""
+        """Start the background jobs (on the event loop), and have a graph built or read
+        on a thread handed over on the loop as soon as it is done."""
+        loop = asyncio.get_running_loop()
+
+        def ann_done() -> None:  # on the builder's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
+                loop.call_soon_threadsafe(self.maintain_ann)
+
+        self.ann_done = ann_done
         self._jobs.start()
 
     async def shutdown(self) -> None:

@@ -7,6 +7,7 @@ after the start that took it) makes the scope build one instead."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import threading
@@ -17,7 +18,7 @@ import lancedb
 import numpy as np
 import pytest
 
-from memoryd.storage import ann_map, token_map
+from memoryd.storage import ann, ann_map, token_map
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.repository import Repository
 
@@ -301,3 +302,34 @@ async def test_a_saved_graph_that_does_not_fit_leaves_the_scope_to_a_build(
     assert any("rows ready in" in line for line in lines), lines
     if log:
         assert any(log in line for line in lines), lines
+
+
+@pytest.mark.parametrize("how", ["read", "built"])
+async def test_a_graph_serves_as_soon_as_it_is_built_or_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # No search and no maintenance tick (that job runs once a minute) needed: Stats and
+    # the next Recall see the graph as soon as its thread is done.
+    repo, _ = await filled(tmp_path)
+    repo.close()
+    if how == "read":
+        gate = held_back(monkeypatch)
+    else:  # no map: the token file is rewritten, no graph taken, one is built
+        token_map.remove(token_map.map_path(tmp_path / "data" / "tokens.bin"))
+        gate = threading.Event()
+        real = ann._build
+        monkeypatch.setattr(ann, "_build", lambda *a: (gate.wait(60), real(*a))[1])
+    again = open_repo(tmp_path)
+    again.start_jobs()
+    try:
+        assert again.graphs_start.startswith("1 of 1 taken") == (how == "read")
+        assert not again.ann_status()[0].indexed
+        gate.set()  # the thread's work ends after the loop's owner asked to be told
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while not again.ann_status()[0].indexed:
+            assert loop.time() < deadline, again.ann_status()
+            await asyncio.sleep(0.05)
+    finally:
+        gate.set()
+        await again.shutdown()
