@@ -357,6 +357,7 @@ class HotIndex:
         # turns this off and compacts on a thread from a job instead.
         self._compact_inline = True
         self._text_bytes = 0
+        self.changes = 0  # rows put or removed so far (what a token map must catch up with)
         # Links are stored one way (the newer memory names the older); the other direction
         # is derived here, so linking or superseding costs no extra write.
         # Tuples, not sets: a set is 216 B even empty, and a store of near-duplicates links
@@ -415,6 +416,7 @@ class HotIndex:
         """Insert or overwrite (same id; the scope never changes); returns the record as
         readers now see it (language filled in, links derived)."""
         old = self._memories.get(memory.id)
+        self.changes += 1
         same_text = old is not None and old.text == memory.text
         if not memory.language:  # stored before languages were: detected on load
             language = (
@@ -598,6 +600,7 @@ class HotIndex:
         memory = self._memories.pop(memory_id, None)
         if memory is None:
             return None
+        self.changes += 1
         self._text_bytes -= len(memory.text) + len(memory.summary)
         part = self._parts[memory.scope]
         part.record_bytes -= len(memory.text) + len(memory.summary)

@@ -401,6 +401,7 @@ def _shared_strings(column: pa.Array) -> list[str | None]:
 
 
 _SCAN_BATCH = 8192  # rows per batch of the load at start
+_TOKEN_READ_IDS = 2048  # ids per query of read_token_rows
 
 
 def _token_blobs(column: pa.Array, dim: int) -> list[np.ndarray | None]:
@@ -934,6 +935,37 @@ class LanceStore:
         if found.num_rows == 0:
             return None
         return _token_blobs(found.column("token_vectors").combine_chunks(), self.dim)[0]
+
+    def read_token_rows(
+        self, ids: Sequence[str]
+    ) -> Iterator[tuple[str, int, str, np.ndarray | None]]:
+        """The rows ``ids`` names (those still stored), each as (id, updated_at in
+        microseconds since the epoch, content hash, token vectors): for a start that takes
+        most rows' token vectors from its token file and reads only the others here
+        (``Repository``), a filtered read of ``_TOKEN_READ_IDS`` ids at a time."""
+        for at in range(0, len(ids), _TOKEN_READ_IDS):
+            quoted = ", ".join(
+                "'" + i.replace("'", "''") + "'" for i in ids[at : at + _TOKEN_READ_IDS]
+            )
+            found = (
+                self._table.search()
+                .where(f"id IN ({quoted})")
+                .select(["id", "updated_at", "content_hash", "token_vectors"])
+                .limit(None)
+                .to_arrow()
+                .combine_chunks()
+            )
+            if found.num_rows == 0:
+                continue
+            self.token_bytes_read += found.column("token_vectors").nbytes
+            tokens = _token_blobs(found.column("token_vectors").chunk(0), self.dim)
+            yield from zip(
+                found.column("id").to_pylist(),
+                _micros(found.column("updated_at").chunk(0)),
+                found.column("content_hash").to_pylist(),
+                tokens,
+                strict=True,
+            )
 
     # -- what the follower reads (storage.follow) -------------------------------------------
 

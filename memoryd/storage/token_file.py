@@ -10,14 +10,16 @@ It is a local file also when the store is an object store (``storage.uri = s3://
 where reading the table per Recall would cost a round trip per query.
 
 The file is derived data: LanceDB holds every memory's token vectors durably. A clean
-shutdown saves its map beside it (``token_map``: the table version and rows it was made
-from, checksummed), and the next start reuses the file, reading the table without its
-token-vector column, when the map proves it matches the table; otherwise (no map after a
-crash or kill -9, a reembed, restore or import, another model or dimension, the table moved
-on, a truncated or edited file) the start writes it afresh from the table (truncated, then
-every row appended), so nothing stale ever carries over. Records are only appended: an
-overwrite or a delete leaves dead bytes, and ``HotIndex`` rewrites the live records into
-a new file once the dead ones outweigh them (``should_compact``).
+shutdown, and the daemon while serving, save its map beside it (``token_map``: the table
+and the rows it was made from, checksummed), and the next start reuses the file, reading
+the table without its token-vector column, for the rows the map has as the table has them
+now, and only the others' token vectors from the table (rows written or changed after the
+map, before a crash); otherwise (no map, a reembed or restore swapped in, another model or
+dimension, a truncated, replaced or edited file, most of the rows changed) the start writes
+it afresh from the table (truncated, then every row appended), so nothing stale ever
+carries over. Records are only appended: an overwrite or a delete leaves dead bytes, and
+``HotIndex`` rewrites the live records into a new file once the dead ones outweigh them
+(``should_compact``).
 
 Each record starts with a header (magic, token count, dimension, the memory id's CRC-32)
 that every read checks: a truncated or overwritten file, or an offset that
@@ -42,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
+from memoryd.storage import token_map
+
 log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("<IHHII")  # magic, tokens, dim, CRC-32 of the id, reserved (0)
@@ -61,32 +65,53 @@ class TokenFile:
     """An append-only file of token-vector records; callers keep (offset, count).
 
     ``path`` None: an anonymous temporary file (tests, tools); else the file is created
-    or truncated at ``path``, or with ``keep`` (its size in bytes, which a map vouches for:
-    ``token_map``) reopened as it is (ValueError if it is not that long); its ``live``
-    bytes are then the caller's to count."""
+    or truncated at ``path``, or with ``keep`` (the bytes a map vouches for:
+    ``token_map``) reopened with what lies beyond them cut off (records appended after the
+    map was saved; ValueError if it is shorter) and then its modification time set back to
+    ``mtime_ns`` (the map's); its ``live`` bytes are then the caller's to count. Whatever
+    truncates or replaces the file at ``path`` first deletes the map beside it
+    (``token_map.map_path``): a map only ever describes bytes nothing has written to since
+    it was saved."""
 
-    def __init__(self, dim: int, path: Path | None = None, *, keep: int | None = None):
+    def __init__(
+        self,
+        dim: int,
+        path: Path | None = None,
+        *,
+        keep: int | None = None,
+        mtime_ns: int | None = None,
+    ):
         self.dim = dim
         self.path = path
-        self._fd = self._open(path, keep)
+        self._fd = self._open(path, keep, mtime_ns)
         # An index dropped without close() (tests, tools) still gives its descriptor back.
         self._finalizer = weakref.finalize(self, _close_quietly, [self._fd])
         self.size = keep or 0  # bytes written (the end of the last record)
         self.live = 0  # bytes of records some row still points at
         self.damaged = False  # a read found a record that is not what the index expects
+        self.generation = 0  # how many times the file was replaced (compaction, repair)
 
     @staticmethod
-    def _open(path: Path | None, keep: int | None) -> int:
+    def _open(path: Path | None, keep: int | None, mtime_ns: int | None) -> int:
         if path is None:
             with tempfile.TemporaryFile(prefix="memoryd-tokens-") as handle:
                 return os.dup(handle.fileno())
         path.parent.mkdir(parents=True, exist_ok=True)
         if keep is None:
+            token_map.remove(token_map.map_path(path))
             return os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        fd = os.open(path, os.O_RDWR)
-        if os.fstat(fd).st_size != keep:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        try:
+            size = os.fstat(fd).st_size
+            if size < keep:
+                raise ValueError(f"the token file {path} is {size} bytes, not {keep} or more")
+            if size > keep:  # appended after the map was saved (the run went on, then died)
+                os.ftruncate(fd, keep)
+                if mtime_ns is not None:  # the file as it was then, byte for byte: say so
+                    os.utime(fd, ns=(mtime_ns, mtime_ns))
+        except BaseException:
             os.close(fd)
-            raise ValueError(f"the token file {path} is not {keep} bytes long")
+            raise
         return fd
 
     def sync(self) -> os.stat_result:
@@ -124,6 +149,15 @@ class TokenFile:
             return np.frombuffer(data, np.int8, offset=HEADER_BYTES).reshape(count, self.dim)
         self._found_damaged(memory_id, offset)
         return None
+
+    def holds(self, memory_id: str, offset: int, count: int) -> bool:
+        """Whether the record at ``offset`` is ``memory_id``'s with ``count`` tokens, by its
+        header alone (a start's check of a sample of what a map says; nothing is marked)."""
+        try:
+            data = os.pread(self._fd, HEADER_BYTES, offset)
+        except OSError:
+            return False
+        return len(data) == HEADER_BYTES and self._holds(data, 0, memory_id, count)
 
     def read_many(
         self, records: Sequence[tuple[str, int, int]]
@@ -183,12 +217,14 @@ class TokenFile:
     def replace_with(self, other: TokenFile) -> None:
         """Take ``other``'s file (written as a compacted copy) in place of this one."""
         if self.path is not None and other.path is not None:
+            token_map.remove(token_map.map_path(self.path))  # it describes the old file
             os.replace(other.path, self.path)
         self.close()
         self._fd, self.size, self.live, self.damaged = other._fd, other.size, other.live, False
         other._finalizer.detach()
         other._fd = -1
         self._finalizer = weakref.finalize(self, _close_quietly, [self._fd])
+        self.generation += 1
 
     def close(self) -> None:
         self._finalizer.detach()

@@ -2,29 +2,35 @@
 
 The token file (``token_file``) is derived from the store's token-vector column. Writing it
 afresh at every start means reading that column whole (~12 KiB per memory: 12 GB at a
-million memories) and writing as much again. So at a clean shutdown the repository writes,
-beside it, ``tokens.bin.map``: what the file was made from and where each row's record is:
+million memories) and writing as much again. So the repository writes, beside it,
+``tokens.bin.map``: what the file was made from and where each row's record is:
 
 - the table (``LanceStore.identity``): its location, embedding model and dimension, schema
   (with the random id the table was created with: a table re-created, replaced or restored
-  with the same version number has another), version and row count;
+  under the same name has another), and the version and row count it had then;
 - the file: its size, modification time, inode and device (after an fsync);
 - per row: the memory id, the state of the row its record was written for (updated_at in
   microseconds and the CRC-32 of its content hash), and the record's offset and token count
   (-1: the row has none);
 
 written atomically (a temporary file, fsync, rename, fsync of the directory) and ending in
-the SHA-256 of everything before it.
+the SHA-256 of everything before it: at a clean shutdown, and while serving once rows have
+changed (``Repository.checkpoint_tokens``), so that a crash or a kill -9 finds one too.
 
-A start reads the map and deletes it before anything is written to the token file, so a map
-only ever describes a file nothing has written to since it was saved: a crash, a kill -9 or
-a failed save leaves none, and that start rewrites the file. The file is reused only when
-the map reads whole and every check agrees (``Repository.open``): the store's identity now
-is the map's, the file is the one the map describes, and the table's rows, read without
-their token vectors, are exactly the map's rows in the same states. Anything else (a
-``memoryd reembed`` or restore swapped in, another model, dimension or schema, the table
-moved on, a truncated or edited file or map) rewrites it from the table as before. The
-per-record header check of ``token_file`` stays as the last guard.
+The token file is only ever appended to; whatever truncates or replaces it (a start that
+rewrites it, a compaction, a repair) first deletes the map (``TokenFile``). So a map always
+describes the file's first ``size`` bytes as they still are. A start takes it when it
+reads whole, names this table (location, model, dimension, schema: ``TABLE_KEYS``), and the
+file is the same one (inode, device), at least that long (longer: records appended after
+the map, cut off) and, when exactly that long, unmodified since. Then every row the table
+has in the state the map saved takes its record from the map (a sample of the records'
+headers is checked first, and, when the table's version moved on since the map, a sample of
+the token vectors against the table's: a writer that changed token vectors without a new
+updated_at is caught there); the rows the map does not have so (written, changed or
+restored since) are read from the table and appended; rows the table no longer has leave
+dead records. Anything else (another table or file, a map that does not read, more than a
+quarter of the rows to read) rewrites the file from the table. The per-record header check
+of ``token_file`` stays as the last guard.
 """
 
 from __future__ import annotations
@@ -66,6 +72,37 @@ def row_state(updated_at: datetime, content_hash: str) -> tuple[int, int]:
     the CRC-32 of the content hash (the table's version and fragments are checked whole;
     this tells the rows the index held apart from rows it had not applied)."""
     return (updated_at - _EPOCH) // _MICROSECOND, zlib.crc32(content_hash.encode())
+
+
+# What a map names of the table that must be unchanged for a start to take any of it: the
+# version and row count may have moved on since (a map saved while serving, then a crash),
+# as the rows are compared one by one.
+TABLE_KEYS = ("uri", "table", "model", "dim", "schema")
+
+
+def table_mismatch(saved: dict[str, Any], now: dict[str, Any]) -> str:
+    """Why the table ``now`` is not the one the map was saved for ("": it is)."""
+    keys = TABLE_KEYS
+    return mismatch({k: saved.get(k) for k in keys}, {k: now.get(k) for k in keys}, "the table")
+
+
+def file_mismatch(saved: dict[str, Any], now: os.stat_result) -> str:
+    """Why the token file as it is ``now`` is not the one the map describes ("": it is):
+    the same file (inode and device), at least as long and, when exactly as long, not
+    modified since. Longer: records appended after the map was saved, which the start cuts
+    off (``TokenFile``, which then sets the modification time back to the map's); the
+    bytes the map describes are checked by a sample of the records' headers then
+    (``Repository``), and every read checks its record's."""
+    size = saved.get("size")
+    if saved.get("ino") != now.st_ino or saved.get("dev") != now.st_dev:
+        return "the token file is another file than the map's"
+    if not isinstance(size, int) or now.st_size < size:
+        return f"the token file is {now.st_size} bytes, shorter than the map's {size}"
+    if now.st_size == size and saved.get("mtime_ns") != now.st_mtime_ns:
+        return (
+            f"the token file's mtime_ns is {now.st_mtime_ns!r}, the map's {saved.get('mtime_ns')!r}"
+        )
+    return ""
 
 
 def file_identity(stat: os.stat_result) -> dict[str, int]:
@@ -188,7 +225,7 @@ def strings(body: bytes, at: int, lengths: np.ndarray, what: str) -> list[str]:
     ends = (np.cumsum(lengths, dtype=np.int64) + at).tolist()
     if (ends[-1] if ends else at) != len(body):
         raise Unusable(f"{what} do not add up to the file's length")
-    starts = [at, *ends[:-1]]
+    starts = [at, *ends[:-1]] if ends else []
     return [body[s:e].decode() for s, e in zip(starts, ends, strict=True)]
 
 

@@ -1,8 +1,9 @@
 """A daemon of a fleet (storage.uri = s3://..., a moto server on loopback) restarted on its
-own data dir: its token file (tokens.bin, storage/token_map.py) is reused when the shared
-table is still at the version its clean shutdown left it, and rewritten when another daemon
-wrote meanwhile; either way its Recalls rerank with the right token vectors (no read finds
-the file holding another memory's)."""
+own data dir: its token file (tokens.bin, storage/token_map.py) is reused whole when the
+shared table is still at the version its clean shutdown left it, and when another daemon
+wrote meanwhile the start reads only that daemon's rows from the table; either way its
+Recalls rerank with the right token vectors (no read finds the file holding another
+memory's)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Dae
         s3.stop()
 
 
-def test_a_restarted_daemon_reuses_its_file_only_while_the_table_has_not_moved_on(
+def test_a_restarted_daemon_reads_from_the_table_only_what_others_wrote_while_it_was_down(
     pair: tuple[Daemon, Daemon],
 ) -> None:
     a, b = pair
@@ -57,13 +58,15 @@ def test_a_restarted_daemon_reuses_its_file_only_while_the_table_has_not_moved_o
     with MemoryClient(a.address, retries=0, timeout=30) as ca:
         assert ca.recall(agent, "What does the user keep?").results[0].memory.id == bees.id
     assert a.stop() == 0
-    # Another daemon writes while a is down: a's map names an older version.
+    # Another daemon writes while a is down: a's map names an older version, and the start
+    # reads that Store's token vectors from the table, the rest from its file.
     b.start()
     with MemoryClient(b.address, retries=0, timeout=30) as cb:
         wasps = cb.store(agent, "The user is afraid of wasps.").memory
     a.start()
     text = a.log_text()
-    assert "token file rewritten (the table's" in text, a.log_tail()
+    assert "token file reused (its map of table version" in text, a.log_tail()
+    assert "1 rows' records taken, 1 rows read from the table" in text, a.log_tail()
     with MemoryClient(a.address, retries=0, timeout=30) as ca:
         assert ca.recall(agent, "What is the user afraid of?").results[0].memory.id == wasps.id
         assert ca.recall(agent, "What does the user keep?").results[0].memory.id == bees.id

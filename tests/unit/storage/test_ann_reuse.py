@@ -264,7 +264,8 @@ def _store_moved_on(root: Path) -> None:
     [
         (_damage, "1 of 1 taken, read while serving", "the checksum of tokens.bin.ann.0"),
         (_other_faiss, "none taken: this daemon's faiss is", ""),
-        (_store_moved_on, "", ""),  # the token file is rewritten: no graph is looked at
+        # the token file is reused but for the deleted row: its scope is not the graph's
+        (_store_moved_on, "0 of 1 taken", ""),
         (lambda root: graphs_of(root).unlink(), "", ""),
     ],
     ids=["damaged", "another-faiss", "store-moved-on", "graph-list-missing"],

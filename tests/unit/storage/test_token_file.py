@@ -17,7 +17,7 @@ from memoryd_native import maxsim
 
 from memoryd.core.errors import FailedPrecondition
 from memoryd.core.retrieval import LateInteractionReranker
-from memoryd.storage import token_file
+from memoryd.storage import token_file, token_map
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.repository import Repository
 
@@ -332,3 +332,45 @@ async def test_compaction_on_a_thread_keeps_writes_made_meanwhile(
         assert not repo.tokens_damaged
     finally:
         repo.close()
+
+
+def test_a_file_reopened_for_a_map_is_cut_back_to_what_the_map_describes(tmp_path: Path) -> None:
+    """A map saved while serving, then records appended before a crash: the start reopens
+    the file at the map's length, as it was then (its modification time too), and appends
+    after it; a map longer than the file is refused."""
+    path = tmp_path / "tokens.bin"
+    f = token_file.TokenFile(DIM, path)
+    first = f.append("a", tokens_for(1))
+    size = f.size
+    mtime = f.sync().st_mtime_ns
+    f.append("b", tokens_for(2))  # after the map
+    f.close()
+    assert path.stat().st_size > size
+    again = token_file.TokenFile(DIM, path, keep=size, mtime_ns=mtime)
+    try:
+        assert path.stat().st_size == size and path.stat().st_mtime_ns == mtime
+        held = again.read("a", first, tokens_for(1).shape[0])
+        assert held is not None
+        np.testing.assert_array_equal(held, tokens_for(1))
+        assert again.append("c", tokens_for(3)) == size  # where "b" was
+    finally:
+        again.close()
+    with pytest.raises(ValueError, match="not 100000 or more"):
+        token_file.TokenFile(DIM, path, keep=100_000)
+
+
+def test_whatever_truncates_or_replaces_the_file_deletes_its_map_first(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.bin"
+    where = token_map.map_path(path)
+    f = token_file.TokenFile(DIM, path)
+    f.append("a", tokens_for(1))
+    where.write_bytes(b"a map")
+    other = token_file.TokenFile(DIM, tmp_path / "tokens.bin.compact")
+    other.append("a", tokens_for(1))
+    assert where.exists()
+    f.replace_with(other)  # a compaction or a repair
+    assert not where.exists() and f.generation == 1
+    f.close()
+    where.write_bytes(b"a map")
+    token_file.TokenFile(DIM, path).close()  # a start that rewrites the file
+    assert not where.exists() and path.stat().st_size == 0

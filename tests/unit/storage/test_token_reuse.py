@@ -1,8 +1,9 @@
 """Reusing the token file across restarts (storage/token_map.py): after a clean shutdown the
 next start takes every memory's token vectors from the daemon's tokens.bin without reading
-the store's token-vector column, and reranks exactly as a start that rewrote the file; every
-way the file, its map or the store can have changed since makes the start rewrite it, and
-the token vectors read are always the store's."""
+the store's token-vector column, and reranks exactly as a start that rewrote the file; after
+a crash, the map saved while serving gives the rows it holds as they are and the start reads
+only the others from the table; every way the file, its map or the store can have changed
+otherwise makes the start rewrite it, and the token vectors read are always the store's."""
 
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ async def test_a_clean_restart_reuses_the_file_and_reranks_as_a_rewritten_one(
     try:
         assert started(again)[0], started(again)[1]
         assert again._durable.token_bytes_read == 0  # the token column was not read
-        assert not map_of(tmp_path).exists()  # gone until the next clean shutdown
+        assert map_of(tmp_path).exists()  # kept: it describes the file's first bytes still
         assert_tokens(again, want)
         ids, reused_scores = await rerank_scores(again)
         # Writes after a reused start append to the kept file, and survive the next one.
@@ -123,7 +124,7 @@ async def test_a_clean_restart_reuses_the_file_and_reranks_as_a_rewritten_one(
     finally:
         third.close()
 
-    map_of(tmp_path).unlink()  # as a crash leaves it: the file is rewritten
+    map_of(tmp_path).unlink()  # a data dir without one: the file is rewritten
     rewritten = open_repo(tmp_path)
     try:
         assert not started(rewritten)[0] and "no map" in started(rewritten)[1]
@@ -137,7 +138,10 @@ async def test_a_clean_restart_reuses_the_file_and_reranks_as_a_rewritten_one(
         rewritten.close()
 
 
-async def test_a_crash_after_a_reused_start_rewrites_the_file(tmp_path: Path) -> None:
+async def test_a_crash_after_a_reused_start_reads_only_the_rows_written_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("memoryd.storage.repository.TOKENS_SAMPLE", 0)  # none compared
     repo = open_repo(tmp_path)
     want = await fill(repo)
     repo.close()
@@ -145,11 +149,106 @@ async def test_a_crash_after_a_reused_start_rewrites_the_file(tmp_path: Path) ->
     assert started(again)[0]
     m = await again.add(mem(60, text="written before the crash"), unit(3), toks(60))
     want[m.id] = toks(60)
-    # kill -9: the write is committed, the index and its map die with the process
+    # kill -9: the write is committed, the index dies with the process; the map the clean
+    # stop saved still describes the file's first bytes
     await asyncio.to_thread(again._durable.close)
     third = open_repo(tmp_path)
     try:
-        assert not started(third)[0] and "no map" in started(third)[1]
+        reused, why = started(third)
+        assert reused and "1 rows read from the table" in why, why
+        assert_tokens(third, want)
+        # that row's token vectors (and their offsets), not the column's ~1 KB
+        assert toks(60).nbytes <= third._durable.token_bytes_read <= toks(60).nbytes + 16
+    finally:
+        third.close()
+
+
+async def test_a_crash_reuses_the_map_saved_while_serving_and_ranks_as_a_rewritten_start(
+    tmp_path: Path,
+) -> None:
+    """The map saved while serving (checkpoint_tokens), then Stores, an update with a new
+    text and forgets before a kill -9: the start takes the rows the map still holds, reads
+    the written and changed ones from the table, leaves the forgotten ones' records dead,
+    and reranks exactly as a start that rewrote the file from the table."""
+    repo = open_repo(tmp_path)
+    map_of(tmp_path).unlink(missing_ok=True)
+    want = await fill(repo)
+    assert await repo.checkpoint_tokens(force=True)
+    assert not await repo.checkpoint_tokens(force=True)  # nothing changed since
+    for i in range(30, 36):
+        m = await repo.add(mem(i, text=f"memory {i} about bees, later"), unit(i % DIM), toks(i))
+        want[m.id] = toks(i)
+    ids = [i for i, t in want.items() if t is not None]
+    first = repo.get(ids[3])
+    assert first is not None
+    changed = dataclasses.replace(
+        first, text="hornets now", content_hash="h-later", updated_at=NOW + timedelta(seconds=9)
+    )
+    await repo.replace(changed, unit(7), toks(300))
+    want[ids[3]] = toks(300)
+    await repo.delete([ids[4], ids[-1]])
+    want[ids[4]] = want[ids[-1]] = None
+    await asyncio.to_thread(repo._durable.close)  # kill -9
+    crashed = open_repo(tmp_path)
+    try:
+        reused, why = started(crashed)
+        assert reused and "6 rows read from the table" in why, why  # 5 new, 1 changed
+        assert "3 rows' records" not in why
+        assert_tokens(crashed, want)
+        ids_reused, scores_reused = await rerank_scores(crashed)
+    finally:
+        crashed.close()
+    map_of(tmp_path).unlink()
+    rewritten = open_repo(tmp_path)
+    try:
+        assert not started(rewritten)[0]
+        got_ids, got = await rerank_scores(rewritten)
+        assert got_ids == ids_reused
+        np.testing.assert_array_equal(got, scores_reused)
+    finally:
+        rewritten.close()
+
+
+async def test_a_map_saved_while_serving_is_due_only_after_changes(tmp_path: Path) -> None:
+    """The upkeep saves the map once rows changed since the one on disk: at the first quiet
+    upkeep a minute after the last, or five minutes after it whatever the writes; not again
+    while nothing changes."""
+    repo = open_repo(tmp_path)
+    try:
+        assert not started(repo)[0]  # no map matches this start: one is due at once
+        assert await repo.checkpoint_tokens()
+        saved = token_map.read(map_of(tmp_path))
+        assert not await repo.checkpoint_tokens()  # nothing changed
+        await repo.add(mem(1, text="bees"), unit(1), toks(1))
+        assert not await repo.checkpoint_tokens()  # changed, but a map was saved just now
+        repo._checkpoint_at -= 61
+        await repo.add(mem(3, text="moths"), unit(3), toks(3))
+        assert not await repo.checkpoint_tokens()  # a minute on, but rows changed since
+        assert await repo.checkpoint_tokens()  # a minute on and quiet
+        assert len(token_map.read(map_of(tmp_path)).ids) == len(saved.ids) + 2
+        await repo.add(mem(2, text="wasps"), unit(2), toks(2))
+        repo._checkpoint_at -= 301
+        assert await repo.checkpoint_tokens()  # five minutes on, writes or not
+    finally:
+        repo.close()
+
+
+async def test_a_start_reads_the_whole_column_when_too_much_changed_since_the_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("memoryd.storage.repository.DELTA_MIN_ROWS", 0)
+    repo = open_repo(tmp_path)
+    want = await fill(repo)
+    repo.close()
+    again = open_repo(tmp_path)
+    for i in range(40, 52):  # more than a quarter of the rows are new
+        m = await again.add(mem(i, text=f"memory {i}"), unit(i % DIM), toks(i))
+        want[m.id] = toks(i)
+    await asyncio.to_thread(again._durable.close)  # kill -9
+    third = open_repo(tmp_path)
+    try:
+        reused, why = started(third)
+        assert not reused and "the map holds 22 of the table's 34 rows" in why, why
         assert_tokens(third, want)
     finally:
         third.close()
@@ -195,8 +294,9 @@ def _restore_older(root: Path) -> str:
 
 
 def _write_behind(root: Path) -> str:
-    """Another writer (a tool, another daemon) changed the table while this one was down:
-    a new text for a memory, with new token vectors."""
+    """Another writer (a tool) changed a row's token vectors in the table while this one
+    was down, leaving its updated_at and content hash as they were (memoryd's writes never
+    do: a new text is a new updated_at): the sample compared with the table catches it."""
     table = lancedb.connect(str(root / "lancedb")).open_table("m")
     row = table.search().where("id = '00000000-0000-4000-8000-000000000005'").to_arrow()
     row = row.set_column(
@@ -205,7 +305,7 @@ def _write_behind(root: Path) -> str:
         [[toks(555).tobytes()]],
     )
     table.merge_insert("id").when_matched_update_all().execute(row)
-    return "the table's"
+    return "token vectors in the table are not the file's"
 
 
 @pytest.mark.parametrize(
@@ -216,7 +316,6 @@ def _write_behind(root: Path) -> str:
         _remove_file,
         _edit_map,
         _truncate_map,
-        _restore_older,
         _write_behind,
     ],
 )
@@ -235,6 +334,27 @@ async def test_any_change_since_the_shutdown_rewrites_the_file(
         reused, why = started(again)
         assert not reused and reason in why, why
         assert again._durable.token_bytes_read > 0
+        assert_tokens(again, truth)
+        assert not again.tokens_damaged
+    finally:
+        again.close()
+
+
+async def test_a_table_rolled_back_since_the_map_gives_the_tables_token_vectors(
+    tmp_path: Path,
+) -> None:
+    """A restore to an older version: rows forgotten since are back, an updated one has its
+    old text; the start takes what the map holds as the table has it and reads the rest."""
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    _restore_older(tmp_path)
+    direct = LanceStore(str(tmp_path / "lancedb"), table="m", model_name="x", dim=DIM)
+    truth: Want = {memory.id: tokens for memory, _, tokens in direct.scan()}
+    again = open_repo(tmp_path)
+    try:
+        reused, why = started(again)
+        assert reused and "rows read from the table" in why, why
         assert_tokens(again, truth)
         assert not again.tokens_damaged
     finally:
@@ -271,7 +391,8 @@ async def test_a_map_whose_rows_differ_from_the_table_is_caught_row_by_row(
     tmp_path: Path,
 ) -> None:
     """The table is the one the map names, but the index had not held one row as the table
-    has it (a write it never applied): the start reads the table's token vectors after all."""
+    has it (a write it never applied): the start reads that row's token vectors from the
+    table."""
     repo = open_repo(tmp_path)
     want = await fill(repo)
     repo.close()
@@ -282,7 +403,7 @@ async def test_a_map_whose_rows_differ_from_the_table_is_caught_row_by_row(
     again = open_repo(tmp_path)
     try:
         reused, why = started(again)
-        assert not reused and "not in the table as the map has it" in why, why
+        assert reused and "1 rows read from the table" in why, why
         assert again._durable.token_bytes_read > 0
         assert_tokens(again, want)
     finally:
@@ -292,6 +413,7 @@ async def test_a_map_whose_rows_differ_from_the_table_is_caught_row_by_row(
 async def test_a_file_damaged_while_serving_leaves_no_map(tmp_path: Path) -> None:
     repo = open_repo(tmp_path)
     want = await fill(repo)
+    assert await repo.checkpoint_tokens(force=True)  # a map saved while serving
     path = tmp_path / "data" / "tokens.bin"
     os.truncate(path, 0)
     assert repo.tokens_of(list(want)[5]) is None and repo.tokens_damaged
@@ -305,12 +427,12 @@ async def test_a_file_damaged_while_serving_leaves_no_map(tmp_path: Path) -> Non
         again.close()
 
 
-async def test_a_fleet_daemon_reuses_the_file_only_for_the_version_it_holds(
+async def test_a_fleet_daemon_reads_only_what_the_others_changed_since_its_map(
     tmp_path: Path,
 ) -> None:
     """Two daemons over one store: a clean shutdown first follows the other's last
     commits, so the map names the newest version; once the other writes again, a's next
-    start rewrites its file."""
+    start reads from the table only the row the other changed."""
 
     def follow(data: str) -> Repository:
         return open_repo(tmp_path, follow=60.0, data=data)
@@ -331,11 +453,12 @@ async def test_a_fleet_daemon_reuses_the_file_only_for_the_version_it_holds(
         )
         await b.replace(changed, unit(3), toks(3))
         want[n.id] = toks(3)
+        saved = token_map.read(map_of(tmp_path, "a")).digest
         await asyncio.to_thread(a.close)  # no last look: its index trails, no map is saved
-        assert not map_of(tmp_path, "a").exists()
+        assert token_map.read(map_of(tmp_path, "a")).digest == saved  # the start's stays
         a = follow("a")
         reused, why = started(a)
-        assert not reused and "no map" in why, why
+        assert reused and "1 rows read from the table" in why, why
         assert_tokens(a, want)
     finally:
         await asyncio.to_thread(a.close)
@@ -354,6 +477,7 @@ async def test_the_start_says_which_way_it_took(
     lines = [r.getMessage() for r in caplog.records if "loaded" in r.getMessage()]
     assert "token file rewritten (no map" in lines[0]
     assert "token file reused (its map matches table version" in lines[1]
+    assert "token file reused (its map of table version" not in lines[1]
 
 
 async def test_a_stop_saves_the_map_without_reading_the_tables_version_list(
