@@ -79,6 +79,9 @@ OUT = Path(__file__).resolve().parent / "out"
 CHUNK = 10_000  # rows per Arrow batch written (a batch of token vectors is ~140 MB)
 ANN_READY = "approximate index of {n} rows ready in"
 ANN_READ = "approximate index of {n} rows read as the last clean shutdown saved it"
+MAP_SAVED_RE = re.compile(r"saved the token file's map while serving \((\d+) rows\) in ([\d.]+)s")
+TOKEN_START_RE = re.compile(r"token file (reused|rewritten) \(([^)]*)\)")
+ROWS_READ_RE = re.compile(r"(\d+) rows read from the table")
 ANN_SAVED_RE = re.compile(
     r"saved (\d+) approximate index\(es\) of (\d+) rows \((\d+) MB\) in ([0-9.]+)s"
 )
@@ -324,6 +327,8 @@ def serve(
         status = harness.proc_status(daemon.pid)
         out["rss_end"], out["rss_peak"] = status.get("VmRSS"), status.get("VmHWM")
         out["io_start"] = proc_io(daemon.pid)
+        if layout is not None and args.crash is not None:
+            out["crash"] = crash(daemon, layout, args)
     finally:
         out.update(timed_stop(daemon))
     if layout is not None and args.restart:
@@ -387,6 +392,41 @@ def restart(
             out["rss_end"] = harness.proc_status(daemon.pid).get("VmRSS")
     finally:
         out.update(timed_stop(daemon))
+    return out
+
+
+def crash(daemon: harness.Daemon, layout: peers.Layout, args: argparse.Namespace) -> dict[str, Any]:
+    """``--crash N``: wait until the daemon has saved its token file's map while serving,
+    Store N more memories (through gRPC, embedded), kill -9 it, and start it again: time to
+    SERVING and how its token file came back (storage/token_map.py: the rows the map holds
+    taken from the file, the others read from the table), and the I/O until SERVING."""
+    out: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    while not (m := MAP_SAVED_RE.search(daemon.log_text())):
+        if time.perf_counter() - t0 > args.serve_timeout:
+            raise SystemExit(f"no map saved while serving:\n{daemon.log_tail()}")
+        time.sleep(1.0)
+    out["map_rows"], out["map_s"] = int(m.group(1)), float(m.group(2))
+    texts = corpus.take(corpus.memories(args.seed + 7), args.crash)
+    with MemoryClient(daemon.address, timeout=60.0) as client:
+        t1 = time.perf_counter()
+        for n, text in enumerate(texts):
+            client.store(layout.agent(n % layout.agents), f"{text} (after the map, {n})")
+        out["stores_s"] = time.perf_counter() - t1
+    harness.log(f"kill -9 after {args.crash} Stores past the map")
+    daemon.kill()
+    t2 = time.perf_counter()
+    daemon.start()
+    out["spawn_s"] = time.perf_counter() - t2
+    out.update(daemon.startup())
+    out["io_start"] = proc_io(daemon.pid)
+    out["rss_start"] = harness.proc_status(daemon.pid).get("VmRSS")
+    text = daemon.log_text()
+    if m := TOKEN_START_RE.search(text):
+        out["token_file"], out["why"] = m.group(1), m.group(2)
+    if m := ROWS_READ_RE.search(text):
+        out["rows_read"] = int(m.group(1))
+    harness.log(f"after the crash: {out}")
     return out
 
 
@@ -498,6 +538,13 @@ RESTART_HEADERS = (
 )  # fmt: skip
 
 
+CRASH_HEADERS = (
+    "layout", "map rows", "map saved in s", "Stores after it", "token file at the start",
+    "SERVING after s", "store + index s", "read syscalls GiB", "write syscalls GiB",
+    "RSS after start MiB",
+)  # fmt: skip
+
+
 GRAPH_HEADERS = (
     "layout", "graph saved MB", "saved in s", "stop s", "after restart", "serving after SERVING s",
     "Recall p50 ms", "Recall p99 ms", "RSS after Recalls MiB",
@@ -603,6 +650,20 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
             "then served again after SERVING (read back, or built if it could not be):",
             harness.table(GRAPH_HEADERS, graphs),
         ]
+    crashes = [
+        [r["layout"], x.get("map_rows", nan), x.get("map_s", nan), args.crash,
+         f"{x.get('token_file', 'n/a')}: {x.get('why', '')}", x.get("serving_s", nan),
+         x.get("store_s", nan), gib(x.get("io_start", {}).get("rchar")),
+         gib(x.get("io_start", {}).get("wchar")), harness.mib(x.get("rss_start"))]
+        for r in results
+        if (x := r.get("crash"))
+    ]  # fmt: skip
+    if crashes:
+        sections += [
+            "A kill -9 after the map saved while serving and more Stores (`--crash N`), then "
+            "the start on what it left (the token file from that map and the table):",
+            harness.table(CRASH_HEADERS, crashes),
+        ]
     if cold:
         sections += [
             "A cold scope's load, in process (the proposed policy's cost before its first "
@@ -632,6 +693,13 @@ def main() -> None:
         "--restart",
         action="store_true",
         help="start each store's daemon once more after its clean stop (token file reused)",
+    )
+    p.add_argument(
+        "--crash",
+        type=int,
+        metavar="N",
+        help="after the Recalls, wait for the map saved while serving, Store N more, kill -9 "
+        "and start again (the token file reused from that map)",
     )
     p.add_argument(
         "--expect-bytes-per-memory",
