@@ -78,7 +78,7 @@ from memoryd.storage.repository import quantize_tokens
 OUT = Path(__file__).resolve().parent / "out"
 CHUNK = 10_000  # rows per Arrow batch written (a batch of token vectors is ~140 MB)
 ANN_READY = "approximate index of {n} rows ready in"
-ANN_READ = "approximate index of {n} rows read as the last clean shutdown saved it"
+ANN_READ = "approximate index of {n} rows read as it was saved"
 MAP_SAVED_RE = re.compile(r"saved the token file's map while serving \((\d+) rows\) in ([\d.]+)s")
 TOKEN_START_RE = re.compile(r"token file (reused|rewritten) \(([^)]*)\)")
 ROWS_READ_RE = re.compile(r"(\d+) rows read from the table")
@@ -328,7 +328,7 @@ def serve(
         out["rss_end"], out["rss_peak"] = status.get("VmRSS"), status.get("VmHWM")
         out["io_start"] = proc_io(daemon.pid)
         if layout is not None and args.crash is not None:
-            out["crash"] = crash(daemon, layout, args)
+            out["crash"] = crash(daemon, layout, settings, queries, args)
     finally:
         out.update(timed_stop(daemon))
     if layout is not None and args.restart:
@@ -395,18 +395,36 @@ def restart(
     return out
 
 
-def crash(daemon: harness.Daemon, layout: peers.Layout, args: argparse.Namespace) -> dict[str, Any]:
-    """``--crash N``: wait until the daemon has saved its token file's map while serving,
-    Store N more memories (through gRPC, embedded), kill -9 it, and start it again: time to
-    SERVING and how its token file came back (storage/token_map.py: the rows the map holds
-    taken from the file, the others read from the table), and the I/O until SERVING."""
+def crash(
+    daemon: harness.Daemon,
+    layout: peers.Layout,
+    settings: Settings,
+    queries: Sequence[str],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """``--crash N``: wait until the daemon has saved its token file's map while serving
+    (and, with an HNSW scope, its graph), Store N more memories (through gRPC, embedded),
+    kill -9 it, and start it again: time to SERVING and how its token file came back
+    (storage/token_map.py: the rows the map holds taken from the file, the others read
+    from the table), the I/O until SERVING; with an HNSW scope, the time until its graph
+    serves again (read as saved, or built), then the Recalls."""
     out: dict[str, Any] = {}
+    graph = layout.per_agent >= settings.recall.ann_threshold > 0
     t0 = time.perf_counter()
-    while not (m := MAP_SAVED_RE.search(daemon.log_text())):
+    while not (m := MAP_SAVED_RE.search(daemon.log_text())) or (
+        graph and not ANN_SAVED_RE.search(daemon.log_text())
+    ):
         if time.perf_counter() - t0 > args.serve_timeout:
-            raise SystemExit(f"no map saved while serving:\n{daemon.log_tail()}")
+            raise SystemExit(f"no map (or graph) saved while serving:\n{daemon.log_tail()}")
         time.sleep(1.0)
+    m = list(MAP_SAVED_RE.finditer(daemon.log_text()))[-1]
     out["map_rows"], out["map_s"] = int(m.group(1)), float(m.group(2))
+    if graph and (g := ANN_SAVED_RE.search(daemon.log_text())):
+        out["graph_saved"] = {
+            "rows": int(g.group(2)),
+            "mb": int(g.group(3)),
+            "s": float(g.group(4)),
+        }
     texts = corpus.take(corpus.memories(args.seed + 7), args.crash)
     with MemoryClient(daemon.address, timeout=60.0) as client:
         t1 = time.perf_counter()
@@ -427,6 +445,16 @@ def crash(daemon: harness.Daemon, layout: peers.Layout, args: argparse.Namespace
     if m := ROWS_READ_RE.search(text):
         out["rows_read"] = int(m.group(1))
     harness.log(f"after the crash: {out}")
+    if graph:
+        n = layout.per_agent
+        out["ann_s"] = wait_for_ann(
+            daemon, layout.agent(0), n, args.ann_wait, needles=(ANN_READ, ANN_READY)
+        )
+        out["graph"] = "read" if ANN_READ.format(n=n) in daemon.log_text() else "built"
+        lat, out["recalls_found"] = recalls(daemon.address, layout, queries, args.warmup)
+        out["recall"] = harness.summary_ms(lat)
+        out["rss_end"] = harness.proc_status(daemon.pid).get("VmRSS")
+        harness.log(f"after the crash, the graph {out['graph']}: {out}")
     return out
 
 
@@ -541,7 +569,7 @@ RESTART_HEADERS = (
 CRASH_HEADERS = (
     "layout", "map rows", "map saved in s", "Stores after it", "token file at the start",
     "SERVING after s", "store + index s", "read syscalls GiB", "write syscalls GiB",
-    "RSS after start MiB",
+    "RSS after start MiB", "graph", "serving after SERVING s", "Recall p50 ms", "Recall p99 ms",
 )  # fmt: skip
 
 
@@ -654,7 +682,9 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
         [r["layout"], x.get("map_rows", nan), x.get("map_s", nan), args.crash,
          f"{x.get('token_file', 'n/a')}: {x.get('why', '')}", x.get("serving_s", nan),
          x.get("store_s", nan), gib(x.get("io_start", {}).get("rchar")),
-         gib(x.get("io_start", {}).get("wchar")), harness.mib(x.get("rss_start"))]
+         gib(x.get("io_start", {}).get("wchar")), harness.mib(x.get("rss_start")),
+         x.get("graph", "n/a"), x.get("ann_s") or nan, x.get("recall", {}).get("p50", nan),
+         x.get("recall", {}).get("p99", nan)]
         for r in results
         if (x := r.get("crash"))
     ]  # fmt: skip

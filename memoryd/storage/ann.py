@@ -221,12 +221,27 @@ class _Graph:
     index: Any  # faiss.IndexHNSWSQ; immutable once handed over
     labels: _Labels
     nbytes: int
+    on_disk: Any = None  # the saved file that holds it (``ann_map``), once there is one
+
+
+@dataclass(frozen=True)
+class Saving:
+    """A partition's graph as a save finds it on the loop (``PartitionAnn.saved``): each
+    label's row then (-1: dead), the file that already holds it (None: not saved yet), and
+    a call for its faiss index (from a thread, waiting up to its argument's seconds for a
+    saved graph still being read; None if that read failed or did not end in time)."""
+
+    row_of_label: I64
+    on_disk: Any
+    index: Callable[[float], Any]
+    holder: Any  # what to tell once it is saved: ``holder.on_disk = ...``
 
 
 class _Build:
-    def __init__(self, labels: _Labels, *, saved: bool = False):
+    def __init__(self, labels: _Labels, *, saved: bool = False, on_disk: Any = None):
         self.labels = labels
         self.saved = saved  # a saved graph being read (``adopt``), not a build
+        self.on_disk = on_disk  # the file being read (``adopt``)
         self.future: concurrent.futures.Future[_Graph] = concurrent.futures.Future()
         self.cancel = threading.Event()
         self.nbytes = 0  # written by the builder thread, read by the loop (an int swap)
@@ -306,7 +321,7 @@ class PartitionAnn:
                 log.info(
                     "approximate index of %d rows %s in %.1fs (%d MB); %d changed meanwhile",
                     graph.labels.size,
-                    "read as the last clean shutdown saved it" if build.saved else "ready",
+                    "read as it was saved" if build.saved else "ready",
                     time.perf_counter() - build.started,
                     graph.nbytes >> 20,
                     graph.labels.size - graph.labels.live,
@@ -345,16 +360,21 @@ class PartitionAnn:
             build.future.set_result(graph)
 
     def adopt(
-        self, row_of_label: I64, capacity: int, read: Callable[[threading.Event], Any]
+        self,
+        row_of_label: I64,
+        capacity: int,
+        read: Callable[[threading.Event], Any],
+        on_disk: Any = None,
     ) -> None:
         """Serve a saved graph (``ann_map``) instead of building one: label i stands for
         row ``row_of_label[i]`` (distinct rows below ``capacity``; -1: dead), and ``read``
         returns its faiss index (given the event ``close`` sets), on a thread, one read
         at a time, while the loop keeps the labels in step with the partition as during a
-        build; if it fails, a build starts."""
+        build; if it fails, a build starts. ``on_disk``: the saved file it is read from
+        (a later save names it again instead of writing the graph anew)."""
         assert self.serving is None and self.building is None
         labels = _Labels.of_rows(row_of_label, capacity)
-        build = _Build(labels, saved=True)
+        build = _Build(labels, saved=True, on_disk=on_disk)
         self.building = build
         self._tell_when_done(build)
 
@@ -364,7 +384,7 @@ class PartitionAnn:
                     index = read(build.cancel)
                 if index.ntotal != labels.size:
                     raise ValueError(f"{index.ntotal} vectors for {labels.size} labels")
-                graph = _Graph(index, labels, _graph_nbytes(index))
+                graph = _Graph(index, labels, _graph_nbytes(index), build.on_disk)
             except BaseException as exc:  # handed to the loop thread, which logs it
                 build.future.set_exception(exc)
             else:
@@ -377,28 +397,33 @@ class PartitionAnn:
         if on_done is not None:
             build.future.add_done_callback(lambda _: on_done())
 
-    def saved(self) -> Callable[[float], tuple[Any, I64] | None] | None:
-        """What a stop saves of this partition's graph (``ann_map``): None without one,
-        else a call that returns its faiss index and each label's row (-1: dead), from
-        any thread once the loop writes no more; for a saved graph still being read (a
-        stop soon after the start) it waits up to its argument's seconds for the read,
-        else the next start would build the graph anew."""
+    def current(self) -> Any:
+        """The graph a save would take now (``saved``): the serving one, or a saved one
+        being read; None without one. For telling whether it changed since a save."""
+        if self.serving is not None:
+            return self.serving
+        build = self.building
+        return build if build is not None and build.saved else None
+
+    def saved(self) -> Saving | None:
+        """What a save takes of this partition's graph (``ann_map``; on the loop): None
+        without one, else ``Saving``: for a saved graph still being read (a save soon after
+        the start) its labels as they are now and the file it is read from."""
         graph = self.serving
         if graph is not None:
-            index, rows = graph.index, graph.labels.row_of_label.copy()
-            return lambda _timeout: (index, rows)
+            index = graph.index
+            return Saving(graph.labels.row_of_label.copy(), graph.on_disk, lambda _t: index, graph)
         build = self.building
         if build is None or not build.saved:
             return None
 
-        def when_read(timeout: float) -> tuple[Any, I64] | None:
+        def when_read(timeout: float) -> Any:
             try:
-                read = build.future.result(timeout)
+                return build.future.result(timeout).index
             except Exception:  # a failed read or the wait's end: nothing to save
                 return None
-            return read.index, read.labels.row_of_label.copy()
 
-        return when_read
+        return Saving(build.labels.row_of_label.copy(), build.on_disk, when_read, build)
 
     def wait(self, timeout: float | None) -> bool:
         """Block until the build in flight (if any) ends; False if it is still running."""

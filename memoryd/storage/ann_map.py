@@ -26,12 +26,14 @@ does not fit, and any failure, leaves the scope to a build, as a start without i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import re
 import stat
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -68,13 +70,24 @@ class SavedGraph:
 
 
 @dataclass(frozen=True, slots=True)
+class OnDisk:
+    """A graph file already written (by a save before, or read at the start): a later
+    save names it again instead of writing the same graph anew."""
+
+    name: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToSave:
-    """One serving graph as the loop found it at shutdown (``Repository``)."""
+    """One serving graph as the loop found it (``Repository``)."""
 
     start: int
     rows: int
     places: np.ndarray
-    index: Any  # the faiss index; never changed once serving, so written from a thread
+    index: Any  # Callable[[float], faiss index | None], called only when not ``on_disk``
+    on_disk: OnDisk | None = None
 
 
 def describe(dim: int, m: int, ef_construction: int) -> dict[str, Any]:
@@ -90,54 +103,77 @@ def describe(dim: int, m: int, ef_construction: int) -> dict[str, Any]:
     }
 
 
-def write(path: Path, map_digest: str, graphs: dict[str, Any], saves: list[ToSave]) -> int:
-    """Write each graph's file, then the file naming them (``path``); returns the bytes
-    written. On failure none of them stays."""
+def write(
+    path: Path, map_digest: str, graphs: dict[str, Any], saves: list[ToSave], wait: float
+) -> tuple[int, list[OnDisk | None]]:
+    """Write each graph's file that is not on disk yet (under a number no file there has),
+    then the file naming them all (``path``), then delete the graph files it does not
+    name; returns the bytes written and, per save, its file (None: its index could not be
+    had within ``wait`` seconds, left out). On failure the files it wrote do not stay."""
     import faiss
 
-    remove(path)
     entries: list[dict[str, Any]] = []
     sections: list[bytes] = []
+    files: list[OnDisk | None] = []
+    written: list[Path] = []
     total = 0
+    number = 1 + max((_number(name) for name in _names(path)), default=-1)
     try:
-        for i, save in enumerate(saves):
-            target = _graph_file(path, i)
-            tmp = target.with_name(target.name + ".tmp")
-            digest = hashlib.sha256()
-            size = 0
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as f:
-
-                def put(data: bytes, f: IO[bytes] = f, digest: Any = digest) -> None:
-                    nonlocal size
-                    f.write(data)
-                    digest.update(data)
-                    size += len(data)
-
-                faiss.write_index(save.index, faiss.PyCallbackIOWriter(put, _IO_BLOCK))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
+        for save in saves:
+            on_disk = save.on_disk
+            if on_disk is None or not (path.parent / on_disk.name).is_file():
+                index = save.index(wait)
+                if index is None:
+                    files.append(None)
+                    continue
+                target = _graph_file(path, number)
+                number += 1
+                on_disk = _write_graph(faiss, index, target)
+                written.append(target)
+                total += on_disk.size
             places = np.ascontiguousarray(save.places, dtype="<i8")
             entries.append(
                 {
                     "start": save.start,
                     "rows": save.rows,
                     "labels": len(places),
-                    "file": target.name,
-                    "size": size,
-                    "sha256": digest.hexdigest(),
+                    "file": on_disk.name,
+                    "size": on_disk.size,
+                    "sha256": on_disk.sha256,
                 }
             )
             sections.append(places.tobytes())
-            total += size
+            files.append(on_disk)
         header = {"format": FORMAT, "map": map_digest, **graphs, "graphs": entries}
         write_framed(path, _MAGIC, header, sections)
         sync_dir(path.parent)
     except BaseException:
-        remove(path)
+        for target in written:
+            with contextlib.suppress(OSError):
+                target.unlink()
         raise
-    return total + sum(len(s) for s in sections)
+    remove(path, keep={str(e["file"]) for e in entries} | {path.name})
+    return total + sum(len(s) for s in sections), files
+
+
+def _write_graph(faiss: Any, index: Any, target: Path) -> OnDisk:
+    tmp = target.with_name(target.name + ".tmp")
+    digest = hashlib.sha256()
+    size = 0
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+
+        def put(data: bytes, f: IO[bytes] = f, digest: Any = digest) -> None:
+            nonlocal size
+            f.write(data)
+            digest.update(data)
+            size += len(data)
+
+        faiss.write_index(index, faiss.PyCallbackIOWriter(put, _IO_BLOCK))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+    return OnDisk(target.name, size, digest.hexdigest())
 
 
 def read(path: Path) -> tuple[dict[str, Any], list[SavedGraph]]:
@@ -153,7 +189,7 @@ def read(path: Path) -> tuple[dict[str, Any], list[SavedGraph]]:
             places = np.frombuffer(body, "<i8", labels, at).astype(np.int64)
             at += 8 * labels
             name = str(entry["file"])
-            if name != _graph_file(path, len(graphs)).name:
+            if not _pattern(path).fullmatch(name) or name.endswith(".tmp") or name == path.name:
                 raise ValueError(f"a graph file named {name!r}")
             graphs.append(
                 SavedGraph(
@@ -212,19 +248,34 @@ def load(f: IO[bytes], graph: SavedGraph, dim: int, cancel: threading.Event) -> 
     return index
 
 
-def remove(path: Path) -> None:
-    """Delete the saved graphs: the file naming them, their files, and what a failed save
-    left (their temporary files); only those names (``tokens.bin.ann``, ``.ann.tmp``,
-    ``.ann.<i>``, ``.ann.<i>.tmp``), and never a directory. What cannot be deleted is
-    logged: a start never fails over it (a later start does not take a graph file without
-    the list written after it)."""
-    names = re.compile(re.escape(path.name) + r"(\.[0-9]+)?(\.tmp)?")
+def _pattern(path: Path) -> re.Pattern[str]:
+    return re.compile(re.escape(path.name) + r"(\.[0-9]+)?(\.tmp)?")
+
+
+def _names(path: Path) -> list[str]:
+    """The saved graphs' names in the directory (``remove``'s)."""
+    names = _pattern(path)
     try:
-        found = [name for name in os.listdir(path.parent) if names.fullmatch(name)]
+        return [name for name in os.listdir(path.parent) if names.fullmatch(name)]
     except FileNotFoundError:
-        return
+        return []
+
+
+def _number(name: str) -> int:
+    digits = name.removesuffix(".tmp").rpartition(".")[2]
+    return int(digits) if digits.isdigit() else -1
+
+
+def remove(path: Path, keep: Collection[str] = ()) -> None:
+    """Delete the saved graphs but those named in ``keep``: the file naming them, their
+    files, and what a failed save left (their temporary files); only those names
+    (``tokens.bin.ann``, ``.ann.tmp``, ``.ann.<i>``, ``.ann.<i>.tmp``), and never a
+    directory. What cannot be deleted is logged: a start never fails over it (a later
+    start does not take a graph file the list does not name)."""
     removed = False
-    for name in found:
+    for name in _names(path):
+        if name in keep:
+            continue
         try:
             os.unlink(path.parent / name)
             removed = True

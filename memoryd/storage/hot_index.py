@@ -951,7 +951,11 @@ class HotIndex:
         return part.ann
 
     def adopt_graph(
-        self, scope: str, row_of_label: np.ndarray, read: Callable[[threading.Event], Any]
+        self,
+        scope: str,
+        row_of_label: np.ndarray,
+        read: Callable[[threading.Event], Any],
+        on_disk: Any = None,
     ) -> bool:
         """Give the scope's partition a saved approximate index (``PartitionAnn.adopt``)
         rather than a build; False (nothing done) if it is not one to have a graph."""
@@ -965,7 +969,7 @@ class HotIndex:
         ):
             return False
         ann = PartitionAnn(self.ann_settings, self._ann_build_lock, self._ann_finished)
-        ann.adopt(row_of_label, part.vectors.shape[0], read)
+        ann.adopt(row_of_label, part.vectors.shape[0], read, on_disk)
         part.ann = ann
         return True
 

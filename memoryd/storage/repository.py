@@ -46,7 +46,7 @@ from memoryd.core import tracing
 from memoryd.core.jobs import Job, Jobs
 from memoryd.core.records import FollowLag, KeyRecord, Memory
 from memoryd.storage import ann_map, heap, term_map, token_map
-from memoryd.storage.ann import AnnSettings
+from memoryd.storage.ann import AnnSettings, Saving
 from memoryd.storage.claims import KeyClaims
 from memoryd.storage.follow import Follower
 from memoryd.storage.hot_index import HotIndex, _Partition
@@ -78,6 +78,7 @@ POSTINGS_SAMPLE = 64
 RECORD_SAMPLE = 256
 TOKENS_SAMPLE = 64
 DELTA_MIN_ROWS = 2048
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +95,13 @@ class TokenStart:
 
 @dataclass(frozen=True, slots=True)
 class _GraphToSave:
-    """A scope's graph as a stop found it (``_graphs_now``): where its partition starts in
-    the token map, its rows, and ``PartitionAnn.saved``'s call for the graph itself."""
+    """A scope's graph as a save found it on the loop (``_graphs_now``): where its
+    partition starts in the token map, its rows, and the graph (``PartitionAnn.saved``)."""
 
     start: int
     rows: int
-    saved: Callable[[float], tuple[Any, np.ndarray] | None]
+    saving: Saving
+    scope: str
 
 
 class Repository(HotIndex):
@@ -146,12 +148,14 @@ class Repository(HotIndex):
         self.token_start: TokenStart | None = None  # set by open()
         self.postings_start = ""  # set by open(): whether the saved postings were taken
         self.graphs_start = ""  # set by open(): whether saved graphs were taken ("": none saved)
+        self._graph_files: set[str] = set()  # open(): the saved graphs' files taken
         self._durable = durable
         self._compact_inline = False  # maintain_tokens compacts, on a thread
-        # The token map on disk: (changes, the file's generation) it describes, when the
-        # last one was saved while serving, the writing of one in progress, and the
-        # changes seen at the last upkeep (checkpoint_tokens).
-        self._checkpointed: tuple[int, int] | None = None
+        # The token map and graphs on disk: what they describe (_stamp: rows changed, the
+        # file's generation, the graphs), when the last were saved while serving, the
+        # writing of them in progress, and the rows changed at the last upkeep
+        # (checkpoint_tokens).
+        self._checkpointed: tuple[int, int, tuple[tuple[str, object], ...]] | None = None
         self._checkpoint_at = float("-inf")
         self._checkpoint_task: asyncio.Future[bool] | None = None
         self._seen_changes = -1
@@ -199,11 +203,14 @@ class Repository(HotIndex):
     def _load_rows(self) -> None:
         # A function of its own: the last row's vector and token vectors are views of the
         # scan's last batch, which a loop variable left in open() would keep alive.
+        self._graph_files = set()
         try:
             self._load_rows_and_graphs()
         finally:
-            if self._token_path is not None:  # taken or not, gone until the next shutdown
-                ann_map.remove(ann_map.graphs_path(self._token_path))  # never raises
+            if self._token_path is not None:  # those taken stay, for a start after a crash
+                where = ann_map.graphs_path(self._token_path)
+                keep = {where.name, *self._graph_files} if self._graph_files else ()
+                ann_map.remove(where, keep)  # never raises
         if self.graphs_start:
             log.info("saved approximate indexes: %s", self.graphs_start)
 
@@ -214,25 +221,25 @@ class Repository(HotIndex):
             with self.bulk_load(defer_texts=postings is not None):
                 for memory, vector, _ in self._durable.scan(tokens=False):
                     self.put(memory, vector, None)
-                why, runs, read = self._adopt_tokens(saved)
+                why, runs, rows_at, read = self._adopt_tokens(saved)
                 if not why and postings is not None:
                     self.postings_start = self._adopt_postings(saved, postings, runs)
                 elif postings is not None:
                     self.postings_start = "not taken: the token file is not reused"
             if not why:
                 version = saved.header["table"]["version"]
-                if read != (0, 0) or self._durable.table_version() != version:
+                exact = read == (0, 0) and self._durable.table_version() == version
+                if exact:
+                    how = f"its map matches table version {version}"
+                else:
                     how = (
                         f"its map of table version {version}: {len(saved.ids) - read[0]} "
                         f"rows' records taken, {read[1]} rows read from the table"
-                        if read
-                        else f"its map of table version {version}: every row's record taken"
                     )
-                else:
-                    how = f"its map matches table version {version}"
-                    self._checkpointed = (self.changes, self._token_file.generation)
                 self.token_start = TokenStart(True, how)
-                self.graphs_start = self._take_graphs(saved, runs)
+                self.graphs_start = self._take_graphs(saved, rows_at)
+                if exact:  # what is on disk is current: nothing to save until it changes
+                    self._checkpointed = self._stamp()
                 return
             log.warning("the token file does not match the table after all (%s): rewriting", why)
             self._rewrite_tokens()
@@ -375,11 +382,12 @@ class Repository(HotIndex):
                 return f"memory {memory.id}'s saved terms are not its text's"
         return ""
 
-    def _take_graphs(self, saved: TokenMap, runs: dict[int, np.ndarray]) -> str:
-        """Give the large scopes the approximate indexes the last clean shutdown saved with
-        ``saved`` (``ann_map``; after ``_adopt_tokens`` vouched for every row and found
-        where ``runs`` of them are): each is read on a thread while the daemon serves. Says
-        how it went ("": none were saved)."""
+    def _take_graphs(self, saved: TokenMap, rows_at: np.ndarray) -> str:
+        """Give the large scopes the approximate indexes saved with ``saved`` (``ann_map``;
+        after ``_adopt_tokens`` found where each of its places' rows is now, ``rows_at``):
+        each is read on a thread while the daemon serves, its labels of rows changed or
+        gone since dead, the rows written since its tail. Says how it went ("": none were
+        saved)."""
         assert self._token_path is not None
         try:
             header, graphs = ann_map.read(ann_map.graphs_path(self._token_path))
@@ -400,35 +408,34 @@ class Repository(HotIndex):
         taken = 0
         for graph in graphs:
             try:
-                taken += self._take_graph(saved, runs, graph)
+                if self._take_graph(saved, rows_at, graph):
+                    taken += 1
+                    self._graph_files.add(graph.file.name)
             except Exception:  # that scope builds its graph, as without a saved one
                 log.warning("the saved graph %s could not be taken", graph.file.name, exc_info=True)
         return f"{taken} of {len(graphs)} taken" + (", read while serving" if taken else "")
 
-    def _take_graph(
-        self, saved: TokenMap, runs: dict[int, np.ndarray], graph: ann_map.SavedGraph
-    ) -> bool:
-        at = runs.get(graph.start)
-        if at is None or len(at) != graph.rows:  # not one scope's rows in the map
-            return False
-        scope = self._memories[saved.ids[graph.start]].scope
-        part = self._parts[scope]
-        if len(part) != graph.rows:
+    def _take_graph(self, saved: TokenMap, rows_at: np.ndarray, graph: ann_map.SavedGraph) -> bool:
+        """One saved graph: its partition was the map's places [start, start + rows) then;
+        a label stays live if its place's row is still as the map has it (``rows_at``)."""
+        end = graph.start + graph.rows
+        if graph.start < 0 or graph.rows <= 0 or end > len(rows_at):
             return False
         places = graph.places
         live = np.flatnonzero(places >= 0)
-        offsets = places[live] - graph.start
-        if len(offsets) and (
-            offsets.min() < 0
-            or offsets.max() >= graph.rows
-            or len(np.unique(offsets)) != len(offsets)
-        ):
+        at = places[live]
+        if len(at) and (at.min() < graph.start or at.max() >= end or len(np.unique(at)) != len(at)):
             raise Unusable("its labels are not distinct rows of its scope")
+        still = np.flatnonzero(rows_at[graph.start : end] >= 0)
+        if not len(still):
+            return False
+        scope = self._memories[saved.ids[graph.start + int(still[0])]].scope
         row_of_label = np.full(len(places), -1, dtype=np.int64)
-        row_of_label[live] = at[offsets]
+        row_of_label[live] = rows_at[at]
         f = ann_map.open_graph(graph)
         read = functools.partial(ann_map.load, f, graph, self.dim)  # (the cancel event)
-        if not self.adopt_graph(scope, row_of_label, read):
+        on_disk = ann_map.OnDisk(graph.file.name, graph.size, graph.sha256)
+        if not self.adopt_graph(scope, row_of_label, read, on_disk):
             f.close()
             return False
         return True
@@ -437,7 +444,9 @@ class Repository(HotIndex):
         self._token_file.close()
         self._token_file = new
 
-    def _adopt_tokens(self, saved: TokenMap) -> tuple[str, dict[int, np.ndarray], tuple[int, int]]:
+    def _adopt_tokens(
+        self, saved: TokenMap
+    ) -> tuple[str, dict[int, np.ndarray], np.ndarray, tuple[int, int]]:
         """Point every row (loaded without token vectors) at its record in the reused file
         where the map has the row in the state the table has it now (its updated_at and
         content hash); read the other rows' token vectors from the table and append them (a
@@ -445,11 +454,12 @@ class Repository(HotIndex):
         "" if done, else why not (and no row points anywhere: the caller rewrites the file).
         Also each run of the map's rows in one scope, every row taken (the map is written a
         partition at a time): {its first place in the map: its rows in the partition, in
-        the map's order}; and (the map's rows not taken, the rows read from the table)."""
+        the map's order}; each place's row in its partition now (-1: not taken); and (the
+        map's rows not taken, the rows read from the table)."""
         n = len(saved.ids)
         memories = self._memories
         if len(set(saved.ids)) != n:
-            return "the map names a row twice", {}, (0, 0)
+            return "the map names a row twice", {}, _NONE, (0, 0)
         file = self._token_file
         counts, offsets = saved.counts, saved.offsets
         has = counts >= 0
@@ -458,11 +468,8 @@ class Repository(HotIndex):
         sizes = HEADER_BYTES + counts.astype(np.int64) * file.dim  # record_bytes, per row
         outside = np.flatnonzero(has & ((offsets < 0) | (offsets > file.size - sizes)))
         if len(outside):
-            return (
-                f"memory {saved.ids[outside[0]]}'s record lies outside the token file",
-                {},
-                (0, 0),
-            )
+            why = f"memory {saved.ids[outside[0]]}'s record lies outside the token file"
+            return why, {}, _NONE, (0, 0)
         # The map's rows the table has in the same state, and the runs of them in one scope.
         took = [False] * n
         spans: list[tuple[int, int]] = []
@@ -487,14 +494,12 @@ class Repository(HotIndex):
         kept = int(taken.sum())
         missing = len(memories) - kept
         if missing > max(DELTA_MIN_ROWS, len(memories) // 4):
-            return (
-                f"the map holds {kept} of the table's {len(memories)} rows as they are now",
-                {},
-                (0, 0),
-            )
+            why = f"the map holds {kept} of the table's {len(memories)} rows as they are now"
+            return why, {}, _NONE, (0, 0)
         if why := self._check_records(saved, taken):
-            return why, {}, (0, 0)
+            return why, {}, _NONE, (0, 0)
         runs: dict[int, np.ndarray] = {}
+        rows_at = np.full(n, -1, dtype=np.int64)
         for start, end in spans:
             ids = saved.ids[start:end]
             part = self._parts[memories[ids[0]].scope]
@@ -502,9 +507,10 @@ class Repository(HotIndex):
             part.tok_off[rows] = offsets[start:end]
             part.tok_n[rows] = counts[start:end]
             runs[start] = rows
+            rows_at[start:end] = rows
         file.live = int(sizes[has & taken].sum())
         read = self._read_missing(saved, taken) if missing else 0
-        return "", runs, (n - kept, read)
+        return "", runs, rows_at, (n - kept, read)
 
     def _check_records(self, saved: TokenMap, taken: np.ndarray) -> str:
         """Check a sample of what the map says before taking it: the records' headers in the
@@ -646,7 +652,7 @@ class Repository(HotIndex):
         finally:
             super().close()
 
-    def _graphs_now(self, rows: TokenMap | None) -> list[_GraphToSave]:
+    def _graphs_now(self, rows: object) -> list[_GraphToSave]:
         """Every approximate index a start could serve again (a scope at the threshold or
         above, its graph serving or a saved one being read), where its partition starts
         in ``rows`` (the partitions in the same order), to be saved with the token map.
@@ -656,11 +662,11 @@ class Repository(HotIndex):
         out: list[_GraphToSave] = []
         try:
             start = 0
-            for part in self._parts.values():
+            for scope, part in self._parts.items():
                 n = len(part)
-                saved = part.ann.saved() if part.ann is not None else None
-                if saved is not None and n >= self.ann_settings.threshold:
-                    out.append(_GraphToSave(start, n, saved))
+                saving = part.ann.saved() if part.ann is not None else None
+                if saving is not None and n >= self.ann_settings.threshold:
+                    out.append(_GraphToSave(start, n, saving, scope))
                 start += n
         except Exception:
             log.exception("could not gather the approximate indexes: the next start builds them")
@@ -668,34 +674,46 @@ class Repository(HotIndex):
         return out
 
     def _save_graphs(self, graphs: list[_GraphToSave], digest: str) -> None:
+        """Save ``graphs`` with the token map ``digest`` names (``ann_map``): the ones not
+        on disk yet written (a graph built since the last save; 0.7 KB a row), the others
+        named again with their labels' places in this map. On a thread."""
         assert self._token_path is not None
         where = ann_map.graphs_path(self._token_path)
         started = time.perf_counter()
         try:
             saves = []
             for graph in graphs:
-                got = graph.saved(GRAPH_READ_WAIT_SECONDS)
-                if got is None:  # a read that failed or did not end in time
-                    continue
-                index, row_of_label = got
-                places = np.where(row_of_label >= 0, graph.start + row_of_label, -1)
-                saves.append(ann_map.ToSave(graph.start, graph.rows, places, index))
-            if not saves:
-                return
+                rows = graph.saving.row_of_label
+                places = np.where(rows >= 0, graph.start + rows, -1)
+                saves.append(
+                    ann_map.ToSave(
+                        graph.start, graph.rows, places, graph.saving.index, graph.saving.on_disk
+                    )
+                )
             s = self.ann_settings
-            size = ann_map.write(
-                where, digest, ann_map.describe(self.dim, s.m, s.ef_construction), saves
+            size, files = ann_map.write(
+                where,
+                digest,
+                ann_map.describe(self.dim, s.m, s.ef_construction),
+                saves,
+                GRAPH_READ_WAIT_SECONDS,
             )
         except Exception:
             log.exception("could not save the approximate indexes: the next start builds them")
             return
-        log.info(
-            "saved %d approximate index(es) of %d rows (%d MB) in %.1fs: the next start reads them",
-            len(saves),
-            sum(len(g.places) for g in saves),
-            size >> 20,
-            time.perf_counter() - started,
-        )
+        for graph, on_disk in zip(graphs, files, strict=True):
+            if on_disk is not None:
+                graph.saving.holder.on_disk = on_disk
+        kept = [g for g, f in zip(saves, files, strict=True) if f is not None]
+        if kept:
+            log.info(
+                "saved %d approximate index(es) of %d rows (%d MB) in %.1fs: the next start "
+                "reads them",
+                len(kept),
+                sum(len(g.places) for g in kept),
+                size >> 20,
+                time.perf_counter() - started,
+            )
 
     def _saved_postings_now(self, rows: TokenMap | None) -> TermMap | None:
         """Every partition's postings, in the order ``rows`` lists them (to be saved with
@@ -741,18 +759,21 @@ class Repository(HotIndex):
         ``CHECKPOINT_QUIET_SECONDS`` after the last map, or ``CHECKPOINT_SECONDS`` after it
         whatever the writes. The rows are gathered on the loop, the map made and written on
         a thread. ``force``: now, if anything changed. True if it saved one."""
-        snapshot = self._token_snapshot()
-        stamp = (self.changes, self._token_file.generation)
+        stamp = self._stamp()
         quiet, self._seen_changes = self.changes == self._seen_changes, self.changes
-        if snapshot is None or stamp == self._checkpointed or self._checkpoint_task is not None:
+        if stamp == self._checkpointed or self._checkpoint_task is not None:
             return False
         since = time.monotonic() - self._checkpoint_at
         if not force and since < (CHECKPOINT_QUIET_SECONDS if quiet else CHECKPOINT_SECONDS):
             return False
+        snapshot = self._token_snapshot()
+        if snapshot is None:
+            return False
+        graphs = self._graphs_now(snapshot)
         size = self._token_file.size
         started = time.perf_counter()
         self._checkpoint_task = asyncio.ensure_future(
-            asyncio.to_thread(self._write_checkpoint, snapshot, size)
+            asyncio.to_thread(self._write_checkpoint, snapshot, size, graphs)
         )
         try:
             saved = await asyncio.shield(self._checkpoint_task)
@@ -761,7 +782,9 @@ class Repository(HotIndex):
                 self._checkpoint_task = None
         if not saved:
             return False
-        self._checkpointed, self._checkpoint_at = stamp, time.monotonic()
+        # What was saved: the graphs as the snapshot found them, now with their files.
+        self._checkpointed = (*stamp[:2], _graphs_key(graphs))
+        self._checkpoint_at = time.monotonic()
         log.info(
             "saved the token file's map while serving (%d rows) in %.1fs: a start after a "
             "crash reuses the file",
@@ -770,13 +793,25 @@ class Repository(HotIndex):
         )
         return True
 
+    def _stamp(self) -> tuple[int, int, tuple[tuple[str, object], ...]]:
+        """What the token map and graphs on disk must describe to be current: the rows
+        changed so far, the token file's generation, the large scopes' graphs."""
+        graphs = []
+        for scope, part in self._parts.items():
+            graph = part.ann.current() if part.ann is not None else None
+            if graph is not None and len(part) >= self.ann_settings.threshold:
+                graphs.append((scope, _graph_id(graph)))
+        return self.changes, self._token_file.generation, tuple(graphs)
+
     def _write_checkpoint(
         self,
         snapshot: tuple[list[str], list[np.ndarray], list[np.ndarray], list[Memory]],
         size: int,
+        graphs: list[_GraphToSave],
     ) -> bool:
         """On a thread: make the map of ``snapshot`` (the file's first ``size`` bytes),
-        sync the file and write the map (replacing the one before)."""
+        sync the file and write the map (replacing the one before), then the graphs with
+        it (those not on disk yet written)."""
         assert self._token_path is not None
         try:
             rows = _token_map(*snapshot)
@@ -785,10 +820,12 @@ class Repository(HotIndex):
                 raise ValueError(f"the token file is {stat.st_size} bytes, not {size} or more")
             identity = token_map.file_identity(stat)
             rows.header = {"table": self._durable.identity(), "file": {**identity, "size": size}}
-            token_map.write(token_map.map_path(self._token_path), rows)
+            digest = token_map.write(token_map.map_path(self._token_path), rows)
         except Exception:
             log.exception("could not save the token file's map while serving")
             return False
+        if graphs:
+            self._save_graphs(graphs, digest)
         return True
 
     def _save_token_map(self, rows: TokenMap, postings: TermMap | None = None) -> str:
@@ -1061,6 +1098,15 @@ class Repository(HotIndex):
                 self._touched |= ids  # kept for the next flush (say, once space is freed)
                 raise
         return len(entries)
+
+
+def _graph_id(graph: Any) -> object:
+    """A graph as ``_stamp`` tells it apart: the file holding it, else the object."""
+    return graph.on_disk if graph.on_disk is not None else id(graph)
+
+
+def _graphs_key(graphs: list[_GraphToSave]) -> tuple[tuple[str, object], ...]:
+    return tuple((g.scope, _graph_id(g.saving.holder)) for g in graphs)
 
 
 def _token_map(

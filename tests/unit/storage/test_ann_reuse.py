@@ -1,9 +1,10 @@
-"""Serving a large scope's HNSW graph again after a clean restart (storage/ann_map.py)
-instead of building it anew (minutes at a million rows, the scope scanned exactly
-meanwhile): the graph read back answers exactly as the one saved, writes made after the
-restart (even before the graph is read) are honoured, and every way the saved graph can be
-wrong for the store now (damaged, another faiss or setting, a store that moved on, a crash
-after the start that took it) makes the scope build one instead."""
+"""Serving a large scope's HNSW graph again after a restart (storage/ann_map.py), clean or
+after a kill -9, instead of building it anew (minutes at a million rows, the scope scanned
+exactly meanwhile): the graph read back answers exactly as the one saved, writes made
+after it was saved or after the restart (even before the graph is read) are honoured, a
+graph is written once and named again by later saves, and every way the saved graph can be
+wrong for the store now (damaged, another faiss or setting, another token map) makes the
+scope build one instead."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ DIM = 128  # test_ann's vectors
 THRESHOLD = 2_000
 ROWS = 3_000  # above fetch (64) x M (32) eligible rows: else the exact scan answers
 BIG, SMALL = "agent:big", "agent:small"
-READ = "read as the last clean shutdown saved it"
+READ = "read as it was saved"
 
 
 def open_repo(root: Path) -> Repository:
@@ -132,7 +133,11 @@ async def test_a_clean_restart_serves_the_saved_graph_and_answers_as_before(
         again = open_repo(tmp_path)
         try:
             assert again.graphs_start == "1 of 1 taken, read while serving", again.graphs_start
-            assert not list(graphs_of(tmp_path).parent.glob("tokens.bin.ann*"))  # deleted
+            # kept, for a start after a crash: the list and the one graph file it names
+            assert sorted(p.name for p in graphs_of(tmp_path).parent.glob("tokens.bin.ann*")) == [
+                "tokens.bin.ann",
+                "tokens.bin.ann.0",
+            ]
             assert again.wait_for_ann(timeout=60)
             (now,) = again.ann_status()
             assert (now.indexed, now.tail, now.dead) == (status.indexed, status.tail, status.dead)
@@ -234,7 +239,7 @@ async def test_what_is_not_the_daemons_own_in_the_way_never_fails_a_start(
             assert again.wait_for_ann(timeout=120)  # built instead
             assert again.ann_status()[0].indexed == len(again._parts[BIG])
         finally:
-            again.close()  # its save cannot replace the directory: logged, the map saved
+            again.close()  # saved under another number; the directory is not deleted: logged
     assert (data / "tokens.bin.ann.bak").read_bytes() == b"someone's copy"
     assert (data / "tokens.bin.ann.0").is_dir()
     lines = [r.getMessage() for r in caplog.records]
@@ -259,16 +264,23 @@ def _store_moved_on(root: Path) -> None:
     table.delete("id = '00000000-0000-4000-8000-000000000003'")  # another writer's delete
 
 
+def _other_map(root: Path) -> None:
+    """The token map replaced after the graphs were saved with it (its rows the same)."""
+    where = token_map.map_path(root / "data" / "tokens.bin")
+    saved = token_map.read(where)
+    saved.header["note"] = "saved again"
+    token_map.write(where, saved)
+
+
 @pytest.mark.parametrize(
     ("change", "start", "log"),
     [
         (_damage, "1 of 1 taken, read while serving", "the checksum of tokens.bin.ann.0"),
         (_other_faiss, "none taken: this daemon's faiss is", ""),
-        # the token file is reused but for the deleted row: its scope is not the graph's
-        (_store_moved_on, "0 of 1 taken", ""),
+        (_other_map, "none taken: saved with another token map", ""),
         (lambda root: graphs_of(root).unlink(), "", ""),
     ],
-    ids=["damaged", "another-faiss", "store-moved-on", "graph-list-missing"],
+    ids=["damaged", "another-faiss", "another-map", "graph-list-missing"],
 )
 async def test_a_saved_graph_that_does_not_fit_leaves_the_scope_to_a_build(
     tmp_path: Path,
@@ -289,7 +301,8 @@ async def test_a_saved_graph_that_does_not_fit_leaves_the_scope_to_a_build(
         try:
             assert again.graphs_start.startswith(start), again.graphs_start
             assert bool(again.graphs_start) == bool(start)
-            assert not list(graphs_of(tmp_path).parent.glob("tokens.bin.ann*"))
+            left = list(graphs_of(tmp_path).parent.glob("tokens.bin.ann*"))
+            assert len(left) == (2 if start.startswith("1 of 1") else 0)  # taken: kept
             assert again.wait_for_ann(timeout=120)  # the read fails, or nothing was read
             again.maintain_ann()  # a failed read is handed over: the build starts at once
             assert again.wait_for_ann(timeout=120)
@@ -334,3 +347,94 @@ async def test_a_graph_serves_as_soon_as_it_is_built_or_read(
     finally:
         gate.set()
         await again.shutdown()
+
+
+async def test_a_store_moved_on_keeps_the_graph_with_the_gone_rows_labels_dead(
+    tmp_path: Path,
+) -> None:
+    repo, _ = await filled(tmp_path)
+    gone = "00000000-0000-4000-8000-000000000003"
+    assert repo.get(gone) is not None
+    repo.close()
+    _store_moved_on(tmp_path)  # another writer deleted a row of the big scope
+    again = open_repo(tmp_path)
+    try:
+        assert again.graphs_start == "1 of 1 taken, read while serving", again.graphs_start
+        assert again.wait_for_ann(timeout=60)
+        assert again.get(gone) is None
+        assert_labels_hold_their_rows(again)
+        assert gone not in {i for answer in answers(again, queries()) for i, _ in answer}
+    finally:
+        again.close()
+
+
+async def test_a_kill_9_after_the_graph_was_saved_while_serving_reads_it_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The upkeep saves the graph once it is built (with the token map, on a thread); a
+    kill -9 after more writes then costs the scope no build: the start reads the graph,
+    its labels of rows changed or gone since dead, the rows written since in its tail, and
+    it answers as the graph before the crash did."""
+    repo, vectors = await filled(tmp_path)
+    token_map.remove(token_map.map_path(tmp_path / "data" / "tokens.bin"))
+    ann_map.remove(graphs_of(tmp_path))
+    assert await repo.checkpoint_tokens(force=True)
+    assert graphs_of(tmp_path).exists()
+    ids = list(repo._parts[BIG].ids)
+    await repo.delete(ids[20:400:41])
+    for i in range(500, 900, 67):
+        memory = repo.get(ids[i])
+        assert memory is not None
+        memory = dataclasses.replace(memory, updated_at=NOW + timedelta(hours=5))
+        await repo.replace(memory, -vectors[(i + 3) % ROWS])
+    new = mem(60_000, scope=BIG)
+    await repo.add(new, queries()[3])
+    qs = queries()
+    want = answers(repo, qs)
+    await asyncio.to_thread(repo._durable.close)  # kill -9: no map, no graph saved at a stop
+    with caplog.at_level(logging.INFO, logger="memoryd"):
+        crashed = open_repo(tmp_path)
+        try:
+            assert crashed.token_start is not None and crashed.token_start.reused
+            assert crashed.graphs_start == "1 of 1 taken, read while serving"
+            assert crashed.wait_for_ann(timeout=60)
+            assert_labels_hold_their_rows(crashed)
+            assert answers(crashed, qs) == want
+            assert answers(crashed, [qs[3]])[0][0][0] == new.id  # the tail
+        finally:
+            crashed.close()
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(READ in line for line in lines), lines
+    assert not any("rows ready in" in line for line in lines)  # nothing built
+
+
+async def test_a_graph_is_written_once_and_named_again_by_later_saves(tmp_path: Path) -> None:
+    repo, _ = await filled(tmp_path)
+    try:
+        ann_map.remove(graphs_of(tmp_path))
+        assert await repo.checkpoint_tokens(force=True)
+        graph_file = graphs_of(tmp_path).with_name("tokens.bin.ann.0")
+        written = graph_file.stat()
+        await repo.add(mem(70_000, scope=BIG), queries()[0])
+        assert await repo.checkpoint_tokens(force=True)  # the map again, not the graph
+        assert graph_file.stat().st_mtime_ns == written.st_mtime_ns
+        assert graph_file.stat().st_ino == written.st_ino
+        header, graphs = ann_map.read(graphs_of(tmp_path))
+        assert (
+            header["map"]
+            == token_map.read(token_map.map_path(graph_file.with_name("tokens.bin"))).digest
+        )
+        assert [g.file.name for g in graphs] == ["tokens.bin.ann.0"]
+        # a graph built anew is written under another number; the old file goes
+        part = repo._parts[BIG]
+        assert part.ann is not None
+        part.ann.serving = None
+        repo.maintain_ann()
+        assert repo.wait_for_ann(timeout=120)
+        repo.maintain_ann()
+        assert await repo.checkpoint_tokens(force=True)
+        _, graphs = ann_map.read(graphs_of(tmp_path))
+        assert [g.file.name for g in graphs] == ["tokens.bin.ann.1"]
+        assert not graph_file.exists()
+    finally:
+        repo.close()
