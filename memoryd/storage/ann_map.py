@@ -2,26 +2,31 @@
 in seconds instead of building it anew (about nine minutes for one scope of a million
 rows on this machine's one build thread, during which that scope is scanned exactly).
 
-At a clean shutdown that saves the token file's map (``token_map``), the repository also
-writes every serving graph (``ann``) beside it:
+Whenever the repository saves the token file's map (``token_map``: at a clean shutdown,
+and while serving once rows or graphs changed: ``Repository.checkpoint_tokens``), it also
+saves every serving graph of a large scope beside it:
 
 - ``tokens.bin.ann.<i>``: the graph as faiss serialises it, streamed to the file with its
-  SHA-256 taken on the way (no copy of it in memory: ~0.7 KB a row);
+  SHA-256 taken on the way (no copy of it in memory: ~0.7 KB a row). A graph is never
+  changed once serving, so each is written once, under a number no file there has; later
+  saves name the same file again (``OnDisk``), and a graph built anew gets a new one;
 - then ``tokens.bin.ann``, framed like the map (``token_map.write_framed``, ending in its
   own SHA-256): the map's SHA-256, what the graphs are (faiss's version, the index kind,
   dimension, M and efConstruction), and per graph where its partition's rows start in the
-  map, its row count, each label's place in the map (-1: a dead label) and its file's size
-  and SHA-256. It is written last: it vouches for the graph files.
+  map, its row count, each label's place in the map (-1: a dead label) and its file's name,
+  size and SHA-256. It is written last: it vouches for the graph files, and the files it no
+  longer names are deleted after it.
 
-The token map vouches for the rows (a start takes it only when every row is in the state it
-was saved in, so a label's vector is still its row's): a start uses a saved graph only when
-it reuses the token file, and only when this file names that map, this faiss and these
-settings, and the graph's partition is one scope's rows, all of them, as the map lists
-them. Its labels then point at the rows the map's places are now; a row written later loses
-its label, as after a build. The graph file is opened and both files deleted at the start,
-before anything can change the index; the graph is checked (size, SHA-256) and parsed on a
-thread while the daemon serves (the scope is scanned exactly until then). Anything that
-does not fit, and any failure, leaves the scope to a build, as a start without it.
+The token map vouches for the rows: a start uses a saved graph only when it reuses the
+token file with the map this file names, and only this faiss and these settings. A label
+stays live when its place's row is one the start took from the map (the row as the table
+has it now, so its vector is the one the graph holds), and points at that row wherever it
+is now; the labels of rows changed or gone since are dead, the rows written since are the
+graph's tail, as after a build. The graph is checked (size, SHA-256) and parsed on a
+thread while the daemon serves (the scope is scanned exactly until then). The files of the
+graphs taken stay (a start after a crash takes them again); the others are deleted at the
+start. Anything that does not fit, and any failure, leaves the scope to a build, as a
+start without it.
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ At start the token file (``<data_dir>/tokens.bin``) is reused when the map saved
 (``storage.token_map``): the table is then read without its token-vector column, and only
 the rows changed since the map have theirs read from the table; otherwise it is written
 afresh from the table. The start's log line says which, and why (``token_start``). With a
-token file reused from a clean shutdown, the BM25 postings and HNSW graphs it saved
-(``storage.term_map``, ``storage.ann_map``) are taken too for the scopes unchanged since
-(``postings_start``, ``graphs_start`` say whether).
+reused token file, the HNSW graphs saved with its map (``storage.ann_map``) are taken too,
+and after a clean shutdown the BM25 postings it saved (``storage.term_map``) for the scopes
+unchanged since (``graphs_start``, ``postings_start`` say whether).
 
 Its background jobs (persisting access counts, maintaining the approximate indexes and,
 with several daemons over one store, following the others' commits: ``storage.follow``)
