@@ -71,6 +71,7 @@ CHECKPOINT_SECONDS = 300.0
 ROW_TRIM_SECONDS = 10.0  # a burst's unused rows go 10-20 s after its last Store
 # Rows analysed afresh at a start that takes saved postings, to check them.
 POSTINGS_SAMPLE = 64
+POSTINGS_SLICE = 8192  # postings copied at a time by a save while serving
 # A start that reuses the token file: the records whose headers it checks, and of those the
 # ones whose token vectors it compares with the table's when the table has moved on since
 # the map was saved; it rewrites the file rather than read more than a quarter of the rows
@@ -211,6 +212,10 @@ class Repository(HotIndex):
                 where = ann_map.graphs_path(self._token_path)
                 keep = {where.name, *self._graph_files} if self._graph_files else ()
                 ann_map.remove(where, keep)  # never raises
+                taken = self.token_start is not None and self.token_start.reused
+                if not (taken and self.postings_start.startswith("taken")):
+                    with contextlib.suppress(OSError):
+                        term_map.remove(term_map.terms_path(self._token_path))
         if self.graphs_start:
             log.info("saved approximate indexes: %s", self.graphs_start)
 
@@ -294,9 +299,9 @@ class Repository(HotIndex):
                 token_map.remove(where)
 
     def _saved_postings(self, saved: TokenMap | None) -> tuple[TermMap | None, str]:
-        """The postings the last clean shutdown saved with ``saved`` (``term_map``), if they
-        were saved with it and analysed as this daemon analyses; else None and why not. The
-        file is deleted either way."""
+        """The postings saved with ``saved`` (``term_map``), if they were saved with it and
+        analysed as this daemon analyses; else None and why not. The file stays only if
+        they are taken (``_load_rows``)."""
         if self._token_path is None:
             return None, "not kept: a temporary token file"
         where = term_map.terms_path(self._token_path)
@@ -316,8 +321,6 @@ class Repository(HotIndex):
         except Exception as e:  # an optimisation: never fail the start over it
             log.warning("the saved postings could not be checked", exc_info=True)
             return None, f"not taken: they could not be checked: {e}"
-        finally:
-            term_map.remove(where)
 
     def _adopt_postings(
         self, saved: TokenMap, postings: TermMap, runs: dict[int, np.ndarray]
@@ -772,8 +775,9 @@ class Repository(HotIndex):
         graphs = self._graphs_now(snapshot)
         size = self._token_file.size
         started = time.perf_counter()
+        postings = await self._postings_meanwhile(stamp[0])
         self._checkpoint_task = asyncio.ensure_future(
-            asyncio.to_thread(self._write_checkpoint, snapshot, size, graphs)
+            asyncio.to_thread(self._write_checkpoint, snapshot, size, graphs, postings)
         )
         try:
             saved = await asyncio.shield(self._checkpoint_task)
@@ -793,6 +797,23 @@ class Repository(HotIndex):
         )
         return True
 
+    async def _postings_meanwhile(self, changes: int) -> term_map.Gathering | None:
+        """Every partition's postings copied on the loop a slice at a time (the loop
+        serves in between: at 10,000 agents x 100, 5M postings), as they were when the token
+        map's rows were taken, ``changes``; None if a row changed meanwhile (the next save
+        tries again) or the copy failed."""
+        gathering = term_map.Gathering()
+        try:
+            for part in list(self._parts.values()):
+                for _ in gathering.add(part.lexical, POSTINGS_SLICE):
+                    await asyncio.sleep(0)
+                    if self.changes != changes:
+                        return None
+            return gathering
+        except Exception:
+            log.exception("could not gather the postings while serving")
+            return None
+
     def _stamp(self) -> tuple[int, int, tuple[tuple[str, object], ...]]:
         """What the token map and graphs on disk must describe to be current: the rows
         changed so far, the token file's generation, the large scopes' graphs."""
@@ -808,10 +829,11 @@ class Repository(HotIndex):
         snapshot: tuple[list[str], list[np.ndarray], list[np.ndarray], list[Memory]],
         size: int,
         graphs: list[_GraphToSave],
+        postings: term_map.Gathering | None,
     ) -> bool:
         """On a thread: make the map of ``snapshot`` (the file's first ``size`` bytes),
-        sync the file and write the map (replacing the one before), then the graphs with
-        it (those not on disk yet written)."""
+        sync the file and write the map (replacing the one before), then the postings and
+        graphs with it (the graphs not on disk yet written)."""
         assert self._token_path is not None
         try:
             rows = _token_map(*snapshot)
@@ -824,6 +846,11 @@ class Repository(HotIndex):
         except Exception:
             log.exception("could not save the token file's map while serving")
             return False
+        if postings is not None:
+            self._save_postings(postings.result(), digest)
+        else:  # those on disk name the map before
+            with contextlib.suppress(OSError):
+                term_map.remove(term_map.terms_path(self._token_path))
         if graphs:
             self._save_graphs(graphs, digest)
         return True

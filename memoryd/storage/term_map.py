@@ -3,15 +3,16 @@ instead of analysing every stored text again.
 
 Loading the hot index analyses each memory's text (words, stop words, stems: ``lexical``)
 and puts its terms into its partition's postings: more than half of a start at a million
-memories (bench/RESULTS.md). At a clean shutdown that saves the token file's map
-(``token_map``), the repository also writes ``tokens.bin.terms`` beside it: the term table
-once, then every partition's postings as they are ((row, tf) pairs), partitions and rows
-in the order the token map lists its rows; written atomically and ending in the SHA-256 of
-everything before it, like the map.
+memories (bench/RESULTS.md). Whenever the repository saves the token file's map
+(``token_map``: at a clean shutdown, and while serving once rows changed), it also writes
+``tokens.bin.terms`` beside it: the term table once, then every partition's postings as
+they are ((row, tf) pairs), partitions and rows in the order the token map lists its rows;
+written atomically and ending in the SHA-256 of everything before it, like the map. While
+serving they are copied a slice at a time (``Gathering``), the loop serving in between,
+and dropped if any row changed meanwhile (the next save tries again).
 
 The token map vouches for the rows: a start uses this file only when it reuses the token
-file (the table at the version the map names, every row in the state the map has it), and
-only when:
+file with that map, and only when:
 
 - it reads whole and names that map (the map's SHA-256, in its header);
 - its texts were analysed the way this daemon analyses them (``Analyzer.fingerprint``: the
@@ -20,14 +21,17 @@ only when:
 - each saved partition is one scope's rows now, all of them;
 - a sample of rows analysed afresh has exactly the terms the file gives them.
 
-Anything else (and any partition that does not fit) is analysed as a start without it.
-A start deletes the file with the map, before anything can change the index.
+Anything else (and any partition that does not fit: a scope with rows written, changed or
+gone since the map) is analysed as a start without it. The file stays while its map does
+and the start took it (a start after a crash takes it again); otherwise the start deletes
+it.
 """
 
 from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,29 +84,55 @@ class TermMap:
 
 
 def gather(parts: list[LexicalPartition]) -> TermMap:
-    """The postings of ``parts`` (in token-map order), referenced as they are now: call it
-    where nothing changes the index, and write before anything does."""
-    table: dict[str, int] = {}
-    part_rows, part_postings, posting_term, posting_pairs, chunks = [], [], [], [], []
+    """The postings of ``parts`` (in token-map order), copied as they are now: call it
+    where nothing changes the index."""
+    gathering = Gathering()
     for lexical in parts:
-        part_rows.append(len(lexical))
-        part_postings.append(len(lexical.postings))
+        for _ in gathering.add(lexical):
+            pass
+    return gathering.result()
+
+
+class Gathering:
+    """``gather`` a little at a time, for a save while serving (``Repository``): ``add``
+    copies a partition's postings, yielding every ``every`` postings so that the caller
+    can let the event loop run (and must then check that nothing changed the index, else
+    drop what it gathered); ``result`` (anywhere: the copies are its own) joins them."""
+
+    def __init__(self) -> None:
+        self._table: dict[str, int] = {}
+        self._part_rows: list[int] = []
+        self._part_postings: list[int] = []
+        self._posting_term: list[int] = []
+        self._posting_pairs: list[int] = []
+        self._chunks: list[bytes] = []
+        self._done = 0  # postings copied so far, over every partition
+
+    def add(self, lexical: LexicalPartition, every: int = 0) -> Iterator[None]:
+        table, chunks = self._table, self._chunks
+        self._part_rows.append(len(lexical))
+        self._part_postings.append(len(lexical.postings))
         for term, posting in lexical.postings.items():
             index = table.get(term)
             if index is None:
                 index = table[term] = len(table)
-            posting_term.append(index)
-            posting_pairs.append(len(posting) >> 1)
-            chunks.append(posting)
-    pairs = np.frombuffer(b"".join(chunks), dtype=np.int32)
-    return TermMap(
-        list(table),
-        np.array(part_rows, dtype=np.int64),
-        np.array(part_postings, dtype=np.int64),
-        np.array(posting_term, dtype=np.uint32),
-        np.array(posting_pairs, dtype=np.uint32),
-        pairs,
-    )
+            self._posting_term.append(index)
+            self._posting_pairs.append(len(posting) >> 1)
+            chunks.append(posting.tobytes())
+            self._done += 1
+            if every and self._done % every == 0:
+                yield
+
+    def result(self) -> TermMap:
+        pairs = np.frombuffer(b"".join(self._chunks), dtype=np.int32)
+        return TermMap(
+            list(self._table),
+            np.array(self._part_rows, dtype=np.int64),
+            np.array(self._part_postings, dtype=np.int64),
+            np.array(self._posting_term, dtype=np.uint32),
+            np.array(self._posting_pairs, dtype=np.uint32),
+            pairs,
+        )
 
 
 def write(path: Path, saved: TermMap) -> None:

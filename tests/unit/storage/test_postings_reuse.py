@@ -1,11 +1,13 @@
-"""Taking the BM25 postings a clean shutdown saved (storage/term_map.py) instead of analysing
-every text again at start: a start that takes them answers every lexical query exactly as one
-that analysed, keeps them right through later writes, and every way the saved postings can be
+"""Taking the BM25 postings saved with the token map (storage/term_map.py), at a clean
+shutdown or while serving, instead of analysing every text again at start: a start that
+takes them, after a clean stop or a kill -9, answers every lexical query exactly as one that
+analysed, keeps them right through later writes, and every way the saved postings can be
 wrong for the store now (cut short, another token map, another analysis, terms that are not
-the texts') makes the start analyse instead."""
+the texts', a scope changed since) makes the start analyse that or all instead."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import shutil
 from datetime import timedelta
@@ -125,7 +127,7 @@ async def test_a_clean_restart_takes_the_saved_postings_and_answers_as_an_analys
     again = open_repo(tmp_path)
     try:
         assert again.postings_start == "taken for 27 of 27 rows", again.postings_start
-        assert not terms_of(tmp_path).exists()  # gone until the next clean shutdown
+        assert terms_of(tmp_path).exists()  # kept with the map, for a start after a crash
         taken, answers = lexical_state(again), bm25_answers(again)
         assert any(answer for answer in answers)
     finally:
@@ -467,3 +469,49 @@ async def test_a_failure_gathering_the_postings_never_fails_the_shutdown(
         assert again.postings_start.startswith("not taken")
     finally:
         again.close()
+
+
+async def test_a_kill_9_takes_the_postings_saved_while_serving_for_the_scopes_unchanged_since(
+    tmp_path: Path,
+) -> None:
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    assert not map_of(tmp_path).exists() and not terms_of(tmp_path).exists()
+    assert await repo.checkpoint_tokens(force=True)
+    assert terms_of(tmp_path).exists()
+    m = await repo.add(mem(77, scope="agent:a", text="Carol keeps bees in Berlin"), unit(7, DIM))
+    await asyncio.to_thread(repo._durable.close)  # kill -9
+    crashed = open_repo(tmp_path)
+    try:
+        assert crashed.token_start is not None and crashed.token_start.reused
+        # agent:b and agent:c taken as saved; agent:a (a row written since) analysed
+        assert crashed.postings_start == "taken for 18 of 28 rows", crashed.postings_start
+        assert crashed.get(m.id) is not None
+        taken, answers = lexical_state(crashed), bm25_answers(crashed)
+    finally:
+        crashed.close()
+    assert (taken, answers) == analysed(tmp_path)
+
+
+async def test_postings_are_saved_while_serving_only_as_the_map_has_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write while the postings are copied (a slice at a time, the loop serving between)
+    drops the copy: no postings naming that map are saved, the next save saves them."""
+    monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SLICE", 1)
+    repo = open_repo(tmp_path)
+    try:
+        await fill(repo)
+        term_map.remove(terms_of(tmp_path))
+        saving = asyncio.ensure_future(repo.checkpoint_tokens(force=True))
+        await asyncio.sleep(0)  # the copy has begun and yields
+        # a write's commit lands now: the index changes while the copy waits its turn
+        repo.put(mem(80, scope="agent:b", text="written meanwhile"), unit(8, DIM))
+        assert await saving  # the map is saved
+        assert not terms_of(tmp_path).exists()
+        assert await repo.checkpoint_tokens(force=True)
+        saved = term_map.read(terms_of(tmp_path))
+        assert saved.header["map"] == token_map.read(map_of(tmp_path)).digest
+        assert int(saved.part_rows.sum()) == len(repo)
+    finally:
+        repo.close()
