@@ -738,8 +738,10 @@ class Repository(HotIndex):
     def _token_snapshot(
         self,
     ) -> tuple[list[str], list[np.ndarray], list[np.ndarray], list[Memory]] | None:
-        """What the token map is made of, taken on the loop (the rest can be done on a
-        thread, ``_token_map``: the Memory records are never changed, only replaced)."""
+        """What the token map is made of, taken on the loop: every partition's ids and
+        record places, and every Memory record (in the index's own order: looking each id
+        up here cost ~0.7 s at a million rows, the dict's values ~16 ms). The rest is done
+        on a thread (``_token_map``: the records are never changed, only replaced)."""
         if self._token_path is None or self.token_start is None or self.tokens_damaged:
             return None
         ids: list[str] = []
@@ -750,7 +752,7 @@ class Repository(HotIndex):
             ids.extend(part.ids)
             counts.append(part.tok_n[:n].copy())
             offsets.append(np.where(part.tok_n[:n] >= 0, part.tok_off[:n], 0))
-        return ids, offsets, counts, list(map(self._memories.__getitem__, ids))
+        return ids, offsets, counts, list(self._memories.values())
 
     async def checkpoint_tokens(self, *, force: bool = False) -> bool:
         """Save the token file's map while serving (a job, after the token file's upkeep),
@@ -1137,9 +1139,10 @@ def _graphs_key(graphs: list[_GraphToSave]) -> tuple[tuple[str, object], ...]:
 
 
 def _token_map(
-    ids: list[str], offsets: list[np.ndarray], counts: list[np.ndarray], memories: list[Memory]
+    ids: list[str], offsets: list[np.ndarray], counts: list[np.ndarray], records: list[Memory]
 ) -> TokenMap:
-    states = [row_state(m.updated_at, m.content_hash) for m in memories]
+    by_id = {m.id: m for m in records}
+    states = [row_state(m.updated_at, m.content_hash) for m in map(by_id.__getitem__, ids)]
     return TokenMap(
         ids,
         np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
