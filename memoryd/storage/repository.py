@@ -32,7 +32,6 @@ import itertools
 import logging
 import random
 import time
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -478,9 +477,10 @@ class Repository(HotIndex):
         spans: list[tuple[int, int]] = []
         scope, start, last = None, -1, -2
         updated, hashes = saved.updated.tolist(), saved.hashes.tolist()
+        wide = saved.wide
         for at, memory_id in enumerate(saved.ids):
             memory = memories.get(memory_id)
-            if memory is None or row_state(memory.updated_at, memory.content_hash) != (
+            if memory is None or row_state(memory.updated_at, memory.content_hash, wide=wide) != (
                 updated[at],
                 hashes[at],
             ):
@@ -523,19 +523,25 @@ class Repository(HotIndex):
         chosen = np.flatnonzero(taken & (saved.counts >= 0))
         if not len(chosen):
             return ""
-        sample = np.sort(
-            np.random.default_rng().choice(chosen, min(len(chosen), RECORD_SAMPLE), replace=False)
-        )
+        rng = np.random.default_rng()
+        sample = np.sort(rng.choice(chosen, min(len(chosen), RECORD_SAMPLE), replace=False))
         for at in sample.tolist():
             memory_id = saved.ids[at]
             if not file.holds(memory_id, int(saved.offsets[at]), int(saved.counts[at])):
                 return f"memory {memory_id}'s record is not in the token file where the map says"
         if self._durable.table_version() == saved.header["table"]["version"]:
             return ""
-        compared = sample[:TOKENS_SAMPLE]
+        compared = rng.choice(sample, min(len(sample), TOKENS_SAMPLE), replace=False)
         want = {saved.ids[at]: at for at in compared.tolist()}
-        for memory_id, _, _, tokens in self._durable.read_token_rows(list(want)):
+        for memory_id, updated_us, content_hash, tokens in self._durable.read_token_rows(
+            list(want)
+        ):
             at = want[memory_id]
+            if saved.wide and (updated_us, token_map.hash_bits(content_hash)) != (
+                int(saved.updated[at]),
+                int(saved.hashes[at]),
+            ):
+                continue  # changed since the load (another daemon): it is not taken anyway
             held = file.read(memory_id, int(saved.offsets[at]), int(saved.counts[at]))
             if tokens is None or held is None or not np.array_equal(held, tokens):
                 return f"memory {memory_id}'s token vectors in the table are not the file's"
@@ -557,7 +563,7 @@ class Repository(HotIndex):
                 continue
             if row_state(memory.updated_at, memory.content_hash) != (
                 updated_us,
-                zlib.crc32(content_hash.encode()),
+                token_map.hash_bits(content_hash),
             ):
                 continue
             part = self._parts[memory.scope]
@@ -786,7 +792,8 @@ class Repository(HotIndex):
         finally:
             if self._checkpoint_task.done():
                 self._checkpoint_task = None
-        if not saved:
+        if not saved:  # logged; tried again as if saved (not every upkeep)
+            self._checkpoint_at = time.monotonic()
             return False
         # What was saved: the graphs as the snapshot found them, now with their files.
         self._checkpointed = (*stamp[:2], _graphs_key(graphs))
@@ -1148,7 +1155,7 @@ def _token_map(
         np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
         np.concatenate(counts) if counts else np.zeros(0, np.int32),
         np.array([s[0] for s in states], dtype=np.int64),
-        np.array([s[1] for s in states], dtype=np.uint32),
+        np.array([s[1] for s in states], dtype=np.uint64),
     )
 
 

@@ -10,7 +10,7 @@ million memories) and writing as much again. So the repository writes, beside it
   under the same name has another), and the version and row count it had then;
 - the file: its size, modification time, inode and device (after an fsync);
 - per row: the memory id, the state of the row its record was written for (updated_at in
-  microseconds and the CRC-32 of its content hash), and the record's offset and token count
+  microseconds and 64 bits of its content hash), and the record's offset and token count
   (-1: the row has none);
 
 written atomically (a temporary file, fsync, rename, fsync of the directory) and ending in
@@ -49,12 +49,13 @@ from typing import Any
 
 import numpy as np
 
-FORMAT = 1
+FORMAT = 2  # 1: the content hash kept as its CRC-32 (still read: see TokenMap.wide)
 _MAGIC = b"MTKMAP01"
 _U32 = struct.Struct("<I")
 _DIGEST_BYTES = hashlib.sha256().digest_size
 # offsets, counts, updated_at, content-hash CRCs, id lengths (then the ids' UTF-8 bytes)
-_COLUMNS = ("<i8", "<i4", "<i8", "<u4", "<u4")
+_COLUMNS = ("<i8", "<i4", "<i8", "<u8", "<u4")
+_COLUMNS_1 = ("<i8", "<i4", "<i8", "<u4", "<u4")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -67,11 +68,31 @@ def map_path(token_path: Path) -> Path:
     return token_path.with_name(token_path.name + ".map")
 
 
-def row_state(updated_at: datetime, content_hash: str) -> tuple[int, int]:
+def row_state(updated_at: datetime, content_hash: str, *, wide: bool = True) -> tuple[int, int]:
     """A row's state as the map keeps it: updated_at in microseconds since the epoch and
-    the CRC-32 of the content hash (the table's version and fragments are checked whole;
-    this tells the rows the index held apart from rows it had not applied)."""
-    return (updated_at - _EPOCH) // _MICROSECOND, zlib.crc32(content_hash.encode())
+    64 bits of the content hash (``hash_bits``): what tells a row the map's record was
+    written for from one changed, restored or re-created since (a new text is a new
+    content hash; memoryd's every write stamps updated_at). ``wide`` False: the CRC-32 of
+    the content hash, as a map of format 1 kept it."""
+    return micros(updated_at), hash_bits(content_hash) if wide else zlib.crc32(
+        content_hash.encode()
+    )
+
+
+def micros(at: datetime) -> int:
+    return (at - _EPOCH) // _MICROSECOND
+
+
+def hash_bits(content_hash: str) -> int:
+    """64 bits of a content hash: its first 16 hex digits (a SHA-256, ``core.text``), or
+    of its BLAKE2b for any other string."""
+    head = content_hash[:16]
+    if len(head) == 16 and head.isascii() and head.isalnum():
+        try:
+            return int(head, 16)
+        except ValueError:
+            pass
+    return int.from_bytes(hashlib.blake2b(content_hash.encode(), digest_size=8).digest())
 
 
 # What a map names of the table that must be unchanged for a start to take any of it: the
@@ -120,10 +141,11 @@ class TokenMap:
     offsets: np.ndarray  # int64: where each row's record starts
     counts: np.ndarray  # int32: its token count (-1: none)
     updated: np.ndarray  # int64: the row's updated_at, microseconds since the epoch
-    hashes: np.ndarray  # uint32: CRC-32 of the row's content hash
+    hashes: np.ndarray  # uint64: 64 bits of the row's content hash (uint32 CRC-32: format 1)
     # "table": the store's identity, "file": the token file's (file_identity)
     header: dict[str, Any] = field(default_factory=dict)
     digest: str = ""  # the SHA-256 of the map as written or read (hex)
+    wide: bool = True  # hashes as row_state keeps them (False: a map of format 1)
 
     def __post_init__(self) -> None:
         n = len(self.ids)
@@ -145,19 +167,22 @@ def read(path: Path) -> TokenMap:
     header, body, at, digest = read_framed(
         path,
         _MAGIC,
-        FORMAT,
+        (1, FORMAT),
         "the map",
         "no map: the last run did not shut down cleanly, or this is the first start",
     )
     try:
         n = int(header["rows"])
         columns = []
-        for dtype in _COLUMNS:
+        wide = header.get("format") == FORMAT
+        for dtype in _COLUMNS if wide else _COLUMNS_1:
             columns.append(np.frombuffer(body, dtype, n, at))
             at += np.dtype(dtype).itemsize * n
         ids = strings(body, at, columns.pop(), "the map's ids")
         offsets, counts, updated, hashes = columns
-        return TokenMap(ids, offsets, counts, updated, hashes, header=header, digest=digest)
+        return TokenMap(
+            ids, offsets, counts, updated, hashes, header=header, digest=digest, wide=wide
+        )
     except (ValueError, KeyError, TypeError, struct.error) as e:
         raise Unusable(f"the map does not parse ({e})") from None
 
@@ -190,11 +215,11 @@ def write_framed(path: Path, magic: bytes, header: dict[str, Any], sections: lis
 
 
 def read_framed(
-    path: Path, magic: bytes, version: int, what: str, missing: str
+    path: Path, magic: bytes, version: int | tuple[int, ...], what: str, missing: str
 ) -> tuple[dict[str, Any], bytes, int, str]:
     """A file ``write_framed`` wrote: its header, its bytes without the checksum, where its
     sections start in them, and its SHA-256 (hex). ``Unusable`` (``missing`` if there is no
-    file) unless it reads whole, as format ``version``."""
+    file) unless it reads whole, as format ``version`` (or one of them)."""
     try:
         data = read_regular(path, what)
     except FileNotFoundError:
@@ -213,9 +238,10 @@ def read_framed(
         header = json.loads(body[at : at + size])
     except (ValueError, struct.error) as e:
         raise Unusable(f"{what} does not parse ({e})") from None
-    if not isinstance(header, dict) or header.get("format") != version:
+    versions = version if isinstance(version, tuple) else (version,)
+    if not isinstance(header, dict) or header.get("format") not in versions:
         found = header.get("format") if isinstance(header, dict) else header
-        raise Unusable(f"the format of {what} is {found!r}, not {version}")
+        raise Unusable(f"the format of {what} is {found!r}, not {versions[-1]}")
     return header, body, at + size, digest.hex()
 
 

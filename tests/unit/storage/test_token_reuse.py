@@ -550,3 +550,184 @@ async def test_a_store_recreated_with_the_same_rows_and_other_token_vectors_is_n
         assert_tokens(again, want)
     finally:
         again.close()
+
+
+async def test_a_map_pointing_rows_at_each_others_records_is_caught_by_the_header_sample(
+    tmp_path: Path,
+) -> None:
+    """The file is the map's (same inode, size, mtime), the map reads whole, every row is
+    in the state the map has it, but two rows' places are swapped: their records' headers
+    name the other memory, and the start rewrites rather than serve them crossed."""
+    repo = open_repo(tmp_path)
+    want = await fill(repo)
+    repo.close()
+    saved = token_map.read(map_of(tmp_path))
+    a, b = [i for i in range(len(saved.ids)) if saved.counts[i] >= 0][:2]
+    offsets, counts = saved.offsets.copy(), saved.counts.copy()
+    offsets[[a, b]], counts[[a, b]] = offsets[[b, a]], counts[[b, a]]
+    saved.offsets, saved.counts = offsets, counts
+    token_map.write(map_of(tmp_path), saved)
+    again = open_repo(tmp_path)
+    try:
+        reused, why = started(again)
+        assert not reused and "is not in the token file where the map says" in why, why
+        assert_tokens(again, want)
+    finally:
+        again.close()
+
+
+async def test_a_token_file_replaced_by_a_copy_is_not_the_maps(tmp_path: Path) -> None:
+    """A copy put in its place (another inode) with the same size and modification time:
+    only the inode tells it apart, and the start does not take the map for it."""
+    repo = open_repo(tmp_path)
+    want = await fill(repo)
+    repo.close()
+    path = tmp_path / "data" / "tokens.bin"
+    copy = path.with_name("copy")
+    shutil.copyfile(path, copy)
+    stat = path.stat()
+    os.utime(copy, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    os.replace(copy, path)
+    again = open_repo(tmp_path)
+    try:
+        reused, why = started(again)
+        assert not reused and "another file than the map's" in why, why
+        assert_tokens(again, want)
+    finally:
+        again.close()
+
+
+async def test_a_row_another_daemon_changed_during_the_start_gets_no_stale_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start reads a row's token vectors from the table after its load: if the table
+    has the row in another state by then (another daemon's update), the row keeps none
+    until that update is followed, rather than the new text's vectors on the old record."""
+    repo = open_repo(tmp_path)
+    want = await fill(repo)
+    assert await repo.checkpoint_tokens(force=True)
+    m = await repo.add(mem(90, text="written after the map"), unit(4), toks(90))
+    want[m.id] = toks(90)
+    await asyncio.to_thread(repo._durable.close)  # kill -9
+    real = LanceStore.read_token_rows
+
+    def moved_on(self: LanceStore, ids: list[str]) -> object:
+        for memory_id, updated_us, content_hash, tokens in real(self, ids):
+            if memory_id == m.id:  # another daemon's update landed meanwhile
+                yield memory_id, updated_us + 1, "h-other", toks(91)
+            else:
+                yield memory_id, updated_us, content_hash, tokens
+
+    monkeypatch.setattr(LanceStore, "read_token_rows", moved_on)
+    again = open_repo(tmp_path)
+    try:
+        reused, why = started(again)
+        assert reused and "1 rows read from the table" in why, why
+        assert not again.has_tokens(m.id) and again.tokens_of(m.id) is None
+        want.pop(m.id)
+        assert_tokens(again, want)
+    finally:
+        again.close()
+
+
+async def test_a_compaction_makes_a_map_due_again(tmp_path: Path) -> None:
+    """The file replaced by its compaction (the map before it deleted): a map is due at
+    once, even with no row changed since, so that a crash then does not rewrite it all."""
+    repo = open_repo(tmp_path)
+    try:
+        await fill(repo)
+        assert await repo.checkpoint_tokens(force=True)
+        assert not await repo.checkpoint_tokens(force=True)
+        await repo.compact_tokens_async()
+        assert not map_of(tmp_path).exists()
+        assert await repo.checkpoint_tokens(force=True)
+        saved = token_map.read(map_of(tmp_path))
+        assert saved.header["file"]["ino"] == (tmp_path / "data" / "tokens.bin").stat().st_ino
+    finally:
+        repo.close()
+
+
+async def test_a_memory_recreated_with_the_same_id_and_time_is_told_apart_by_its_text(
+    tmp_path: Path,
+) -> None:
+    """A memory forgotten, then one with the same id and updated_at created again (an
+    import keeps both), with another text whose content hash has the same CRC-32 as the
+    old one's: the map keeps 64 bits of the hash, and the start reads the new row's token
+    vectors from the table instead of giving it the forgotten one's."""
+    repo = open_repo(tmp_path)
+    old = mem(5, text="the old text", content_hash="h-29685295")
+    new = dataclasses.replace(old, text="another text", content_hash="h-32060020")
+    import zlib
+
+    assert zlib.crc32(b"h-29685295") == zlib.crc32(b"h-32060020")  # the collision
+    await repo.add(old, unit(1), toks(1))
+    assert await repo.checkpoint_tokens(force=True)
+    await repo.delete([old.id])
+    await repo.add(new, unit(2), toks(2))
+    await asyncio.to_thread(repo._durable.close)  # kill -9
+    again = open_repo(tmp_path)
+    try:
+        reused, why = started(again)
+        assert reused and "1 rows read from the table" in why, why
+        assert_tokens(again, {new.id: toks(2)})
+    finally:
+        again.close()
+
+
+async def test_a_map_of_the_format_before_is_still_taken(tmp_path: Path) -> None:
+    """A map an earlier memoryd saved (format 1: the content hash kept as its CRC-32):
+    upgrading costs no rewrite of the token file."""
+    import zlib
+
+    repo = open_repo(tmp_path)
+    want = await fill(repo)
+    hashes = {i: m.content_hash for i, m in repo._memories.items()}
+    repo.close()
+    saved = token_map.read(map_of(tmp_path))
+    crcs = np.array([zlib.crc32(hashes[i].encode()) for i in saved.ids], dtype="<u4")
+    encoded = [i.encode() for i in saved.ids]
+    header = {**saved.header, "format": 1, "rows": len(encoded)}
+    columns = (saved.offsets, saved.counts, saved.updated, crcs, [len(e) for e in encoded])
+    types = ("<i8", "<i4", "<i8", "<u4", "<u4")
+    sections = [np.asarray(c).astype(t).tobytes() for c, t in zip(columns, types, strict=True)]
+    token_map.write_framed(map_of(tmp_path), b"MTKMAP01", header, [*sections, b"".join(encoded)])
+    again = open_repo(tmp_path)
+    try:
+        reused, why = started(again)
+        assert reused and "its map matches table version" in why, why
+        assert again._durable.token_bytes_read == 0
+        assert_tokens(again, want)
+    finally:
+        again.close()
+
+
+async def test_the_token_vectors_compared_with_the_table_are_drawn_from_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool rewrote the token vectors of the last hundred of 600 rows in the table in
+    place (their updated_at and content hashes as they were): the start's sample of 64
+    rows compared with the table is drawn from all the map's rows, so it finds them (with
+    this seed; a sample from the map's first rows never would)."""
+    real_rng = np.random.default_rng
+    monkeypatch.setattr(np.random, "default_rng", lambda *a: real_rng(*(a or (5,))))
+    repo = open_repo(tmp_path)
+    rows = [(mem(i, text=f"memory {i}"), unit(i), toks(i)) for i in range(600)]
+    await repo._durable.add(rows)
+    for memory, vector, tokens in rows:
+        repo.put(memory, vector, tokens)
+    repo.close()
+    table = lancedb.connect(str(tmp_path / "lancedb")).open_table("m")
+    ids = [m.id for m, _, _ in rows[500:]]
+    quoted = ", ".join(f"'{i}'" for i in ids)
+    changed = table.search().where(f"id IN ({quoted})").limit(None).to_arrow()
+    column = changed.schema.get_field_index("token_vectors")
+    changed = changed.set_column(
+        column, "token_vectors", [[toks(7_000 + k).tobytes() for k in range(len(ids))]]
+    )
+    table.merge_insert("id").when_matched_update_all().execute(changed)
+    again = open_repo(tmp_path)
+    try:
+        reused, why = started(again)
+        assert not reused and "token vectors in the table are not the file's" in why, why
+    finally:
+        again.close()
