@@ -430,24 +430,34 @@ class LexicalPartition:
         languages: list[str],
     ) -> None:
         """Take a partition's postings as saved (``term_map``) instead of analysing its
-        texts; only into an empty partition. ``rows[i]``: where the saved row ``i`` is here
-        (a permutation of this partition's rows); ``words``: the saved postings' terms, in
+        texts; only into an empty partition of ``len(languages)`` rows. ``rows[i]``: where
+        the saved row ``i`` is here (-1: nowhere, its pairs are dropped: a row changed or
+        gone since), each row here at most once; ``words``: the saved postings' terms, in
         order, ``lengths`` their pair counts, ``pairs`` their (saved row, tf) pairs;
-        ``languages``: each row's language, by row here. ValueError if they do not make
-        the postings of ``len(rows)`` rows (nothing is taken then)."""
-        n = len(rows)
-        if self.doc_terms or len(languages) != n or len(words) != len(lengths):
+        ``languages``: each row's language, by row here. The rows here that no saved row
+        becomes are left without terms, for the caller to ``set``. ValueError if they do
+        not make postings of these rows (nothing is taken then)."""
+        n, size = len(rows), len(languages)
+        if self.doc_terms or len(words) != len(lengths):
             raise ValueError("the saved partition does not fit")
         if len(set(words)) != len(words):
             raise ValueError("a term is saved twice")
+        live = rows[rows >= 0]
+        if live.size and (live.max() >= size or len(np.unique(live)) != live.size):
+            raise ValueError("the saved rows are not distinct rows of the partition")
         old = pairs[0::2]
         tf = pairs[1::2]
         if int(lengths.sum()) != old.size or (old.size and (old.min() < 0 or old.max() >= n)):
             raise ValueError("a saved posting names a row the partition does not have")
         if tf.size and tf.min() < 1:
             raise ValueError("a saved term frequency is not positive")
-        new = rows[old].astype(np.int32)
+        new = rows[old]
         group = np.repeat(np.arange(len(words), dtype=np.int64), lengths)
+        if live.size < n:  # the pairs of rows changed or gone since go
+            kept = new >= 0
+            new, tf, group = new[kept], tf[kept], group[kept]
+            lengths = np.bincount(group, minlength=len(words))
+        new = new.astype(np.int32)
         if not np.array_equal(rows, np.arange(n)):
             order = np.lexsort((new, group))  # each posting by its rows here
             new, tf = new[order], tf[order]
@@ -459,14 +469,15 @@ class LexicalPartition:
         postings: dict[str, array[int]] = {}
         at = 0
         for word, length in zip(words, lengths.tolist(), strict=True):
-            posting = array("i")
-            posting.frombytes(view[at : at + 8 * length])
-            postings[word] = posting
-            at += 8 * length
+            if length:
+                posting = array("i")
+                posting.frombytes(view[at : at + 8 * length])
+                postings[word] = posting
+                at += 8 * length
         # Each row's distinct terms: the pairs by row.
         by_row = np.argsort(new, kind="stable")
-        per_row = np.bincount(new, minlength=n).tolist()
-        doc_len = np.bincount(new, weights=tf, minlength=n).astype(np.int64)
+        per_row = np.bincount(new, minlength=size).tolist()
+        doc_len = np.bincount(new, weights=tf, minlength=size).astype(np.int64)
         entry_words = np.asarray(words, dtype=object)[group[by_row]].tolist()
         doc_terms: list[tuple[str, ...]] = []
         start = 0
@@ -479,8 +490,8 @@ class LexicalPartition:
         self.total_len = int(doc_len.sum())
         self.doc_language = list(languages)
         self.language_counts = Counter(languages)
-        self._lengths = np.zeros(max(16, n), dtype=np.float32)
-        self._lengths[:n] = doc_len
+        self._lengths = np.zeros(max(16, size), dtype=np.float32)
+        self._lengths[:size] = doc_len
         self._arrays.clear()
 
     def row_terms(self, row: int) -> dict[str, int]:

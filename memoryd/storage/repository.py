@@ -225,9 +225,9 @@ class Repository(HotIndex):
             with self.bulk_load(defer_texts=postings is not None):
                 for memory, vector, _ in self._durable.scan(tokens=False):
                     self.put(memory, vector, None)
-                why, runs, rows_at, read = self._adopt_tokens(saved)
+                why, rows_at, read = self._adopt_tokens(saved)
                 if not why and postings is not None:
-                    self.postings_start = self._adopt_postings(saved, postings, runs)
+                    self.postings_start = self._adopt_postings(saved, postings, rows_at)
                 elif postings is not None:
                     self.postings_start = "not taken: the token file is not reused"
             if not why:
@@ -321,17 +321,16 @@ class Repository(HotIndex):
             log.warning("the saved postings could not be checked", exc_info=True)
             return None, f"not taken: they could not be checked: {e}"
 
-    def _adopt_postings(
-        self, saved: TokenMap, postings: TermMap, runs: dict[int, np.ndarray]
-    ) -> str:
+    def _adopt_postings(self, saved: TokenMap, postings: TermMap, rows_at: np.ndarray) -> str:
         """Give each partition its saved postings (inside a deferred bulk load, after
-        ``_adopt_tokens`` vouched for every row and found where ``runs`` of them are); a
+        ``_adopt_tokens`` found where each of the map's rows is now, ``rows_at``); a
         partition that does not fit is left to the load's end to analyse. Then a sample of
         rows is analysed afresh: if any differs from what was taken, everything taken is
         dropped and analysed. Says how it went."""
         taken: list[_Partition] = []
+        took = 0
         try:
-            self._take_postings(saved, postings, runs, taken)
+            took = self._take_postings(saved, postings, rows_at, taken)
             wrong = self._check_postings(taken)
         except Exception as e:  # an optimisation: never fail the start over it
             log.warning("the saved postings could not be taken", exc_info=True)
@@ -341,25 +340,30 @@ class Repository(HotIndex):
                 part.lexical = LexicalPartition()  # all analysed at the load's end
             log.warning("saved postings dropped: %s", wrong)
             return f"dropped: {wrong}"
-        return f"taken for {sum(len(p) for p in taken)} of {len(self._memories)} rows"
+        return f"taken for {took} of {len(self._memories)} rows"
 
     def _take_postings(
         self,
         saved: TokenMap,
         postings: TermMap,
-        runs: dict[int, np.ndarray],
+        rows_at: np.ndarray,
         taken: list[_Partition],
-    ) -> None:
+    ) -> int:
+        """Give each saved partition's postings to its scope's partition (the pairs of rows
+        changed or gone since dropped, the rows written or changed since analysed here);
+        returns the rows whose terms were taken."""
         memories, parts = self._memories, self._parts
-        base = 0
+        terms = self.analyzer.terms
+        base = took = 0
         for rows, words, counts, pairs in postings.partitions():
             start, base = base, base + rows
-            at = runs.get(start)
-            if at is None or len(at) != rows:  # not one scope's rows in the map: left
+            at = rows_at[start:base]  # each saved row's row here (-1: changed or gone since)
+            live = np.flatnonzero(at >= 0)
+            if len(at) != rows or not len(live):
                 continue
-            scope = memories[saved.ids[start]].scope
+            scope = memories[saved.ids[start + int(live[0])]].scope
             part = parts[scope]
-            if len(part) != rows or len(part.lexical):
+            if len(part.lexical):
                 continue
             try:
                 languages = [memories[i].language for i in part.ids]
@@ -367,7 +371,15 @@ class Repository(HotIndex):
             except ValueError:
                 log.warning("the saved postings of scope %s do not fit: analysing it", scope)
                 continue
+            if len(live) < len(part):  # its rows written or changed since: analysed here
+                have = np.zeros(len(part), dtype=bool)
+                have[at[live]] = True
+                for row in np.flatnonzero(~have).tolist():
+                    memory = memories[part.ids[row]]
+                    part.lexical.set(row, terms(memory.text, memory.language), memory.language)
             taken.append(part)
+            took += len(live)
+        return took
 
     def _check_postings(self, taken: list[_Partition]) -> str:
         """Analyse a sample of the rows given saved postings; why they differ ("": none)."""
@@ -446,22 +458,19 @@ class Repository(HotIndex):
         self._token_file.close()
         self._token_file = new
 
-    def _adopt_tokens(
-        self, saved: TokenMap
-    ) -> tuple[str, dict[int, np.ndarray], np.ndarray, tuple[int, int]]:
+    def _adopt_tokens(self, saved: TokenMap) -> tuple[str, np.ndarray, tuple[int, int]]:
         """Point every row (loaded without token vectors) at its record in the reused file
         where the map has the row in the state the table has it now (its updated_at and
         content hash); read the other rows' token vectors from the table and append them (a
         map saved while serving, then rows written, changed or deleted before a crash).
         "" if done, else why not (and no row points anywhere: the caller rewrites the file).
-        Also each run of the map's rows in one scope, every row taken (the map is written a
-        partition at a time): {its first place in the map: its rows in the partition, in
-        the map's order}; each place's row in its partition now (-1: not taken); and (the
-        map's rows not taken, the rows read from the table)."""
+        Also each place's row in its partition now (-1: not taken; the map is written a
+        partition at a time, and a partition's places are one scope's), and (the map's rows
+        not taken, the rows read from the table)."""
         n = len(saved.ids)
         memories = self._memories
         if len(set(saved.ids)) != n:
-            return "the map names a row twice", {}, _NONE, (0, 0)
+            return "the map names a row twice", _NONE, (0, 0)
         file = self._token_file
         counts, offsets = saved.counts, saved.offsets
         has = counts >= 0
@@ -471,7 +480,7 @@ class Repository(HotIndex):
         outside = np.flatnonzero(has & ((offsets < 0) | (offsets > file.size - sizes)))
         if len(outside):
             why = f"memory {saved.ids[outside[0]]}'s record lies outside the token file"
-            return why, {}, _NONE, (0, 0)
+            return why, _NONE, (0, 0)
         # The map's rows the table has in the same state, and the runs of them in one scope.
         took = [False] * n
         spans: list[tuple[int, int]] = []
@@ -498,10 +507,9 @@ class Repository(HotIndex):
         missing = len(memories) - kept
         if missing > max(DELTA_MIN_ROWS, len(memories) // 4):
             why = f"the map holds {kept} of the table's {len(memories)} rows as they are now"
-            return why, {}, _NONE, (0, 0)
+            return why, _NONE, (0, 0)
         if why := self._check_records(saved, taken):
-            return why, {}, _NONE, (0, 0)
-        runs: dict[int, np.ndarray] = {}
+            return why, _NONE, (0, 0)
         rows_at = np.full(n, -1, dtype=np.int64)
         for start, end in spans:
             ids = saved.ids[start:end]
@@ -509,11 +517,10 @@ class Repository(HotIndex):
             rows = np.fromiter(map(part.row_of.__getitem__, ids), np.int64, end - start)
             part.tok_off[rows] = offsets[start:end]
             part.tok_n[rows] = counts[start:end]
-            runs[start] = rows
             rows_at[start:end] = rows
         file.live = int(sizes[has & taken].sum())
         read = self._read_missing(saved, taken) if missing else 0
-        return "", runs, rows_at, (n - kept, read)
+        return "", rows_at, (n - kept, read)
 
     def _check_records(self, saved: TokenMap, taken: np.ndarray) -> str:
         """Check a sample of what the map says before taking it: the records' headers in the

@@ -18,11 +18,12 @@ file with that map, and only when:
 - its texts were analysed the way this daemon analyses them (``Analyzer.fingerprint``: the
   analysing code, the stemmers', stop-word lists' and language detector's versions, the
   default language);
-- each saved partition is one scope's rows now, all of them;
 - a sample of rows analysed afresh has exactly the terms the file gives them.
 
-Anything else (and any partition that does not fit: a scope with rows written, changed or
-gone since the map) is analysed as a start without it. The file stays while its map does
+Each saved partition's terms go to the rows the start took from the map (the rows as the
+table has them now); the pairs of rows changed or gone since are dropped, and the rows
+written or changed since are analysed (``LexicalPartition.adopt``). Anything else (and any
+partition that does not fit) is analysed as a start without it. The file stays while its map does
 and the start took it (a start after a crash takes it again); otherwise the start deletes
 it.
 """

@@ -471,7 +471,7 @@ async def test_a_failure_gathering_the_postings_never_fails_the_shutdown(
         again.close()
 
 
-async def test_a_kill_9_takes_the_postings_saved_while_serving_for_the_scopes_unchanged_since(
+async def test_a_kill_9_takes_the_postings_saved_while_serving_for_every_row_unchanged_since(
     tmp_path: Path,
 ) -> None:
     repo = open_repo(tmp_path)
@@ -480,12 +480,20 @@ async def test_a_kill_9_takes_the_postings_saved_while_serving_for_the_scopes_un
     assert await repo.checkpoint_tokens(force=True)
     assert terms_of(tmp_path).exists()
     m = await repo.add(mem(77, scope="agent:a", text="Carol keeps bees in Berlin"), unit(7, DIM))
+    b = next(repo.get(i) for i in repo._parts["agent:b"].ids)
+    assert b is not None
+    changed = dataclasses.replace(
+        b, text="Dave moved to Lisbon", content_hash="h-b", updated_at=NOW + timedelta(hours=1)
+    )
+    await repo.replace(changed, unit(3, DIM), toks(3))
+    await repo.delete([repo._parts["agent:c"].ids[2]])
     await asyncio.to_thread(repo._durable.close)  # kill -9
     crashed = open_repo(tmp_path)
     try:
         assert crashed.token_start is not None and crashed.token_start.reused
-        # agent:b and agent:c taken as saved; agent:a (a row written since) analysed
-        assert crashed.postings_start == "taken for 18 of 28 rows", crashed.postings_start
+        # every saved row's terms taken but the changed and the forgotten one's; the new
+        # row and the changed one analysed
+        assert crashed.postings_start == "taken for 25 of 27 rows", crashed.postings_start
         assert crashed.get(m.id) is not None
         taken, answers = lexical_state(crashed), bm25_answers(crashed)
     finally:
