@@ -109,12 +109,19 @@ def describe(dim: int, m: int, ef_construction: int) -> dict[str, Any]:
 
 
 def write(
-    path: Path, map_digest: str, graphs: dict[str, Any], saves: list[ToSave], wait: float
-) -> tuple[int, list[OnDisk | None]]:
-    """Write each graph's file that is not on disk yet (under a number no file there has),
-    then the file naming them all (``path``), then delete the graph files it does not
-    name; returns the bytes written and, per save, its file (None: its index could not be
-    had within ``wait`` seconds, left out). On failure the files it wrote do not stay."""
+    path: Path,
+    map_digest: str,
+    graphs: dict[str, Any],
+    saves: list[ToSave],
+    wait: float,
+    number: int = 0,
+) -> tuple[int, list[OnDisk | None], int]:
+    """Write each graph's file that is not on disk yet (under a number no file there has,
+    and ``number`` or more: the caller's next, so that a name is never given twice in one
+    process, as a graph in memory may still name a file deleted since), then the file
+    naming them all (``path``), then delete the graph files it does not name; returns the
+    bytes written, per save its file (None: its index could not be had within ``wait``
+    seconds, left out), and the next number. On failure the files it wrote do not stay."""
     import faiss
 
     entries: list[dict[str, Any]] = []
@@ -122,11 +129,11 @@ def write(
     files: list[OnDisk | None] = []
     written: list[Path] = []
     total = 0
-    number = 1 + max((_number(name) for name in _names(path)), default=-1)
+    number = max(number, 1 + max((_number(name) for name in _names(path)), default=-1))
     try:
         for save in saves:
             on_disk = save.on_disk
-            if on_disk is None or not (path.parent / on_disk.name).is_file():
+            if on_disk is None or not _still(path.parent / on_disk.name, on_disk.size):
                 index = save.index(wait)
                 if index is None:
                     files.append(None)
@@ -158,7 +165,17 @@ def write(
                 target.unlink()
         raise
     remove(path, keep={str(e["file"]) for e in entries} | {path.name})
-    return total + sum(len(s) for s in sections), files
+    return total + sum(len(s) for s in sections), files, number
+
+
+def _still(file: Path, size: int) -> bool:
+    """Whether a graph file written before is there as it was written (its size: a file
+    is never written twice under one name, see ``write``)."""
+    try:
+        found = file.stat(follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_size == size
 
 
 def _write_graph(faiss: Any, index: Any, target: Path) -> OnDisk:

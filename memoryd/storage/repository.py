@@ -78,7 +78,33 @@ POSTINGS_SLICE = 8192  # postings copied at a time by a save while serving
 RECORD_SAMPLE = 256
 TOKENS_SAMPLE = 64
 DELTA_MIN_ROWS = 2048
-_NONE = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class _Places:
+    """Where each of a token map's places is at this start (``_adopt_tokens``): its row in
+    its scope's partition (-1: the row is not as the map has it, or gone) and that scope
+    (``scopes[scope[i]]``; -1 likewise). The map was written a partition at a time, so a
+    saved partition's places were one scope's; a row may have moved to another scope
+    since with its id, time and text (an Import after a Forget), and its row number is
+    then one of that other scope's rows."""
+
+    row: np.ndarray  # int64
+    scope: np.ndarray  # int32
+    scopes: list[str]
+
+    def of(self, start: int, end: int) -> tuple[str | None, np.ndarray]:
+        """The scope that holds most of places [start, end)'s rows now, and each place's row
+        in it (-1: not taken, or in another scope now); (None, all -1) if none is taken."""
+        codes = self.scope[start:end]
+        held = codes[codes >= 0]
+        if not len(held):
+            return None, np.full(end - start, -1, dtype=np.int64)
+        code = int(np.bincount(held).argmax())
+        return self.scopes[code], np.where(codes == code, self.row[start:end], -1)
+
+
+_NONE = _Places(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +175,7 @@ class Repository(HotIndex):
         self.postings_start = ""  # set by open(): whether the saved postings were taken
         self.graphs_start = ""  # set by open(): whether saved graphs were taken ("": none saved)
         self._graph_files: set[str] = set()  # open(): the saved graphs' files taken
+        self._graph_number = 0  # the next graph file's number, at least (ann_map.write)
         self._durable = durable
         self._compact_inline = False  # maintain_tokens compacts, on a thread
         # The token map and graphs on disk: what they describe (_stamp: rows changed, the
@@ -225,9 +252,9 @@ class Repository(HotIndex):
             with self.bulk_load(defer_texts=postings is not None):
                 for memory, vector, _ in self._durable.scan(tokens=False):
                     self.put(memory, vector, None)
-                why, rows_at, read = self._adopt_tokens(saved)
+                why, places, read = self._adopt_tokens(saved)
                 if not why and postings is not None:
-                    self.postings_start = self._adopt_postings(saved, postings, rows_at)
+                    self.postings_start = self._adopt_postings(postings, places)
                 elif postings is not None:
                     self.postings_start = "not taken: the token file is not reused"
             if not why:
@@ -241,7 +268,7 @@ class Repository(HotIndex):
                         f"rows' records taken, {read[1]} rows read from the table"
                     )
                 self.token_start = TokenStart(True, how)
-                self.graphs_start = self._take_graphs(saved, rows_at)
+                self.graphs_start = self._take_graphs(saved, places)
                 if exact:  # what is on disk is current: nothing to save until it changes
                     self._checkpointed = self._stamp()
                 return
@@ -321,16 +348,16 @@ class Repository(HotIndex):
             log.warning("the saved postings could not be checked", exc_info=True)
             return None, f"not taken: they could not be checked: {e}"
 
-    def _adopt_postings(self, saved: TokenMap, postings: TermMap, rows_at: np.ndarray) -> str:
+    def _adopt_postings(self, postings: TermMap, places: _Places) -> str:
         """Give each partition its saved postings (inside a deferred bulk load, after
-        ``_adopt_tokens`` found where each of the map's rows is now, ``rows_at``); a
+        ``_adopt_tokens`` found where each of the map's rows is now, ``places``); a
         partition that does not fit is left to the load's end to analyse. Then a sample of
         rows is analysed afresh: if any differs from what was taken, everything taken is
         dropped and analysed. Says how it went."""
         taken: list[_Partition] = []
         took = 0
         try:
-            took = self._take_postings(saved, postings, rows_at, taken)
+            took = self._take_postings(postings, places, taken)
             wrong = self._check_postings(taken)
         except Exception as e:  # an optimisation: never fail the start over it
             log.warning("the saved postings could not be taken", exc_info=True)
@@ -342,26 +369,22 @@ class Repository(HotIndex):
             return f"dropped: {wrong}"
         return f"taken for {took} of {len(self._memories)} rows"
 
-    def _take_postings(
-        self,
-        saved: TokenMap,
-        postings: TermMap,
-        rows_at: np.ndarray,
-        taken: list[_Partition],
-    ) -> int:
-        """Give each saved partition's postings to its scope's partition (the pairs of rows
-        changed or gone since dropped, the rows written or changed since analysed here);
-        returns the rows whose terms were taken."""
+    def _take_postings(self, postings: TermMap, places: _Places, taken: list[_Partition]) -> int:
+        """Give each saved partition's postings to the partition of the scope that holds
+        most of its rows now (the pairs of rows changed, gone or moved to another scope
+        since dropped, the rows written or changed since analysed here); returns the rows
+        whose terms were taken."""
         memories, parts = self._memories, self._parts
         terms = self.analyzer.terms
         base = took = 0
         for rows, words, counts, pairs in postings.partitions():
             start, base = base, base + rows
-            at = rows_at[start:base]  # each saved row's row here (-1: changed or gone since)
+            if base > len(places.row):
+                break
+            scope, at = places.of(start, base)  # each saved row's row here (-1: not taken)
             live = np.flatnonzero(at >= 0)
-            if len(at) != rows or not len(live):
+            if scope is None:
                 continue
-            scope = memories[saved.ids[start + int(live[0])]].scope
             part = parts[scope]
             if len(part.lexical):
                 continue
@@ -396,9 +419,9 @@ class Repository(HotIndex):
                 return f"memory {memory.id}'s saved terms are not its text's"
         return ""
 
-    def _take_graphs(self, saved: TokenMap, rows_at: np.ndarray) -> str:
+    def _take_graphs(self, saved: TokenMap, places: _Places) -> str:
         """Give the large scopes the approximate indexes saved with ``saved`` (``ann_map``;
-        after ``_adopt_tokens`` found where each of its places' rows is now, ``rows_at``):
+        after ``_adopt_tokens`` found where each of its places' rows is now, ``places``):
         each is read on a thread while the daemon serves, its labels of rows changed or
         gone since dead, the rows written since its tail. Says how it went ("": none were
         saved)."""
@@ -422,30 +445,33 @@ class Repository(HotIndex):
         taken = 0
         for graph in graphs:
             try:
-                if self._take_graph(saved, rows_at, graph):
+                if self._take_graph(places, graph):
                     taken += 1
                     self._graph_files.add(graph.file.name)
             except Exception:  # that scope builds its graph, as without a saved one
                 log.warning("the saved graph %s could not be taken", graph.file.name, exc_info=True)
         return f"{taken} of {len(graphs)} taken" + (", read while serving" if taken else "")
 
-    def _take_graph(self, saved: TokenMap, rows_at: np.ndarray, graph: ann_map.SavedGraph) -> bool:
+    def _take_graph(self, places: _Places, graph: ann_map.SavedGraph) -> bool:
         """One saved graph: its partition was the map's places [start, start + rows) then;
-        a label stays live if its place's row is still as the map has it (``rows_at``)."""
+        a label stays live if its place's row is still as the map has it, in the scope
+        that holds most of them now (``places``)."""
         end = graph.start + graph.rows
-        if graph.start < 0 or graph.rows <= 0 or end > len(rows_at):
+        if graph.start < 0 or graph.rows <= 0 or end > len(places.row):
             return False
-        places = graph.places
-        live = np.flatnonzero(places >= 0)
-        at = places[live]
+        label_places = graph.places
+        live = np.flatnonzero(label_places >= 0)
+        at = label_places[live]
         if len(at) and (at.min() < graph.start or at.max() >= end or len(np.unique(at)) != len(at)):
             raise Unusable("its labels are not distinct rows of its scope")
-        still = np.flatnonzero(rows_at[graph.start : end] >= 0)
-        if not len(still):
+        scope, rows = places.of(graph.start, end)
+        if scope is None:
             return False
-        scope = self._memories[saved.ids[graph.start + int(still[0])]].scope
-        row_of_label = np.full(len(places), -1, dtype=np.int64)
-        row_of_label[live] = rows_at[at]
+        row_of_label = np.full(len(label_places), -1, dtype=np.int64)
+        row_of_label[live] = rows[at - graph.start]
+        held = row_of_label[row_of_label >= 0]
+        if len(np.unique(held)) != len(held):  # (places name distinct ids: cannot happen)
+            raise Unusable("two of its labels would be one row")
         f = ann_map.open_graph(graph)
         read = functools.partial(ann_map.load, f, graph, self.dim)  # (the cancel event)
         on_disk = ann_map.OnDisk(graph.file.name, graph.size, graph.sha256)
@@ -458,15 +484,14 @@ class Repository(HotIndex):
         self._token_file.close()
         self._token_file = new
 
-    def _adopt_tokens(self, saved: TokenMap) -> tuple[str, np.ndarray, tuple[int, int]]:
+    def _adopt_tokens(self, saved: TokenMap) -> tuple[str, _Places, tuple[int, int]]:
         """Point every row (loaded without token vectors) at its record in the reused file
         where the map has the row in the state the table has it now (its updated_at and
         content hash); read the other rows' token vectors from the table and append them (a
         map saved while serving, then rows written, changed or deleted before a crash).
         "" if done, else why not (and no row points anywhere: the caller rewrites the file).
-        Also each place's row in its partition now (-1: not taken; the map is written a
-        partition at a time, and a partition's places are one scope's), and (the map's rows
-        not taken, the rows read from the table)."""
+        Also where each place's row is now (``_Places``), and (the map's rows not taken,
+        the rows read from the table)."""
         n = len(saved.ids)
         memories = self._memories
         if len(set(saved.ids)) != n:
@@ -511,16 +536,20 @@ class Repository(HotIndex):
         if why := self._check_records(saved, taken):
             return why, _NONE, (0, 0)
         rows_at = np.full(n, -1, dtype=np.int64)
+        scope_at = np.full(n, -1, dtype=np.int32)
+        codes: dict[str, int] = {}
         for start, end in spans:
             ids = saved.ids[start:end]
-            part = self._parts[memories[ids[0]].scope]
+            scope = memories[ids[0]].scope
+            part = self._parts[scope]
             rows = np.fromiter(map(part.row_of.__getitem__, ids), np.int64, end - start)
             part.tok_off[rows] = offsets[start:end]
             part.tok_n[rows] = counts[start:end]
             rows_at[start:end] = rows
+            scope_at[start:end] = codes.setdefault(scope, len(codes))
         file.live = int(sizes[has & taken].sum())
         read = self._read_missing(saved, taken) if missing else 0
-        return "", rows_at, (n - kept, read)
+        return "", _Places(rows_at, scope_at, list(codes)), (n - kept, read)
 
     def _check_records(self, saved: TokenMap, taken: np.ndarray) -> str:
         """Check a sample of what the map says before taking it: the records' headers in the
@@ -661,7 +690,7 @@ class Repository(HotIndex):
         try:
             if rows is not None:
                 digest = self._save_token_map(rows, postings)
-                if digest and graphs:
+                if digest and graphs is not None:
                     self._save_graphs(graphs, digest)
             elif self._token_path is not None and self.tokens_damaged:
                 token_map.remove(token_map.map_path(self._token_path))  # one saved while serving
@@ -692,9 +721,13 @@ class Repository(HotIndex):
     def _save_graphs(self, graphs: list[_GraphToSave], digest: str) -> None:
         """Save ``graphs`` with the token map ``digest`` names (``ann_map``): the ones not
         on disk yet written (a graph built since the last save; 0.7 KB a row), the others
-        named again with their labels' places in this map. On a thread."""
+        named again with their labels' places in this map; none: the graphs saved before
+        deleted (they name an older map). On a thread."""
         assert self._token_path is not None
         where = ann_map.graphs_path(self._token_path)
+        if not graphs:
+            ann_map.remove(where)  # never raises
+            return
         started = time.perf_counter()
         try:
             saves = []
@@ -707,12 +740,13 @@ class Repository(HotIndex):
                     )
                 )
             s = self.ann_settings
-            size, files = ann_map.write(
+            size, files, self._graph_number = ann_map.write(
                 where,
                 digest,
                 ann_map.describe(self.dim, s.m, s.ef_construction),
                 saves,
                 GRAPH_READ_WAIT_SECONDS,
+                self._graph_number,
             )
         except Exception:
             log.exception("could not save the approximate indexes: the next start builds them")
@@ -867,8 +901,7 @@ class Repository(HotIndex):
         else:  # those on disk name the map before
             with contextlib.suppress(OSError):
                 term_map.remove(term_map.terms_path(self._token_path))
-        if graphs:
-            self._save_graphs(graphs, digest)
+        self._save_graphs(graphs, digest)
         return True
 
     def _save_token_map(self, rows: TokenMap, postings: TermMap | None = None) -> str:

@@ -438,3 +438,103 @@ async def test_a_graph_is_written_once_and_named_again_by_later_saves(tmp_path: 
         assert not graph_file.exists()
     finally:
         repo.close()
+
+
+async def test_a_row_moved_to_another_scope_before_a_kill_9_keeps_no_label_in_the_old_graph(
+    tmp_path: Path,
+) -> None:
+    """A memory forgotten in the big scope and imported into another (its id, time and text
+    kept, as an Import does), then kill -9: the saved graph's label of it must not land on
+    the row its number has in the other scope, nor on another row of the big one."""
+    repo, _ = await filled(tmp_path)
+    ann_map.remove(graphs_of(tmp_path))
+    assert await repo.checkpoint_tokens(force=True)
+    part = repo._parts[BIG]
+    assert part.ann is not None and part.ann.serving is not None
+    labels = part.ann.serving.labels
+    row = next(r for r in range(100, len(part)) if labels.label_of_row[r] >= 0)
+    moved = repo.get(part.ids[row])
+    assert moved is not None
+    vector = part.vectors[row].astype(np.float32)
+    await repo.delete([moved.id])
+    await repo.add(dataclasses.replace(moved, scope=SMALL), vector)
+    await asyncio.to_thread(repo._durable.close)  # kill -9: no map at the stop
+    crashed = open_repo(tmp_path)
+    try:
+        assert crashed.graphs_start == "1 of 1 taken, read while serving"
+        assert crashed.wait_for_ann(timeout=120)
+        crashed.maintain_ann()
+        assert_labels_hold_their_rows(crashed)
+        graph = crashed._parts[BIG].ann.serving  # type: ignore[union-attr]
+        live = graph.labels.row_of_label[graph.labels.row_of_label >= 0]
+        assert len(np.unique(live)) == len(live) == graph.labels.live
+        assert moved.id not in crashed._parts[BIG].row_of
+        assert crashed.get(moved.id).scope == SMALL  # type: ignore[union-attr]
+    finally:
+        crashed.close()
+
+
+async def _scope_of(repo: Repository, scope: str, base: int, vectors: np.ndarray) -> list[str]:
+    rows = [(mem(base + i, scope=scope), vectors[i], None) for i in range(len(vectors))]
+    await repo._durable.add(rows)
+    for memory, vector, tokens in rows:
+        repo.put(memory, vector, tokens)
+    return [m.id for m, _, _ in rows]
+
+
+async def _graphs_built(repo: Repository) -> None:
+    repo.maintain_ann()
+    assert repo.wait_for_ann(timeout=300)
+    repo.maintain_ann()
+
+
+async def test_a_graph_file_name_is_never_given_to_another_graph(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """b's graph file goes while b, just below the threshold, keeps its graph; c's new graph
+    is written; b back at the threshold: its graph is written again, not named by the name
+    c's may have, and after a kill -9 every graph is read as it was saved."""
+    repo = open_repo(tmp_path)
+    vb = clustered(np.random.default_rng(1), THRESHOLD + 1)
+    await _scope_of(repo, "agent:a", 0, clustered(np.random.default_rng(0), THRESHOLD))
+    b = await _scope_of(repo, "agent:b", 100_000, vb[:THRESHOLD])
+    await _graphs_built(repo)
+    assert await repo.checkpoint_tokens(force=True)
+    await repo.delete([b[-1]])  # b's graph stays (it is above 3/4 of the threshold)
+    assert await repo.checkpoint_tokens(force=True)
+    _, graphs = ann_map.read(graphs_of(tmp_path))
+    assert len(graphs) == 1
+    await _scope_of(repo, "agent:c", 200_000, clustered(np.random.default_rng(2), THRESHOLD))
+    await _graphs_built(repo)
+    assert await repo.checkpoint_tokens(force=True)
+    await _scope_of(repo, "agent:b", 300_000, vb[THRESHOLD:])
+    assert await repo.checkpoint_tokens(force=True)
+    _, graphs = ann_map.read(graphs_of(tmp_path))
+    names = [g.file.name for g in graphs]
+    assert len(set(names)) == len(names) == 3
+    await asyncio.to_thread(repo._durable.close)  # kill -9
+    with caplog.at_level(logging.INFO, logger="memoryd"):
+        crashed = open_repo(tmp_path)
+        try:
+            assert crashed.graphs_start == "3 of 3 taken, read while serving"
+            assert crashed.wait_for_ann(timeout=300)
+        finally:
+            crashed.close()
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum(READ in line for line in lines) == 3, lines
+    assert not any("could not be taken" in line for line in lines), lines
+
+
+async def test_no_graph_file_stays_once_no_scope_has_a_graph(tmp_path: Path) -> None:
+    repo = open_repo(tmp_path)
+    try:
+        ids = await _scope_of(repo, "agent:a", 0, clustered(np.random.default_rng(0), THRESHOLD))
+        await _graphs_built(repo)
+        assert await repo.checkpoint_tokens(force=True)
+        assert graphs_of(tmp_path).with_name("tokens.bin.ann.0").is_file()
+        await repo.delete(ids)  # the whole scope forgotten
+        assert await repo.checkpoint_tokens(force=True)
+        left = sorted(p.name for p in graphs_of(tmp_path).parent.glob("tokens.bin.ann*"))
+        assert left == []
+    finally:
+        repo.close()

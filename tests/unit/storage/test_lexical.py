@@ -149,3 +149,9 @@ def test_saved_postings_that_do_not_make_an_index_are_refused() -> None:
     twice[start + 2] = twice[start]  # beta's posting names its first row twice
     with pytest.raises(ValueError):
         LexicalPartition().adopt(at, words, counts, twice, ["en"] * rows)
+    # two saved rows given one row here (or a row past the partition's end)
+    for where in (np.array([0, 1, 0]), np.array([0, 1, 3])):
+        target = LexicalPartition()
+        with pytest.raises(ValueError):
+            target.adopt(where, words, counts, pairs, ["en"] * rows)
+        assert len(target) == 0 and not target.postings

@@ -523,3 +523,40 @@ async def test_postings_are_saved_while_serving_only_as_the_map_has_the_rows(
         assert int(saved.part_rows.sum()) == len(repo)
     finally:
         repo.close()
+
+
+async def test_a_memory_moved_to_another_scope_before_a_kill_9_gives_no_row_its_terms(
+    tmp_path: Path,
+) -> None:
+    """x forgotten in agent:a and imported into agent:b (its id, time, content hash and text
+    kept, as an Import does), z new in agent:a (it takes the row x had), then kill -9: the
+    saved terms of x must not be given to z's row (where x's row number in agent:b
+    points, or where it was in agent:a), and a search of agent:a for z's words finds z."""
+    repo = open_repo(tmp_path)
+    for i in range(120):
+        await repo.add(mem(i, scope="agent:a", text=f"alpha{i} words"), unit(i, DIM), toks(i))
+        await repo.add(mem(500 + i, scope="agent:b", text=f"beta{i} words"), unit(i, DIM))
+    x = await repo.add(mem(900, scope="agent:a", text="zebra xylophone"), unit(1, DIM), toks(1))
+    assert await repo.checkpoint_tokens(force=True)
+    await repo.delete([x.id])
+    z = await repo.add(mem(901, scope="agent:a", text="quokka wombat"), unit(2, DIM), toks(2))
+    await repo.add(dataclasses.replace(x, scope="agent:b"), unit(1, DIM), toks(1))
+    await asyncio.to_thread(repo._durable.close)  # kill -9
+    crashed = open_repo(tmp_path)
+    try:
+        # every saved row's terms but x's (in another scope now): 240 of 242 rows
+        assert crashed.postings_start == "taken for 240 of 242 rows", crashed.postings_start
+
+        def found(words: str, scope: str) -> list[str]:
+            got = crashed.candidates(
+                np.zeros(DIM, np.float32), words, [scope], 10, now=NOW, vector=False
+            )
+            return [m.id for m in got.memories]
+
+        assert found("quokka", "agent:a") == [z.id]
+        assert found("zebra", "agent:a") == []
+        assert found("zebra", "agent:b") == [x.id]
+        taken = lexical_state(crashed)
+    finally:
+        crashed.close()
+    assert taken == analysed(tmp_path)[0]

@@ -108,6 +108,10 @@ async def test_a_clean_restart_reuses_the_file_and_reranks_as_a_rewritten_one(
         assert started(again)[0], started(again)[1]
         assert again._durable.token_bytes_read == 0  # the token column was not read
         assert map_of(tmp_path).exists()  # kept: it describes the file's first bytes still
+        kept = map_of(tmp_path).stat()
+        # what is on disk is current: no save is due, even forced, until rows change
+        assert not await again.checkpoint_tokens(force=True)
+        assert map_of(tmp_path).stat().st_mtime_ns == kept.st_mtime_ns
         assert_tokens(again, want)
         ids, reused_scores = await rerank_scores(again)
         # Writes after a reused start append to the kept file, and survive the next one.
