@@ -298,6 +298,7 @@ class LexicalPartition:
         # each queried term's posting as (rows, tf) arrays, dropped when the posting changes:
         # converting a common term's dict on every query was most of the lexical leg.
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.version = 0  # changes so far (a save while serving copies it unchanged)
         self._scratch = np.zeros(16, dtype=np.float32)
 
     def posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -337,6 +338,7 @@ class LexicalPartition:
     def set(self, row: int, terms: Sequence[str], language: str = "") -> None:
         """Index ``terms`` (of a text in ``language``) as row ``row`` (appending when
         row == len, else replacing)."""
+        self.version += 1
         counts: dict[str, int] = {}  # not a Counter: its constructor costs more than this
         for term in terms:
             counts[term] = counts.get(term, 0) + 1
@@ -373,6 +375,7 @@ class LexicalPartition:
 
     def move_last_into(self, row: int) -> None:
         """Delete ``row`` by moving the last row into it (mirrors the vector matrix)."""
+        self.version += 1
         last = len(self.doc_terms) - 1
         postings = self.postings
         self._drop_stats(row)
@@ -493,6 +496,7 @@ class LexicalPartition:
         self._lengths = np.zeros(max(16, size), dtype=np.float32)
         self._lengths[:size] = doc_len
         self._arrays.clear()
+        self.version += 1
 
     def row_terms(self, row: int) -> dict[str, int]:
         """A row's terms and their frequencies (from the postings)."""

@@ -377,10 +377,12 @@ class Repository(HotIndex):
         memories, parts = self._memories, self._parts
         terms = self.analyzer.terms
         base = took = 0
-        for rows, words, counts, pairs in postings.partitions():
+        for index, (rows, words, counts, pairs) in enumerate(postings.partitions()):
             start, base = base, base + rows
             if base > len(places.row):
                 break
+            if index in postings.skipped:  # saved without them: analysed at the load's end
+                continue
             scope, at = places.of(start, base)  # each saved row's row here (-1: not taken)
             live = np.flatnonzero(at >= 0)
             if scope is None:
@@ -824,7 +826,7 @@ class Repository(HotIndex):
         graphs = self._graphs_now(snapshot)
         size = self._token_file.size
         started = time.perf_counter()
-        postings = await self._postings_meanwhile(stamp[0])
+        postings = await self._postings_meanwhile()
         self._checkpoint_task = asyncio.ensure_future(
             asyncio.to_thread(self._write_checkpoint, snapshot, size, graphs, postings)
         )
@@ -847,18 +849,27 @@ class Repository(HotIndex):
         )
         return True
 
-    async def _postings_meanwhile(self, changes: int) -> term_map.Gathering | None:
+    async def _postings_meanwhile(self) -> term_map.Gathering | None:
         """Every partition's postings copied on the loop a slice at a time (the loop
         serves in between: at 10,000 agents x 100, 5M postings), as they were when the token
-        map's rows were taken, ``changes``; None if a row changed meanwhile (the next save
-        tries again) or the copy failed."""
+        map's rows were taken (now: called right after, the loop not let go in between); a
+        partition that changed before or while its postings were copied is saved without
+        them (a start after a crash analyses that scope). None if the copy failed."""
         gathering = term_map.Gathering()
         try:
-            for part in list(self._parts.values()):
-                for _ in gathering.add(part.lexical, POSTINGS_SLICE):
+            parts = [
+                (part.lexical, part.lexical.version, len(part)) for part in self._parts.values()
+            ]
+            for lexical, version, rows in parts:
+                if lexical.version != version:
+                    gathering.skip(rows)
+                    continue
+                for _ in gathering.add(lexical, POSTINGS_SLICE):
                     await asyncio.sleep(0)
-                    if self.changes != changes:
-                        return None
+                    if lexical.version != version:
+                        break
+                if lexical.version != version:
+                    gathering.drop_last(rows)
             return gathering
         except Exception:
             log.exception("could not gather the postings while serving")
@@ -953,7 +964,17 @@ class Repository(HotIndex):
             with contextlib.suppress(OSError):
                 term_map.remove(where)
             return
-        log.info("saved the postings (%d terms): the next start takes them", len(postings.terms))
+        if postings.skipped:
+            log.info(
+                "saved the postings (%d terms), %d partition(s) without theirs (changed while "
+                "copied: a start analyses them)",
+                len(postings.terms),
+                len(postings.skipped),
+            )
+        else:
+            log.info(
+                "saved the postings (%d terms): the next start takes them", len(postings.terms)
+            )
 
     async def _maintain_ann(self) -> None:
         self.maintain_ann()  # installs finished builds, starts due ones (never blocks)

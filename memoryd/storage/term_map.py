@@ -8,8 +8,10 @@ memories (bench/RESULTS.md). Whenever the repository saves the token file's map
 ``tokens.bin.terms`` beside it: the term table once, then every partition's postings as
 they are ((row, tf) pairs), partitions and rows in the order the token map lists its rows;
 written atomically and ending in the SHA-256 of everything before it, like the map. While
-serving they are copied a slice at a time (``Gathering``), the loop serving in between,
-and dropped if any row changed meanwhile (the next save tries again).
+serving they are copied a slice at a time (``Gathering``), the loop serving in between;
+a partition whose postings changed since the token map's rows were taken is saved
+without them (its rows counted, its index listed in the header's ``skipped``), and a
+start analyses that scope's texts.
 
 The token map vouches for the rows: a start uses this file only when it reuses the token
 file with that map, and only when:
@@ -44,7 +46,7 @@ from memoryd.storage.token_map import Unusable, read_framed, strings, write_fram
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 1: no partition skipped (still read)
 _MAGIC = b"MTRMAP01"
 # per partition: rows, postings; per posting: term (index in the table), pairs; the pairs;
 # per term: UTF-8 length (then the terms' bytes)
@@ -65,6 +67,8 @@ class TermMap:
     pairs: np.ndarray  # int32: every posting's pairs, interleaved row, tf
     # "map": the token map's SHA-256 (hex); "analysis": Analyzer.fingerprint
     header: dict[str, Any] = field(default_factory=dict)
+    # the partitions saved without their postings (changed while they were copied)
+    skipped: frozenset[int] = frozenset()
 
     def partitions(self) -> list[tuple[int, list[str], np.ndarray, np.ndarray]]:
         """Per partition: its row count, its postings' terms and pair counts, its pairs."""
@@ -108,9 +112,12 @@ class Gathering:
         self._posting_pairs: list[int] = []
         self._chunks: list[bytes] = []
         self._done = 0  # postings copied so far, over every partition
+        self._skipped: list[int] = []
+        self._mark = 0  # where the last partition's postings start
 
     def add(self, lexical: LexicalPartition, every: int = 0) -> Iterator[None]:
         table, chunks = self._table, self._chunks
+        self._mark = len(self._posting_term)
         self._part_rows.append(len(lexical))
         self._part_postings.append(len(lexical.postings))
         for term, posting in lexical.postings.items():
@@ -124,6 +131,22 @@ class Gathering:
             if every and self._done % every == 0:
                 yield
 
+    def skip(self, rows: int) -> None:
+        """The next partition, of ``rows`` rows when the token map's were taken, changed
+        since: saved without its postings."""
+        self._skipped.append(len(self._part_rows))
+        self._part_rows.append(rows)
+        self._part_postings.append(0)
+
+    def drop_last(self, rows: int) -> None:
+        """The partition ``add`` copied last changed while it was copied: its postings go
+        (``skip``; the terms only it named stay in the table, unused)."""
+        del self._posting_term[self._mark :], self._posting_pairs[self._mark :]
+        del self._chunks[self._mark :]
+        self._part_rows.pop()
+        self._part_postings.pop()
+        self.skip(rows)
+
     def result(self) -> TermMap:
         pairs = np.frombuffer(b"".join(self._chunks), dtype=np.int32)
         return TermMap(
@@ -133,6 +156,7 @@ class Gathering:
             np.array(self._posting_term, dtype=np.uint32),
             np.array(self._posting_pairs, dtype=np.uint32),
             pairs,
+            skipped=frozenset(self._skipped),
         )
 
 
@@ -142,6 +166,7 @@ def write(path: Path, saved: TermMap) -> None:
     header = {
         **saved.header,
         "format": FORMAT,
+        "skipped": sorted(saved.skipped),
         "parts": len(saved.part_rows),
         "postings": len(saved.posting_term),
         "pairs": len(saved.pairs) // 2,
@@ -163,7 +188,7 @@ def read(path: Path) -> TermMap:
     """The saved postings at ``path``; ``Unusable`` if there are none or they do not read
     whole."""
     header, body, at, _ = read_framed(
-        path, _MAGIC, FORMAT, "the saved postings", "no saved postings"
+        path, _MAGIC, (1, FORMAT), "the saved postings", "no saved postings"
     )
     try:
         counts = (
@@ -188,8 +213,18 @@ def read(path: Path) -> TermMap:
             raise Unusable("the saved postings do not add up")
         if len(posting_term) and int(posting_term.max()) >= len(terms):
             raise Unusable("a saved posting names a term the table does not have")
+        skipped = frozenset(int(i) for i in header.get("skipped", ()))
+        if any(not 0 <= i < len(part_rows) or part_postings[i] for i in skipped):
+            raise Unusable("a partition saved without its postings has some")
         return TermMap(
-            terms, part_rows, part_postings, posting_term, posting_pairs, pairs, header=header
+            terms,
+            part_rows,
+            part_postings,
+            posting_term,
+            posting_pairs,
+            pairs,
+            header=header,
+            skipped=skipped,
         )
     except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as e:
         raise Unusable(f"the saved postings do not parse ({e})") from None

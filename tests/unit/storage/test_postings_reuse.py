@@ -442,6 +442,31 @@ async def test_saved_postings_with_negative_counts_are_refused_as_they_are_read(
         term_map.read(terms_of(tmp_path))
 
 
+async def test_postings_of_the_format_before_are_taken_and_a_skip_with_postings_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Format 1 (no partition saved without its postings) is still taken; a file that says
+    a partition was saved without its postings while it holds some is refused."""
+    repo = open_repo(tmp_path)
+    await fill(repo)
+    repo.close()
+    real = term_map.read(terms_of(tmp_path))
+    assert real.header["format"] == 2 and not real.skipped
+    monkeypatch.setattr(term_map, "FORMAT", 1)
+    term_map.write(terms_of(tmp_path), real)
+    monkeypatch.undo()
+    again = open_repo(tmp_path)
+    try:
+        assert again.postings_start == f"taken for {len(again)} of {len(again)} rows"
+    finally:
+        again.close()
+    real = term_map.read(terms_of(tmp_path))  # (saved again by that stop)
+    assert real.part_postings[0] > 0
+    term_map.write(terms_of(tmp_path), dataclasses.replace(real, skipped=frozenset({0})))
+    with pytest.raises(token_map.Unusable, match="without its postings"):
+        term_map.read(terms_of(tmp_path))
+
+
 @pytest.mark.parametrize("how", ["close", "shutdown"])
 async def test_a_failure_gathering_the_postings_never_fails_the_shutdown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
@@ -501,28 +526,42 @@ async def test_a_kill_9_takes_the_postings_saved_while_serving_for_every_row_unc
     assert (taken, answers) == analysed(tmp_path)
 
 
-async def test_postings_are_saved_while_serving_only_as_the_map_has_the_rows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("scope", ["agent:a", "agent:b"])  # being copied, still to copy
+async def test_a_scope_written_while_its_postings_are_copied_is_saved_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scope: str
 ) -> None:
     """A write while the postings are copied (a slice at a time, the loop serving between)
-    drops the copy: no postings naming that map are saved, the next save saves them."""
+    lands in one scope: that partition is saved without its postings (its terms would not be
+    the map's rows'), the others with theirs; after a kill -9 the start takes those and
+    analyses that scope, and answers as a start that analysed everything."""
     monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SLICE", 1)
     repo = open_repo(tmp_path)
+    await fill(repo)
+    term_map.remove(terms_of(tmp_path))
+    written = mem(80, scope=scope, text="written meanwhile")
+    await repo._durable.add([(written, unit(8, DIM), None)])  # committed, not yet indexed
+    saving = asyncio.ensure_future(repo.checkpoint_tokens(force=True))
+    await asyncio.sleep(0)  # the copy has begun and yields
+    repo.put(written, unit(8, DIM))  # the index changes while the copy waits its turn
+    assert await saving  # the map is saved, and the postings with it
+    saved = term_map.read(terms_of(tmp_path))
+    assert saved.header["map"] == token_map.read(map_of(tmp_path)).digest
+    scopes = list(repo._parts)
+    assert scopes[0] == "agent:a"  # the first copied
+    assert saved.skipped == {scopes.index(scope)}
+    assert saved.part_rows.tolist() == [len(repo._parts[s]) - (s == scope) for s in scopes]
+    await asyncio.to_thread(repo._durable.close)  # kill -9
+    crashed = open_repo(tmp_path)
     try:
-        await fill(repo)
-        term_map.remove(terms_of(tmp_path))
-        saving = asyncio.ensure_future(repo.checkpoint_tokens(force=True))
-        await asyncio.sleep(0)  # the copy has begun and yields
-        # a write's commit lands now: the index changes while the copy waits its turn
-        repo.put(mem(80, scope="agent:b", text="written meanwhile"), unit(8, DIM))
-        assert await saving  # the map is saved
-        assert not terms_of(tmp_path).exists()
-        assert await repo.checkpoint_tokens(force=True)
-        saved = term_map.read(terms_of(tmp_path))
-        assert saved.header["map"] == token_map.read(map_of(tmp_path)).digest
-        assert int(saved.part_rows.sum()) == len(repo)
+        analysed_rows = len(crashed._parts[scope])
+        assert crashed.postings_start == (
+            f"taken for {len(crashed) - analysed_rows} of {len(crashed)} rows"
+        )
+        assert crashed.get(written.id) is not None
+        taken, answers = lexical_state(crashed), bm25_answers(crashed)
     finally:
-        repo.close()
+        crashed.close()
+    assert (taken, answers) == analysed(tmp_path)
 
 
 async def test_a_memory_moved_to_another_scope_before_a_kill_9_gives_no_row_its_terms(
