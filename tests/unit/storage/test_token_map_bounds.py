@@ -88,3 +88,23 @@ async def test_a_map_with_a_scope_split_in_two_runs_points_every_row_right(
     finally:
         again.close()
     assert got == analysed(tmp_path)
+
+
+@pytest.mark.parametrize("ids", [["a1", "b22", ""], ["a1", "Büro-7", "记忆", ""]])
+def test_a_map_reads_back_every_id_ascii_or_not(tmp_path: Path, ids: list[str]) -> None:
+    """The ids are written one after the other with their lengths in bytes (without a bytes
+    object each when all are ASCII): a non-ASCII id (an Import may bring any) must read
+    back whole, and so must its neighbours."""
+    n = len(ids)
+    rows = token_map.TokenMap(
+        ids,
+        np.arange(n, dtype=np.int64) * 100,
+        np.array([3, -1, 0, 2][:n], dtype=np.int32),
+        np.arange(n, dtype=np.int64) + 2**40,
+        np.array([2**64 - 1, 0, 2**63, 7][:n], dtype=np.uint64),
+    )
+    digest = token_map.write(tmp_path / "map", rows)
+    back = token_map.read(tmp_path / "map")
+    assert back.ids == ids and back.digest == digest
+    for column in ("offsets", "counts", "updated", "hashes"):
+        np.testing.assert_array_equal(getattr(back, column), getattr(rows, column))
