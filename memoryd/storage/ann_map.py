@@ -129,7 +129,7 @@ def write(
     files: list[OnDisk | None] = []
     written: list[Path] = []
     total = 0
-    number = max(number, 1 + max((_number(name) for name in _names(path)), default=-1))
+    number = max(number, next_number(path))
     try:
         for save in saves:
             on_disk = save.on_disk
@@ -268,6 +268,12 @@ def load(f: IO[bytes], graph: SavedGraph, dim: int, cancel: threading.Event) -> 
     if index.ntotal != len(graph.places):
         raise Unusable(f"{graph.file.name} holds {index.ntotal} vectors, not {len(graph.places)}")
     return index
+
+
+def next_number(path: Path) -> int:
+    """A number above every graph file's in the directory (``write``'s ``number``, before
+    the files are deleted: a graph in memory may still name one)."""
+    return 1 + max((_number(name) for name in _names(path)), default=-1)
 
 
 def _pattern(path: Path) -> re.Pattern[str]:

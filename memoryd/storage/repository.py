@@ -728,6 +728,10 @@ class Repository(HotIndex):
         assert self._token_path is not None
         where = ann_map.graphs_path(self._token_path)
         if not graphs:
+            # (numbers past those deleted: a graph in memory may still name one, as a scope
+            # just below the threshold keeps its graph and its file's name)
+            with contextlib.suppress(OSError):
+                self._graph_number = max(self._graph_number, ann_map.next_number(where))
             ann_map.remove(where)  # never raises
             return
         started = time.perf_counter()

@@ -219,9 +219,14 @@ def read(path: Path) -> TermMap:
             raise Unusable("the saved postings do not add up")
         if len(posting_term) and int(posting_term.max()) >= len(terms):
             raise Unusable("a saved posting names a term the table does not have")
-        skipped = frozenset(int(i) for i in header.get("skipped", ()))
-        if any(not 0 <= i < len(part_rows) or part_postings[i] for i in skipped):
-            raise Unusable("a partition saved without its postings has some")
+        listed = header.get("skipped", []) if header.get("format") == FORMAT else []
+        if not isinstance(listed, list) or any(
+            type(i) is not int or not 0 <= i < len(part_rows) or part_postings[i] for i in listed
+        ):
+            raise Unusable("the partitions saved without their postings are not listed right")
+        skipped = frozenset(listed)
+        if len(skipped) != len(listed):
+            raise Unusable("the partitions saved without their postings are not listed right")
         return TermMap(
             terms,
             part_rows,

@@ -260,7 +260,11 @@ def read_framed(
     except (ValueError, struct.error) as e:
         raise Unusable(f"{what} does not parse ({e})") from None
     versions = version if isinstance(version, tuple) else (version,)
-    if not isinstance(header, dict) or header.get("format") not in versions:
+    if (
+        not isinstance(header, dict)
+        or type(header.get("format")) is not int  # (True == 1)
+        or header["format"] not in versions
+    ):
         found = header.get("format") if isinstance(header, dict) else header
         raise Unusable(f"the format of {what} is {found!r}, not {versions[-1]}")
     return header, body, at + size, digest.hex()

@@ -525,6 +525,48 @@ async def test_a_graph_file_name_is_never_given_to_another_graph(
     assert not any("could not be taken" in line for line in lines), lines
 
 
+async def test_a_graph_file_taken_at_a_start_keeps_its_name_to_itself(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """b's graph taken at a start after a kill -9; b dips below the threshold (it keeps
+    its graph) and a save finds no graph, deleting b's file; c's new graph must get another
+    name than the one b's graph still has, or b's is not read after the next kill -9."""
+    repo = open_repo(tmp_path)
+    vb = clustered(np.random.default_rng(1), THRESHOLD + 1)
+    b = await _scope_of(repo, "agent:b", 100_000, vb[:THRESHOLD])
+    await _graphs_built(repo)
+    assert await repo.checkpoint_tokens(force=True)
+    await asyncio.to_thread(repo._durable.close)  # kill -9
+    repo = open_repo(tmp_path)
+    try:
+        assert repo.graphs_start == "1 of 1 taken, read while serving"
+        assert repo.wait_for_ann(timeout=120)
+        repo.maintain_ann()
+        await repo.delete([b[-1]])
+        assert await repo.checkpoint_tokens(force=True)
+        assert not list(graphs_of(tmp_path).parent.glob("tokens.bin.ann*"))
+        await _scope_of(repo, "agent:c", 200_000, clustered(np.random.default_rng(2), THRESHOLD))
+        await _graphs_built(repo)
+        assert await repo.checkpoint_tokens(force=True)
+        await _scope_of(repo, "agent:b", 300_000, vb[THRESHOLD:])  # b back at the threshold
+        assert await repo.checkpoint_tokens(force=True)
+        names = [g.file.name for g in ann_map.read(graphs_of(tmp_path))[1]]
+        assert len(set(names)) == len(names) == 2, names
+        await asyncio.to_thread(repo._durable.close)  # kill -9
+    except BaseException:
+        repo.close()
+        raise
+    with caplog.at_level(logging.INFO, logger="memoryd"):
+        crashed = open_repo(tmp_path)
+        try:
+            assert crashed.wait_for_ann(timeout=300)
+        finally:
+            crashed.close()
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum(READ in line for line in lines) == 2, lines
+    assert not any("could not be taken" in line for line in lines), lines
+
+
 async def test_no_graph_file_stays_once_no_scope_has_a_graph(tmp_path: Path) -> None:
     repo = open_repo(tmp_path)
     try:
