@@ -382,16 +382,30 @@ def restart(
         out["token_file"] = "reused" if "token file reused" in text else "rewritten"
         harness.log(f"restarted: {out}")
         if layout.per_agent >= settings.recall.ann_threshold > 0:
-            n = layout.per_agent
-            out["ann_s"] = wait_for_ann(
-                daemon, layout.agent(0), n, args.ann_wait, needles=(ANN_READ, ANN_READY)
-            )
-            out["graph"] = "read" if ANN_READ.format(n=n) in daemon.log_text() else "built"
-            lat, out["recalls_found"] = recalls(daemon.address, layout, queries, args.warmup)
-            out["recall"] = harness.summary_ms(lat)
-            out["rss_end"] = harness.proc_status(daemon.pid).get("VmRSS")
+            out.update(graph_back(daemon, layout, queries, args))
     finally:
         out.update(timed_stop(daemon))
+    return out
+
+
+def graph_back(
+    daemon: harness.Daemon,
+    layout: peers.Layout,
+    queries: Sequence[str],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """After a start on a store a daemon left: the time from SERVING until the big scope's
+    HNSW graph serves (read as it was saved, or built again), then the Recalls and VmRSS."""
+    n = layout.per_agent
+    out: dict[str, Any] = {
+        "ann_s": wait_for_ann(
+            daemon, layout.agent(0), n, args.ann_wait, needles=(ANN_READ, ANN_READY)
+        )
+    }
+    out["graph"] = "read" if ANN_READ.format(n=n) in daemon.log_text() else "built"
+    lat, out["recalls_found"] = recalls(daemon.address, layout, queries, args.warmup)
+    out["recall"] = harness.summary_ms(lat)
+    out["rss_end"] = harness.proc_status(daemon.pid).get("VmRSS")
     return out
 
 
@@ -446,14 +460,7 @@ def crash(
         out["rows_read"] = int(m.group(1))
     harness.log(f"after the crash: {out}")
     if graph:
-        n = layout.per_agent
-        out["ann_s"] = wait_for_ann(
-            daemon, layout.agent(0), n, args.ann_wait, needles=(ANN_READ, ANN_READY)
-        )
-        out["graph"] = "read" if ANN_READ.format(n=n) in daemon.log_text() else "built"
-        lat, out["recalls_found"] = recalls(daemon.address, layout, queries, args.warmup)
-        out["recall"] = harness.summary_ms(lat)
-        out["rss_end"] = harness.proc_status(daemon.pid).get("VmRSS")
+        out.update(graph_back(daemon, layout, queries, args))
         harness.log(f"after the crash, the graph {out['graph']}: {out}")
     return out
 

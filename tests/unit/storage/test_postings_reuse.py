@@ -543,30 +543,42 @@ async def test_a_kill_9_takes_the_postings_saved_while_serving_for_every_row_unc
     assert (taken, answers) == analysed(tmp_path)
 
 
+@pytest.mark.parametrize("write", ["store", "forget"])
 @pytest.mark.parametrize("scope", ["agent:a", "agent:b"])  # being copied, still to copy
 async def test_a_scope_written_while_its_postings_are_copied_is_saved_without_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scope: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scope: str, write: str
 ) -> None:
-    """A write while the postings are copied (a slice at a time, the loop serving between)
-    lands in one scope: that partition is saved without its postings (its terms would not be
-    the map's rows'), the others with theirs; after a kill -9 the start takes those and
-    analyses that scope, and answers as a start that analysed everything."""
+    """A Store or a Forget (its partition's last row moved into the hole) lands in one
+    scope while the postings are copied (a slice at a time, the loop serving between):
+    that partition is saved without its postings (its terms would not be the map's rows'),
+    the others with theirs; after a kill -9 the start takes those and analyses that scope,
+    and answers as a start that analysed everything, even without the sample that checks
+    the terms it takes."""
     monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SLICE", 1)
+    monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SAMPLE", 0)
     repo = open_repo(tmp_path)
     await fill(repo)
     term_map.remove(terms_of(tmp_path))
     written = mem(80, scope=scope, text="written meanwhile")
-    await repo._durable.add([(written, unit(8, DIM), None)])  # committed, not yet indexed
+    gone = repo._parts[scope].ids[0]
+    if write == "store":  # committed, not yet in the index
+        await repo._durable.add([(written, unit(8, DIM), None)])
+    else:
+        await repo._durable.delete([gone])
     saving = asyncio.ensure_future(repo.checkpoint_tokens(force=True))
     await asyncio.sleep(0)  # the copy has begun and yields
-    repo.put(written, unit(8, DIM))  # the index changes while the copy waits its turn
+    if write == "store":  # the index changes while the copy waits its turn
+        repo.put(written, unit(8, DIM))
+    else:
+        repo.remove(gone)
     assert await saving  # the map is saved, and the postings with it
     saved = term_map.read(terms_of(tmp_path))
     assert saved.header["map"] == token_map.read(map_of(tmp_path)).digest
     scopes = list(repo._parts)
     assert scopes[0] == "agent:a"  # the first copied
     assert saved.skipped == {scopes.index(scope)}
-    assert saved.part_rows.tolist() == [len(repo._parts[s]) - (s == scope) for s in scopes]
+    moved = 1 if write == "store" else -1
+    assert saved.part_rows.tolist() == [len(repo._parts[s]) - moved * (s == scope) for s in scopes]
     await asyncio.to_thread(repo._durable.close)  # kill -9
     crashed = open_repo(tmp_path)
     try:
@@ -574,41 +586,12 @@ async def test_a_scope_written_while_its_postings_are_copied_is_saved_without_th
         assert crashed.postings_start == (
             f"taken for {len(crashed) - analysed_rows} of {len(crashed)} rows"
         )
-        assert crashed.get(written.id) is not None
+        assert (crashed.get(written.id) is not None) == (write == "store")
+        assert crashed.get(gone) is None if write == "forget" else crashed.get(gone) is not None
         taken, answers = lexical_state(crashed), bm25_answers(crashed)
     finally:
         crashed.close()
     assert (taken, answers) == analysed(tmp_path)
-
-
-@pytest.mark.parametrize("scope", ["agent:a", "agent:b"])  # being copied, still to copy
-async def test_a_delete_while_the_postings_are_copied_leaves_that_scope_to_be_analysed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scope: str
-) -> None:
-    """A Forget lands while the postings are copied (its last row moves into the hole):
-    the scope is saved without its postings, and the start after a kill -9 answers as an
-    analysed one even without the sample that checks taken terms."""
-    monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SLICE", 1)
-    monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SAMPLE", 0)
-    repo = open_repo(tmp_path)
-    await fill(repo)
-    term_map.remove(terms_of(tmp_path))
-    gone = repo._parts[scope].ids[0]  # the partition's last row moves into row 0
-    await repo._durable.delete([gone])  # committed, not yet out of the index
-    saving = asyncio.ensure_future(repo.checkpoint_tokens(force=True))
-    await asyncio.sleep(0)  # the copy has begun and yields
-    repo.remove(gone)
-    assert await saving
-    assert term_map.read(terms_of(tmp_path)).skipped == {list(repo._parts).index(scope)}
-    await asyncio.to_thread(repo._durable.close)  # kill -9
-    crashed = open_repo(tmp_path)
-    try:
-        assert crashed.postings_start.startswith("taken for"), crashed.postings_start
-        assert crashed.get(gone) is None
-        got = lexical_state(crashed), bm25_answers(crashed)
-    finally:
-        crashed.close()
-    assert got == analysed(tmp_path)
 
 
 async def test_a_memory_moved_to_another_scope_before_a_kill_9_gives_no_row_its_terms(
