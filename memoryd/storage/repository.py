@@ -496,7 +496,8 @@ class Repository(HotIndex):
         the rows read from the table)."""
         n = len(saved.ids)
         memories = self._memories
-        if len(set(saved.ids)) != n:
+        at_of = dict(zip(saved.ids, range(n), strict=True))
+        if len(at_of) != n:
             return "the map names a row twice", _NONE, (0, 0)
         file = self._token_file
         counts, offsets = saved.counts, saved.offsets
@@ -508,29 +509,34 @@ class Repository(HotIndex):
         if len(outside):
             why = f"memory {saved.ids[outside[0]]}'s record lies outside the token file"
             return why, _NONE, (0, 0)
-        # The map's rows the table has in the same state, and the runs of them in one scope.
-        took = [False] * n
-        spans: list[tuple[int, int]] = []
-        scope, start, last = None, -1, -2
-        updated, hashes = saved.updated.tolist(), saved.hashes.tolist()
-        wide = saved.wide
-        for at, memory_id in enumerate(saved.ids):
-            memory = memories.get(memory_id)
-            if memory is None or row_state(memory.updated_at, memory.content_hash, wide=wide) != (
-                updated[at],
-                hashes[at],
-            ):
-                continue
-            took[at] = True
-            if memory.scope != scope or at != last + 1:  # a run ends at a row not taken
-                if start >= 0:
-                    spans.append((start, last + 1))
-                scope, start = memory.scope, at
-            last = at
-        if start >= 0:
-            spans.append((start, last + 1))
-        taken = np.array(took, dtype=bool)
-        kept = int(taken.sum())
+        # Every row now, partition after partition (its row and scope code), and its place
+        # in the map (-1: none); taken where the map has it in the state the table has it.
+        scopes, parts = list(self._parts), list(self._parts.values())
+        lengths = [len(part) for part in parts]
+        ids: list[str] = []
+        for part in parts:
+            ids.extend(part.ids)
+        at = np.fromiter(map(at_of.get, ids, itertools.repeat(-1)), np.int64, len(ids))
+        del at_of
+        row = np.concatenate([np.arange(k, dtype=np.int64) for k in lengths] or [at[:0]])
+        code = np.repeat(np.arange(len(parts), dtype=np.int32), lengths)
+        updated = _column(parts, "updated_us", np.int64)
+        if saved.wide:
+            hashes = _column(parts, "hashes", np.uint64)
+        else:  # a map of format 1: the CRC-32 of the content hash
+            state = (
+                row_state(m.updated_at, m.content_hash, wide=False)[1]
+                for m in map(memories.__getitem__, ids)
+            )
+            hashes = np.fromiter(state, np.uint64, len(ids))
+        known = np.flatnonzero(at >= 0)
+        same = (updated[known] == saved.updated[at[known]]) & (
+            hashes[known] == saved.hashes[at[known]].astype(np.uint64)
+        )
+        now = known[same]  # rows (in ``ids``) taken
+        taken = np.zeros(n, dtype=bool)
+        taken[at[now]] = True
+        kept = len(now)
         missing = len(memories) - kept
         if missing > max(DELTA_MIN_ROWS, len(memories) // 4):
             why = f"the map holds {kept} of the table's {len(memories)} rows as they are now"
@@ -539,19 +545,22 @@ class Repository(HotIndex):
             return why, _NONE, (0, 0)
         rows_at = np.full(n, -1, dtype=np.int64)
         scope_at = np.full(n, -1, dtype=np.int32)
-        codes: dict[str, int] = {}
-        for start, end in spans:
-            ids = saved.ids[start:end]
-            scope = memories[ids[0]].scope
-            part = self._parts[scope]
-            rows = np.fromiter(map(part.row_of.__getitem__, ids), np.int64, end - start)
-            part.tok_off[rows] = offsets[start:end]
-            part.tok_n[rows] = counts[start:end]
-            rows_at[start:end] = rows
-            scope_at[start:end] = codes.setdefault(scope, len(codes))
+        rows_at[at[now]] = row[now]
+        scope_at[at[now]] = code[now]
+        ends = np.cumsum(lengths)
+        bounds = np.searchsorted(now, np.concatenate(([0], ends)))
+        for k, part in enumerate(parts):
+            mine = now[bounds[k] : bounds[k + 1]]
+            if len(mine):
+                part.tok_off[row[mine]] = offsets[at[mine]]
+                part.tok_n[row[mine]] = counts[at[mine]]
         file.live = int(sizes[has & taken].sum())
-        read = self._read_missing(saved, taken) if missing else 0
-        return "", _Places(rows_at, scope_at, list(codes)), (n - kept, read)
+        read = 0
+        if missing:
+            left = np.ones(len(ids), dtype=bool)
+            left[now] = False
+            read = self._read_missing(list(itertools.compress(ids, left.tolist())))
+        return "", _Places(rows_at, scope_at, scopes), (n - kept, read)
 
     def _check_records(self, saved: TokenMap, taken: np.ndarray) -> str:
         """Check a sample of what the map says before taking it: the records' headers in the
@@ -585,13 +594,12 @@ class Repository(HotIndex):
                 return f"memory {memory_id}'s token vectors in the table are not the file's"
         return ""
 
-    def _read_missing(self, saved: TokenMap, taken: np.ndarray) -> int:
-        """Read from the table the token vectors of the rows the map did not give, append
-        them to the file and point the rows at them; returns how many rows were read. A row
-        another daemon changed since the load keeps none until its change is followed."""
+    def _read_missing(self, missing: list[str]) -> int:
+        """Read from the table the token vectors of the rows the map did not give
+        (``missing``), append them to the file and point the rows at them; returns how many
+        rows were read. A row another daemon changed since the load keeps none until its
+        change is followed."""
         memories = self._memories
-        held = set(itertools.compress(saved.ids, taken.tolist()))
-        missing = [memory_id for memory_id in memories if memory_id not in held]
         file = self._token_file
         read = 0
         for memory_id, updated_us, content_hash, tokens in self._durable.read_token_rows(missing):
@@ -783,29 +791,24 @@ class Repository(HotIndex):
             return None
 
     def _token_rows(self) -> TokenMap | None:
-        """Where every row's token vectors are in the token file, for its map (None: no map
-        can vouch for the file: a temporary one, one never opened, or a damaged one)."""
-        snapshot = self._token_snapshot()
-        return None if snapshot is None else _token_map(*snapshot)
-
-    def _token_snapshot(
-        self,
-    ) -> tuple[list[str], list[np.ndarray], list[np.ndarray], list[Memory]] | None:
-        """What the token map is made of, taken on the loop: every partition's ids and
-        record places, and every Memory record (in the index's own order: looking each id
-        up here cost ~0.7 s at a million rows, the dict's values ~16 ms). The rest is done
-        on a thread (``_token_map``: the records are never changed, only replaced)."""
+        """Where every row's token vectors are in the token file, and each row's state, for
+        the file's map; taken on the loop, as every read of the index (arrays copied: ~20 ms
+        at a million rows). None: no map can vouch for the file (a temporary one, one never
+        opened, or a damaged one)."""
         if self._token_path is None or self.token_start is None or self.tokens_damaged:
             return None
+        parts = list(self._parts.values())
         ids: list[str] = []
-        offsets: list[np.ndarray] = []
-        counts: list[np.ndarray] = []
-        for part in self._parts.values():
-            n = len(part)
+        for part in parts:
             ids.extend(part.ids)
-            counts.append(part.tok_n[:n].copy())
-            offsets.append(np.where(part.tok_n[:n] >= 0, part.tok_off[:n], 0))
-        return ids, offsets, counts, list(self._memories.values())
+        counts = _column(parts, "tok_n", np.int32)
+        return TokenMap(
+            ids,
+            np.where(counts >= 0, _column(parts, "tok_off", np.int64), 0),
+            counts,
+            _column(parts, "updated_us", np.int64),
+            _column(parts, "hashes", np.uint64),
+        )
 
     async def checkpoint_tokens(self, *, force: bool = False) -> bool:
         """Save the token file's map while serving (a job, after the token file's upkeep),
@@ -824,15 +827,15 @@ class Repository(HotIndex):
         since = time.monotonic() - self._checkpoint_at
         if not force and since < (CHECKPOINT_QUIET_SECONDS if quiet else CHECKPOINT_SECONDS):
             return False
-        snapshot = self._token_snapshot()
-        if snapshot is None:
+        rows = self._token_rows()
+        if rows is None:
             return False
-        graphs = self._graphs_now(snapshot)
+        graphs = self._graphs_now(rows)
         size = self._token_file.size
         started = time.perf_counter()
         postings = await self._postings_meanwhile()
         self._checkpoint_task = asyncio.ensure_future(
-            asyncio.to_thread(self._write_checkpoint, snapshot, size, graphs, postings)
+            asyncio.to_thread(self._write_checkpoint, rows, size, graphs, postings)
         )
         try:
             saved = await asyncio.shield(self._checkpoint_task)
@@ -848,7 +851,7 @@ class Repository(HotIndex):
         log.info(
             "saved the token file's map while serving (%d rows) in %.1fs: a start after a "
             "crash reuses the file",
-            len(snapshot[0]),
+            len(rows.ids),
             time.perf_counter() - started,
         )
         return True
@@ -891,17 +894,16 @@ class Repository(HotIndex):
 
     def _write_checkpoint(
         self,
-        snapshot: tuple[list[str], list[np.ndarray], list[np.ndarray], list[Memory]],
+        rows: TokenMap,
         size: int,
         graphs: list[_GraphToSave],
         postings: term_map.Gathering | None,
     ) -> bool:
-        """On a thread: make the map of ``snapshot`` (the file's first ``size`` bytes),
-        sync the file and write the map (replacing the one before), then the postings and
-        graphs with it (the graphs not on disk yet written)."""
+        """On a thread: sync the file and write ``rows``, the map of its first ``size``
+        bytes (replacing the one before), then the postings and graphs with it (the graphs
+        not on disk yet written)."""
         assert self._token_path is not None
         try:
-            rows = _token_map(*snapshot)
             stat = self._token_file.sync()
             if stat.st_size < size:
                 raise ValueError(f"the token file is {stat.st_size} bytes, not {size} or more")
@@ -1210,20 +1212,11 @@ def _graphs_key(graphs: list[_GraphToSave]) -> tuple[tuple[str, object], ...]:
     return tuple((g.scope, _graph_id(g.saving.holder)) for g in graphs)
 
 
-def _token_map(
-    ids: list[str], offsets: list[np.ndarray], counts: list[np.ndarray], records: list[Memory]
-) -> TokenMap:
-    # Each column straight into its array: a tuple and two ints a row, then lists of them,
-    # were ~150 MB of small objects at a million rows, made while the loop serves.
-    ordered = list(map({m.id: m for m in records}.__getitem__, ids))
-    micros, hash_bits, n = token_map.micros, token_map.hash_bits, len(ids)
-    return TokenMap(
-        ids,
-        np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
-        np.concatenate(counts) if counts else np.zeros(0, np.int32),
-        np.fromiter((micros(m.updated_at) for m in ordered), np.int64, n),
-        np.fromiter((hash_bits(m.content_hash) for m in ordered), np.uint64, n),
-    )
+def _column(parts: list[_Partition], name: str, dtype: type) -> np.ndarray:
+    """The partitions' row array ``name``, their rows held one after the other."""
+    if not parts:
+        return np.zeros(0, dtype)
+    return np.concatenate([getattr(part, name)[: len(part)] for part in parts])
 
 
 def _keep_access(memory: Memory, current: Memory) -> Memory:

@@ -213,6 +213,41 @@ async def test_a_crash_reuses_the_map_saved_while_serving_and_ranks_as_a_rewritt
         rewritten.close()
 
 
+async def test_a_crash_takes_every_row_saved_after_forgets_moved_others_and_updates(
+    tmp_path: Path,
+) -> None:
+    """Each row's state as the map saved while serving keeps it follows the row through
+    the index: forgets move the scope's last rows into the gaps, an update stamps a new
+    time; after a kill -9 with nothing written since the save, the start takes every row
+    from the map and reads none from the table."""
+    repo = open_repo(tmp_path)
+    want: Want = {}
+    for i in range(12):  # each its own time and text: a row given another's state shows
+        m = await repo.add(
+            mem(i, text=f"memory {i}", updated_at=NOW + timedelta(seconds=i)), unit(i), toks(i)
+        )
+        want[m.id] = toks(i)
+    ids = list(want)
+    await repo.delete([ids[1], ids[4]])  # the two last rows move into their places
+    want[ids[1]] = want[ids[4]] = None
+    moved = repo.get(ids[-1])
+    assert moved is not None
+    later = dataclasses.replace(moved, importance=0.9, updated_at=NOW + timedelta(minutes=5))
+    await repo.replace(later, unit(11), toks(11))
+    await repo.delete([ids[2]])  # and once more, the updated row moving
+    want[ids[2]] = None
+    assert await repo.checkpoint_tokens(force=True)
+    await asyncio.to_thread(repo._durable.close)  # kill -9
+    crashed = open_repo(tmp_path)
+    try:
+        reused, why = started(crashed)
+        assert reused and "its map matches table version" in why, why
+        assert crashed._durable.token_bytes_read == 0
+        assert_tokens(crashed, want)
+    finally:
+        crashed.close()
+
+
 async def test_a_map_saved_while_serving_is_due_only_after_changes(tmp_path: Path) -> None:
     """The upkeep saves the map once rows changed since the one on disk: at the first quiet
     upkeep a minute after the last, or five minutes after it whatever the writes; not again
