@@ -80,6 +80,11 @@ CHUNK = 10_000  # rows per Arrow batch written (a batch of token vectors is ~140
 ANN_READY = "approximate index of {n} rows ready in"
 ANN_READ = "approximate index of {n} rows read as it was saved"
 MAP_SAVED_RE = re.compile(r"saved the token file's map while serving \((\d+) rows\) in ([\d.]+)s")
+MAP_SAVED_AT_RE = re.compile(  # the line's time: the log's asctime, local time
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*?saved the token file's map while serving "
+    r"\((\d+) rows\) in ([\d.]+)s",
+    re.M,
+)
 TOKEN_START_RE = re.compile(r"token file (reused|rewritten) \(([^)]*)\)")
 ROWS_READ_RE = re.compile(r"(\d+) rows read from the table")
 ANN_SAVED_RE = re.compile(
@@ -327,6 +332,8 @@ def serve(
         status = harness.proc_status(daemon.pid)
         out["rss_end"], out["rss_peak"] = status.get("VmRSS"), status.get("VmHWM")
         out["io_start"] = proc_io(daemon.pid)
+        if layout is not None and args.save_recalls:
+            out["save_recalls"] = recalls_beside_save(daemon, layout, queries, args)
         if layout is not None and args.crash is not None:
             out["crash"] = crash(daemon, layout, settings, queries, args)
     finally:
@@ -407,6 +414,56 @@ def graph_back(
     out["recall"] = harness.summary_ms(lat)
     out["rss_end"] = harness.proc_status(daemon.pid).get("VmRSS")
     return out
+
+
+def recalls_beside_save(
+    daemon: harness.Daemon,
+    layout: peers.Layout,
+    queries: Sequence[str],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """``--save-recalls``: once the daemon has saved its token file's map while serving,
+    Store a few memories past it and send Recalls one after another (each query made
+    distinct: cache misses) until it saves the map again (at its first quiet upkeep a
+    minute on); the Recalls that overlapped that save's span (the log's time of its line,
+    less the seconds it took) against the others."""
+    t0 = time.perf_counter()
+    while not MAP_SAVED_AT_RE.search(daemon.log_text()):
+        if time.perf_counter() - t0 > args.serve_timeout:
+            raise SystemExit(f"no map saved while serving:\n{daemon.log_tail()}")
+        time.sleep(1.0)
+    saves = len(MAP_SAVED_AT_RE.findall(daemon.log_text()))
+    texts = corpus.take(corpus.memories(args.seed + 11), 10)
+    timed: list[tuple[float, float]] = []  # (wall-clock start, seconds)
+    saved_at = None
+    with MemoryClient(daemon.address, timeout=60.0) as client:
+        for n, text in enumerate(texts):
+            client.store(layout.agent(n % layout.agents), f"{text} (beside a save, {n})")
+        t1 = time.perf_counter()
+        n = 0
+        while saved_at is None or time.time() < saved_at + 3.0:
+            if time.perf_counter() - t1 > args.serve_timeout:
+                raise SystemExit(f"the map was not saved again:\n{daemon.log_tail()}")
+            q = f"{queries[n % len(queries)]} ({n})"
+            start = time.time()
+            client.recall(layout.agent_of_query(n), q, limit=K)
+            timed.append((start, time.time() - start))
+            n += 1
+            if saved_at is None and n % 20 == 0:
+                found = MAP_SAVED_AT_RE.findall(daemon.log_text())
+                if len(found) > saves:
+                    saved_at = time.time()
+    stamp, rows, took = MAP_SAVED_AT_RE.findall(daemon.log_text())[saves]
+    end = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()  # local time
+    begin = end - float(took)
+    during = [s for at, s in timed if at + s >= begin and at <= end]
+    others = [s for at, s in timed if at + s < begin or at > end]
+    return {
+        "map_rows": int(rows),
+        "save_s": float(took),
+        "during": harness.summary_ms(during),
+        "others": harness.summary_ms(others),
+    }
 
 
 def crash(
@@ -701,6 +758,33 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
             "the start on what it left (the token file from that map and the table):",
             harness.table(CRASH_HEADERS, crashes),
         ]
+    beside = [
+        [r["layout"], x["map_rows"], x["save_s"], x["during"]["n"], x["during"]["p50"],
+         x["during"]["p99"], x["during"]["max"], x["others"]["n"], x["others"]["p50"],
+         x["others"]["p99"]]
+        for r in results
+        if (x := r.get("save_recalls"))
+    ]  # fmt: skip
+    if beside:
+        sections += [
+            "Recalls beside a save of the token map while serving (`--save-recalls`): those "
+            "that overlapped the save against the others (ms):",
+            harness.table(
+                (
+                    "layout",
+                    "map rows",
+                    "save s",
+                    "n during",
+                    "p50",
+                    "p99",
+                    "max",
+                    "n others",
+                    "p50",
+                    "p99",
+                ),
+                beside,
+            ),
+        ]
     if cold:
         sections += [
             "A cold scope's load, in process (the proposed policy's cost before its first "
@@ -737,6 +821,12 @@ def main() -> None:
         metavar="N",
         help="after the Recalls, wait for the map saved while serving, Store N more, kill -9 "
         "and start again (the token file reused from that map)",
+    )
+    p.add_argument(
+        "--save-recalls",
+        action="store_true",
+        help="after the Recalls, Recalls one after another until the map is saved while "
+        "serving again: those that overlapped the save against the others",
     )
     p.add_argument(
         "--expect-bytes-per-memory",
