@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memoryd.storage.lexical import LexicalPartition, bm25_touched, idf
-from memoryd.storage.term_map import gather
+from memoryd.storage.term_map import Gathering, gather
 
 WORDS = ["alpha", "beta", "gamma", "delta", "kappa", "sigma", "omega", "zeta"]
 
@@ -122,6 +122,40 @@ def test_postings_saved_and_taken_back_in_another_row_order_are_the_same_index(
             taken.move_last_into(row)
             want.move_last_into(row)
         assert state(taken) == state(want)
+
+
+@pytest.mark.parametrize("every_bytes", [0, 8, 24])
+def test_postings_copied_in_pieces_save_as_those_copied_at_once(every_bytes: int) -> None:
+    """A save while serving copies the postings a slice at a time, a long posting in
+    pieces of ``every_bytes``; a partition written to mid-copy is dropped (saved without
+    its postings). Whatever the slices and wherever the drop, each partition kept reads
+    back as one copied at once, and the dropped one as skipped."""
+    rng = random.Random(every_bytes)
+    parts = []
+    for _ in range(3):
+        part = LexicalPartition()
+        for row in range(40):  # common words: postings of many pairs
+            part.set(row, rng.choices(WORDS[:6], k=rng.randint(1, 5)), "en")
+        parts.append(part)
+    gathering = Gathering()
+    for _ in gathering.add(parts[0], 0, every_bytes):
+        pass
+    copying = gathering.add(parts[1], 0, every_bytes)
+    for _ in range(5):  # some way into the second partition's postings (or all of it)
+        next(copying, None)
+    gathering.drop_last(len(parts[1]))  # written to meanwhile
+    for _ in gathering.add(parts[2], 0, every_bytes):
+        pass
+    got = gathering.result()
+    assert got.skipped == {1}
+    kept = got.partitions()
+    assert [rows for rows, *_ in kept] == [40, 40, 40]
+    for k in (0, 2):
+        ((_, words, counts, pairs),) = gather([parts[k]]).partitions()
+        assert kept[k][1] == words
+        np.testing.assert_array_equal(kept[k][2], counts)
+        np.testing.assert_array_equal(kept[k][3], pairs)
+    assert kept[1][1] == [] and len(kept[1][3]) == 0
 
 
 def test_saved_postings_that_do_not_make_an_index_are_refused() -> None:

@@ -545,16 +545,22 @@ async def test_a_kill_9_takes_the_postings_saved_while_serving_for_every_row_unc
 
 @pytest.mark.parametrize("write", ["store", "forget"])
 @pytest.mark.parametrize("scope", ["agent:a", "agent:b"])  # being copied, still to copy
+@pytest.mark.parametrize("slices", ["postings", "bytes"])
 async def test_a_scope_written_while_its_postings_are_copied_is_saved_without_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scope: str, write: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scope: str, write: str, slices: str
 ) -> None:
     """A Store or a Forget (its partition's last row moved into the hole) lands in one
-    scope while the postings are copied (a slice at a time, the loop serving between):
-    that partition is saved without its postings (its terms would not be the map's rows'),
-    the others with theirs; after a kill -9 the start takes those and analyses that scope,
-    and answers as a start that analysed everything, even without the sample that checks
-    the terms it takes."""
-    monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SLICE", 1)
+    scope while the postings are copied (a slice at a time, the loop serving between: a
+    number of postings, or of bytes, a long posting copied in pieces): that partition is
+    saved without its postings (its terms would not be the map's rows'), the others with
+    theirs; after a kill -9 the start takes those and analyses that scope, and answers as
+    a start that analysed everything, even without the sample that checks the terms it
+    takes."""
+    if slices == "postings":
+        monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SLICE", 1)
+    else:  # a pair at a time: every posting of two rows or more copied in pieces
+        monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SLICE", 10**9)
+        monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SLICE_BYTES", 8)
     monkeypatch.setattr("memoryd.storage.repository.POSTINGS_SAMPLE", 0)
     repo = open_repo(tmp_path)
     await fill(repo)
