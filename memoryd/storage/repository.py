@@ -551,6 +551,17 @@ class Repository(HotIndex):
         scope_at = np.full(n, -1, dtype=np.int32)
         rows_at[at[now]] = row[now]
         scope_at[at[now]] = code[now]
+        # Codes numbered in the order the map first names each scope: a saved partition
+        # whose rows two scopes now hold equally goes to the one that held them first
+        # (``_Places.of`` gives a tie to the lowest code), not to whichever this start's
+        # scan met first (that scope's own saved postings were then left unused).
+        held = scope_at >= 0
+        codes, first = np.unique(scope_at[held], return_index=True)
+        order = codes[np.argsort(first, kind="stable")]
+        renumber = np.zeros(len(parts), dtype=np.int32)
+        renumber[order] = np.arange(len(order), dtype=np.int32)
+        scope_at[held] = renumber[scope_at[held]]
+        scopes = [scopes[c] for c in order.tolist()]
         ends = np.cumsum(lengths)
         bounds = np.searchsorted(now, np.concatenate(([0], ends)))
         for k, part in enumerate(parts):
@@ -838,8 +849,9 @@ class Repository(HotIndex):
         size = self._token_file.size
         started = time.perf_counter()
         postings = await self._postings_meanwhile()
+        encoded = await _encoded_meanwhile(rows.ids)
         self._checkpoint_task = asyncio.ensure_future(
-            asyncio.to_thread(self._write_checkpoint, rows, size, graphs, postings)
+            asyncio.to_thread(self._write_checkpoint, rows, size, graphs, postings, encoded)
         )
         try:
             saved = await asyncio.shield(self._checkpoint_task)
@@ -881,6 +893,8 @@ class Repository(HotIndex):
                         break
                 if lexical.version != version:
                     gathering.drop_last(rows)
+            for _ in gathering.join(POSTINGS_SLICE_BYTES):  # its own copies: no checks
+                await asyncio.sleep(0)
             return gathering
         except Exception:
             log.exception("could not gather the postings while serving")
@@ -902,6 +916,7 @@ class Repository(HotIndex):
         size: int,
         graphs: list[_GraphToSave],
         postings: term_map.Gathering | None,
+        encoded: tuple[list[bytes], np.ndarray] | None = None,
     ) -> bool:
         """On a thread: sync the file and write ``rows``, the map of its first ``size``
         bytes (replacing the one before), then the postings and graphs with it (the graphs
@@ -913,7 +928,7 @@ class Repository(HotIndex):
                 raise ValueError(f"the token file is {stat.st_size} bytes, not {size} or more")
             identity = token_map.file_identity(stat)
             rows.header = {"table": self._durable.identity(), "file": {**identity, "size": size}}
-            digest = token_map.write(token_map.map_path(self._token_path), rows)
+            digest = token_map.write(token_map.map_path(self._token_path), rows, encoded)
         except Exception:
             log.exception("could not save the token file's map while serving")
             return False
@@ -1214,6 +1229,21 @@ def _graph_id(graph: Any) -> object:
 
 def _graphs_key(graphs: list[_GraphToSave]) -> tuple[tuple[str, object], ...]:
     return tuple((g.scope, _graph_id(g.saving.holder)) for g in graphs)
+
+
+async def _encoded_meanwhile(ids: list[str]) -> tuple[list[bytes], np.ndarray]:
+    """``token_map.encode_strings(ids)`` on the loop a piece at a time, the loop serving in
+    between (on the save's thread, ~0.15 s of work holding the GIL at a million ids: every
+    request beside it waited for the GIL at each turn)."""
+    pieces: list[bytes] = []
+    lengths = []
+    step = token_map.ENCODE_PIECE
+    for at in range(0, len(ids), step):
+        some, n = token_map.encode_strings(ids[at : at + step])
+        pieces += some
+        lengths.append(n)
+        await asyncio.sleep(0)
+    return pieces, np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
 
 
 def _column(parts: list[_Partition], name: str, dtype: type) -> np.ndarray:

@@ -123,6 +123,7 @@ class Gathering:
         self._skipped: list[int] = []
         self._mark = 0  # where the last partition's postings start
         self._chunk_mark = 0  # ... and its chunks
+        self._pairs: np.ndarray | None = None  # the chunks joined (``join``)
 
     def add(
         self, lexical: LexicalPartition, every: int = 0, every_bytes: int = 0
@@ -173,15 +174,31 @@ class Gathering:
         self._part_postings.pop()
         self.skip(rows)
 
-    def result(self) -> TermMap:
-        # Chunk by chunk into one array (one join of ~100 MB at a million rows held the
-        # GIL ~0.1 s while the loop waited).
-        pairs = np.empty(sum(map(len, self._chunks)) // 4, dtype=np.int32)
-        at = 0
-        for chunk in self._chunks:
+    def join(self, every_bytes: int = 0) -> Iterator[None]:
+        """Join the pairs copied into one array (each chunk let go once copied), yielding
+        every ``every_bytes`` so that the caller can let the event loop run: done on a
+        thread, this was ~0.1 s of work holding the GIL at a million rows, and every
+        request beside it waited for the GIL at each turn. ``result`` takes the array."""
+        chunks = self._chunks
+        pairs = np.empty(sum(map(len, chunks)) // 4, dtype=np.int32)
+        at, budget = 0, every_bytes
+        for i, chunk in enumerate(chunks):
             n = len(chunk) // 4
             pairs[at : at + n] = np.frombuffer(chunk, dtype=np.int32)
             at += n
+            chunks[i] = b""
+            budget -= len(chunk)
+            if every_bytes and budget <= 0:
+                budget = every_bytes
+                yield
+        self._chunks, self._pairs = [], pairs
+
+    def result(self) -> TermMap:
+        if self._pairs is None:
+            for _ in self.join():
+                pass
+        pairs = self._pairs
+        assert pairs is not None
         return TermMap(
             list(self._table),
             np.array(self._part_rows, dtype=np.int64),

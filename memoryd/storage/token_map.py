@@ -154,9 +154,10 @@ class TokenMap:
             raise ValueError("the map's columns differ in length")
 
 
-def write(path: Path, rows: TokenMap) -> str:
-    """Write ``rows`` to ``path`` atomically and durably; returns its SHA-256 (hex)."""
-    ids, lengths = encode_strings(rows.ids)
+def write(path: Path, rows: TokenMap, encoded: tuple[list[bytes], np.ndarray] | None = None) -> str:
+    """Write ``rows`` to ``path`` atomically and durably; returns its SHA-256 (hex).
+    ``encoded``: its ids as ``encode_strings`` gives them, if already encoded."""
+    ids, lengths = encoded if encoded is not None else encode_strings(rows.ids)
     header = {**rows.header, "format": FORMAT, "rows": len(rows.ids)}
     columns = (rows.offsets, rows.counts, rows.updated, rows.hashes, lengths)
     return write_framed(path, _MAGIC, header, [*column_bytes(columns, _COLUMNS), *ids])

@@ -127,9 +127,10 @@ def test_postings_saved_and_taken_back_in_another_row_order_are_the_same_index(
 @pytest.mark.parametrize("every_bytes", [0, 8, 24])
 def test_postings_copied_in_pieces_save_as_those_copied_at_once(every_bytes: int) -> None:
     """A save while serving copies the postings a slice at a time, a long posting in
-    pieces of ``every_bytes``; a partition written to mid-copy is dropped (saved without
-    its postings). Whatever the slices and wherever the drop, each partition kept reads
-    back as one copied at once, and the dropped one as skipped."""
+    pieces of ``every_bytes``, and joins them a slice at a time; a partition written to
+    mid-copy is dropped (saved without its postings). Whatever the slices and wherever the
+    drop, each partition kept reads back as one copied at once, and the dropped one as
+    skipped."""
     rng = random.Random(every_bytes)
     parts = []
     for _ in range(3):
@@ -146,6 +147,8 @@ def test_postings_copied_in_pieces_save_as_those_copied_at_once(every_bytes: int
     gathering.drop_last(len(parts[1]))  # written to meanwhile
     for _ in gathering.add(parts[2], 0, every_bytes):
         pass
+    joins = sum(1 for _ in gathering.join(every_bytes))  # joined a slice at a time too
+    assert (joins > 1) == (every_bytes > 0)
     got = gathering.result()
     assert got.skipped == {1}
     kept = got.partitions()

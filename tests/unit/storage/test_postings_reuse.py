@@ -600,6 +600,35 @@ async def test_a_scope_written_while_its_postings_are_copied_is_saved_without_th
     assert (taken, answers) == analysed(tmp_path)
 
 
+async def test_a_partition_split_evenly_between_two_scopes_goes_to_the_one_it_was(
+    tmp_path: Path,
+) -> None:
+    """agent:a's saved rows end up half in agent:a, half in agent:b (one forgotten and
+    imported there with its id, time and text, others forgotten): its saved postings go to
+    agent:a, where they were, and agent:b takes its own; before, the tie went to whichever
+    scope this start's scan met first, and the other scope's saved postings went unused."""
+    repo = open_repo(tmp_path)
+    a0 = await repo.add(mem(0, scope="agent:a", text="alpha zero"), unit(0, DIM), toks(0))
+    await repo.add(mem(1, scope="agent:b", text="beta zero"), unit(1, DIM), toks(1))
+    await repo.add(mem(2, scope="agent:a", text="alpha one"), unit(2, DIM), toks(2))
+    a2 = await repo.add(mem(3, scope="agent:a", text="alpha two"), unit(3, DIM), toks(3))
+    a3 = await repo.add(mem(4, scope="agent:a", text="alpha three"), unit(4, DIM), toks(4))
+    assert await repo.checkpoint_tokens(force=True)
+    await repo.delete([a0.id, a3.id])
+    await repo.delete([a2.id])
+    await repo.add(dataclasses.replace(a2, scope="agent:b"), unit(3, DIM), toks(3))
+    await asyncio.to_thread(repo._durable.close)  # kill -9
+    crashed = open_repo(tmp_path)
+    try:
+        # alpha one's terms from agent:a's saved partition, beta zero's from agent:b's;
+        # alpha two (in agent:b now) analysed
+        assert crashed.postings_start == "taken for 2 of 3 rows", crashed.postings_start
+        taken = lexical_state(crashed)
+    finally:
+        crashed.close()
+    assert taken == analysed(tmp_path)[0]
+
+
 async def test_a_memory_moved_to_another_scope_before_a_kill_9_gives_no_row_its_terms(
     tmp_path: Path,
 ) -> None:
