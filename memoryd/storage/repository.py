@@ -1237,10 +1237,8 @@ async def _encoded_meanwhile(ids: list[str]) -> tuple[list[bytes], np.ndarray]:
     request beside it waited for the GIL at each turn)."""
     pieces: list[bytes] = []
     lengths = []
-    step = token_map.ENCODE_PIECE
-    for at in range(0, len(ids), step):
-        some, n = token_map.encode_strings(ids[at : at + step])
-        pieces += some
+    for piece, n in token_map.encode_pieces(ids):
+        pieces.append(piece)
         lengths.append(n)
         await asyncio.sleep(0)
     return pieces, np.concatenate(lengths) if lengths else np.zeros(0, np.int64)

@@ -42,7 +42,7 @@ import os
 import stat
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -170,20 +170,26 @@ ENCODE_PIECE = 32_768
 
 def encode_strings(strings: list[str]) -> tuple[list[bytes], np.ndarray]:
     """``strings`` in UTF-8, one after the other (in pieces, to be written one after the
-    other), and each one's length in bytes; without a bytes object per string when all
-    are ASCII (ids are: a million of them were ~70 MB)."""
+    other), and each one's length in bytes (``encode_pieces`` collected)."""
     pieces, lengths = [], []
+    for piece, n in encode_pieces(strings):
+        pieces.append(piece)
+        lengths.append(n)
+    return pieces, np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+
+
+def encode_pieces(strings: list[str]) -> Iterator[tuple[bytes, np.ndarray]]:
+    """``ENCODE_PIECE`` strings at a time: their UTF-8 one after the other and each one's
+    length in bytes; without a bytes object per string when all are ASCII (ids are: a
+    million of them were ~70 MB)."""
     for at in range(0, len(strings), ENCODE_PIECE):
         some = strings[at : at + ENCODE_PIECE]
         joined = "".join(some)
         if joined.isascii():
-            pieces.append(joined.encode())
-            lengths.append(np.fromiter(map(len, some), np.int64, len(some)))
+            yield joined.encode(), np.fromiter(map(len, some), np.int64, len(some))
         else:
             encoded = [s.encode() for s in some]
-            pieces.append(b"".join(encoded))
-            lengths.append(np.fromiter(map(len, encoded), np.int64, len(encoded)))
-    return pieces, np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+            yield b"".join(encoded), np.fromiter(map(len, encoded), np.int64, len(encoded))
 
 
 def column_bytes(columns: Sequence[Any], dtypes: Sequence[str]) -> list[memoryview]:
