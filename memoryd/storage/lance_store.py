@@ -8,21 +8,23 @@ kill -9), and concurrent writers share commits instead of growing one fragment e
 
 Every commit writes a new version: a manifest listing every fragment, so a burst of small
 commits left thousands of manifests behind (bench/RESULTS.md, "How big a store grows").
-LanceDB drops old versions only as part of ``optimize`` (compaction, then the cleanup of
-versions replaced more than ``cleanup_older_than`` ago, here ``keep_versions_seconds``,
-10 s), and a compaction rewrites every fragment of a table under a million rows. So it runs
+Each compaction is followed by a cleanup of the versions replaced more than
+``keep_versions_seconds`` ago (10 s). A compaction merges the fragments under
+``COMPACT_TARGET_ROWS`` rows (up to ~210 MB rewritten; LanceDB's own ``optimize``
+rewrote every fragment of a table under a million rows, 13 GB at 1M memories). It runs
 every ``compact_every`` commits (as before), and by time: once the writer has been idle
 ``keep_versions_seconds`` after a compaction that had to keep versions (too young then),
 a cleanup with nothing to compact, which costs next to nothing; and every
 ``cleanup_every_seconds`` (an hour) while commits are waiting for one, so a slow trickle of
-Stores rewrites the table once an hour, not after each Store. So the versions on disk are
+Stores is compacted once an hour, not after each Store. So the versions on disk are
 at most those of the last ``compact_every`` commits (x ``COMPACT_FORCE_FACTOR`` under
 writes that never pause) and of the last seconds, and the data directory stays
 proportional to the memories it holds. That runs on a thread of its own, so appends
-(Stores) keep committing meanwhile: Lance lets an append commit beside a compaction,
-while a delete or an update committed during one makes the compaction fail (and its work
-is lost). So the writer holds deletes and updates back until
-a compaction in progress ends; appends never wait for one.
+(Stores) keep committing meanwhile: the fragments are rewritten beside them and the
+rewrite committed with the appends held for that commit alone (Lance rebases it over the
+appends committed since its plan), while a delete or an update committed during one makes
+the compaction fail (and its work is lost). So the writer holds deletes and updates back
+until a compaction in progress ends.
 
 Access counts (bumped by every Recall that returns a memory) go to a log table of their
 own, ``<table>_access`` (id, count, last access), appended a batch at a time and folded to
@@ -80,7 +82,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -90,6 +91,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from lance.optimize import Compaction, CompactionOptions
 
 from memoryd.core.errors import ConfigError, DataCorrupt, StorageFull, StoreUnavailable
 from memoryd.core.records import Category, KeyRecord, Memory, StoreOutcome, stored_memory
@@ -104,11 +106,18 @@ COMPACT_FORCE_FACTOR = 5
 KEEP_VERSIONS_SECONDS = 10.0  # versions replaced longer ago go at the next cleanup
 SHARED_KEEP_VERSIONS_SECONDS = 900.0  # ... on an object store (others read it too)
 # A stop waits this long for a compaction in progress (minutes at 100k memories on a busy
-# machine: a stop waiting for it outlasted systemd's and Kubernetes' grace and was killed,
+# machine when every fragment was rewritten: a stop waiting for it outlasted systemd's and
+# Kubernetes' grace and was killed,
 # losing the token file's map), then leaves it: Lance commits a compaction in one atomic
 # step at its end, so one cut short by the exit leaves only unreferenced files.
 COMPACTION_STOP_WAIT_SECONDS = 5.0
 CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits wait
+# A compaction of the memories' table merges fragments smaller than this and leaves larger
+# ones as they are (but those with a tenth of their rows deleted), so it rewrites at most
+# about this many rows besides the new ones (~13 KB a row: ~210 MB). LanceDB's optimize
+# takes Lance's default, 1,048,576: every fragment of a table under a million rows was
+# rewritten to add a burst's few rows (13 GB at 1M memories).
+COMPACT_TARGET_ROWS = 16_384
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
@@ -120,7 +129,7 @@ SPACE_FREED_BYTES = 8 << 20
 # (``heap.release_free_pages``) after this many rows; and whenever it goes idle after
 # writes, and after each compaction.
 TRIM_EVERY_ROWS = 8192
-# ... and, while a compaction runs (minutes at 100k memories on a busy machine), this often
+# ... and, while a compaction runs (up to ~210 MB rewritten), this often
 # when idle: the compaction frees its read and write buffers as it goes, and glibc kept
 # ~210 MiB of them at 100k (2 KB a memory) until it ended.
 COMPACT_TRIM_SECONDS = 5.0
@@ -1005,16 +1014,19 @@ class LanceStore:
         # Small caches, as for LanceDB's own (see __init__): with Lance's defaults a
         # follower's memory grew with every version followed (measured over 1,500
         # single-row commits: +600 MB; with 8 MiB caches +30 MB).
-        caches = {
-            "metadata_cache_size_bytes": self._cache_bytes,
-            "index_cache_size_bytes": self._cache_bytes,
-        }
+        caches = self._caches()
         found = {"memories": self._table.to_lance(**caches)}
         existing = self._db.list_tables().tables
         for what, name in (("access", self._access_name), ("keys", self._keys_name)):
             if name in existing:
                 found[what] = self._db.open_table(name).to_lance(**caches)
         return found
+
+    def _caches(self) -> dict[str, int]:
+        return {
+            "metadata_cache_size_bytes": self._cache_bytes,
+            "index_cache_size_bytes": self._cache_bytes,
+        }
 
     def status(self) -> str:
         """ "ok", or why writes are refused now (e.g. no space left on device)."""
@@ -1423,13 +1435,35 @@ class LanceStore:
     def _versions_due(self) -> bool:
         """Whether old versions are due to go: with nothing new to compact, once they are
         ``keep_versions`` old (a cleanup alone, cheap); with commits to compact (a rewrite
-        of the table), once ``cleanup_every`` has passed since the last optimize."""
+        of the small fragments), once ``cleanup_every`` has passed since the last one."""
         if self._last_write <= self._cleaned_upto:
             return False  # only the newest version is left (LanceDB always keeps it)
         now = time.time()
         if self._commits_since_compact == 0:
             return now - self._last_write >= self.keep_versions.total_seconds()
         return now - self._last_cleanup >= self.cleanup_every
+
+    def _optimize_memories(self, table: Any, older_than: timedelta | None) -> bool:
+        """Compact the memories' table (fragments under ``COMPACT_TARGET_ROWS`` merged, on
+        one thread), then delete the versions replaced more than ``older_than`` ago (None:
+        none). Whether it rewrote any fragment. The callers hold ``_rewrite_lock`` (this
+        daemon's deletes and updates wait); its appends wait for the commit alone: Lance
+        rebases a rewrite over the appends committed since its plan."""
+        ds = table.to_lance(**self._caches())
+        options: CompactionOptions = {
+            "target_rows_per_fragment": COMPACT_TARGET_ROWS,
+            "num_threads": 1,
+        }
+        plan = Compaction.plan(ds, options)
+        rewrites = [task.execute(ds) for task in plan.tasks]
+        if rewrites:
+            with self.commit_lock:
+                ds = ds.checkout_version(ds.latest_version)
+                Compaction.commit(ds, rewrites, options)
+                table.checkout_latest()
+        if older_than is not None:
+            ds.checkout_version(ds.latest_version).cleanup_old_versions(older_than)
+        return bool(rewrites)
 
     def _compact_forever(self) -> None:
         while True:
@@ -1444,9 +1478,7 @@ class LanceStore:
             wall = time.time()
             try:
                 with self._rewrite_lock:
-                    version = self._table.version
-                    self._table.optimize(cleanup_older_than=self.keep_versions)
-                    rewrote = self._table.version != version
+                    rewrote = self._optimize_memories(self._table, self.keep_versions)
                 self._last_cleanup = wall
                 self._cleaned_upto = wall - self.keep_versions.total_seconds()
                 if rewrote:
@@ -1455,7 +1487,7 @@ class LanceStore:
                     self._last_write = max(self._last_write, time.time())
                 self.compactions += 1
                 log.debug("compacted in %.2fs", time.perf_counter() - started)
-                # A compaction reads and rewrites the whole table: its buffers are free now.
+                # A compaction reads and rewrites fragments: its buffers are free now.
                 heap.release_free_pages()
             except Exception as e:  # compaction is an optimisation; never fail writes over it
                 if no_space(e):
@@ -1518,6 +1550,11 @@ class LanceStore:
                 # A dict at run time, typed as a class: read as one.
                 stats: dict[str, Any] = table.stats()  # type: ignore[assignment]
                 small = int(stats["fragment_stats"]["num_small_fragments"])
+                if name == self._table_name:  # small by our compaction's measure
+                    small = sum(
+                        f.metadata.physical_rows < COMPACT_TARGET_ROWS
+                        for f in table.to_lance(**self._caches()).get_fragments()
+                    )
                 if name == self._access_name:
                     # Every daemon appends to the access log; its holder folds it (on the
                     # writer thread, which owns this daemon's appends) when it grew.
@@ -1534,7 +1571,10 @@ class LanceStore:
                     why = f"old versions ({self.cleanup_every:.0f} s since the last)"
                 else:
                     continue
-                with self._rewrite_lock if name == self._table_name else nullcontext():
+                if name == self._table_name:
+                    with self._rewrite_lock:
+                        self._optimize_memories(table, older_than)
+                else:
                     table.optimize(cleanup_older_than=older_than or KEEP_ALL)
                 self._optimized_at[name] = time.time()
                 if small > 1:

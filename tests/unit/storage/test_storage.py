@@ -41,14 +41,14 @@ def stall_compactions(store: LanceStore, hold: float) -> tuple[threading.Event, 
     """Make ``store``'s compactions wait (up to ``hold`` s) until released: returns the
     event set once one has started and the one that releases it."""
     started, release = threading.Event(), threading.Event()
-    real = store._table.optimize
+    real = store._optimize_memories
 
-    def stalled_optimize(**kw: object) -> object:
+    def stalled_optimize(table: object, older_than: timedelta | None) -> bool:
         started.set()
         release.wait(hold)
-        return real(**kw)
+        return real(table, older_than)
 
-    store._table.optimize = stalled_optimize
+    store._optimize_memories = stalled_optimize  # type: ignore[method-assign]
     return started, release
 
 
@@ -203,6 +203,70 @@ async def test_stores_commit_during_a_compaction_and_deletes_wait_for_its_end(
     assert store.compactions == 1
     reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
     assert sorted(m.id for m, _, _ in reopened) == [mem(i).id for i in (1, 2, 10)]
+
+
+async def test_a_compaction_after_a_burst_leaves_the_large_fragments_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compaction merges the small fragments of a burst of Stores and leaves the large
+    ones as they are: LanceDB's own rewrote every fragment of a table under a million rows
+    (13 GB at 1M memories to add a few). Stores acknowledged while it runs (after its
+    plan) are kept; a large fragment with a fifth of its rows forgotten is rewritten, so
+    their space is freed."""
+    monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
+    planned, release = threading.Event(), threading.Event()
+    real = lance_store.Compaction
+
+    class Stalled:
+        commit = real.commit
+
+        @staticmethod
+        def plan(ds: object, options: object) -> object:
+            made = real.plan(ds, options)
+            planned.set()
+            release.wait(30)
+            return made
+
+    monkeypatch.setattr(lance_store, "Compaction", Stalled)
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=4)
+
+    def fragments() -> dict[int, int]:
+        ds = store._table.to_lance()
+        return {f.fragment_id: f.metadata.physical_rows for f in ds.get_fragments()}
+
+    store.start()
+    try:
+        await store.add([(mem(i), unit(i), None) for i in range(50)])
+        (large,) = fragments()
+        for i in range(50, 54):  # four commits, then a quiet second: a compaction is due
+            await store.add([(mem(i), unit(i), None)])
+        assert await asyncio.to_thread(planned.wait, 10), "no compaction started"
+        for i in range(54, 56):  # acknowledged after the plan, before its commit
+            await asyncio.wait_for(store.add([(mem(i), unit(i), None)]), 5)
+        release.set()
+        for _ in range(100):
+            if store.compactions == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert store.compactions == 1
+        after = fragments()
+        assert after[large] == 50  # not rewritten
+        assert sorted(after.values()) == [1, 1, 4, 50]  # the burst's four merged
+        await store.delete([mem(i).id for i in range(10)])
+        for i in range(56, 59):
+            await store.add([(mem(i), unit(i), None)])
+        for _ in range(100):
+            if store.compactions == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert store.compactions == 2
+        assert large not in fragments()
+        assert sum(fragments().values()) == 49  # the forgotten rows' space is freed
+    finally:
+        release.set()
+        store.close()
+    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+    assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(10, 59))
 
 
 async def test_a_stop_does_not_wait_out_a_long_compaction(
@@ -577,10 +641,10 @@ async def test_a_compaction_lost_to_concurrent_appends_is_a_warning_and_runs_aga
     concurrent writers'): one WARNING line, no traceback, nothing lost, and the compaction
     runs again once writes pause."""
     store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=3)
-    real = store._table.optimize
+    real = store._optimize_memories
     calls: list[str] = []
 
-    def optimize(**kw: object) -> object:
+    def optimize(table: object, older_than: timedelta | None) -> bool:
         if not calls:
             calls.append("lost")
             raise RuntimeError(
@@ -588,9 +652,9 @@ async def test_a_compaction_lost_to_concurrent_appends_is_a_warning_and_runs_aga
                 "retry_timeout of 30.000 seconds."
             )
         calls.append("ran")
-        return real(**kw)
+        return real(table, older_than)
 
-    store._table.optimize = optimize
+    store._optimize_memories = optimize  # type: ignore[method-assign]
     store.start()
     try:
         with caplog.at_level(logging.WARNING, logger="memoryd.storage.lance_store"):

@@ -1,0 +1,153 @@
+"""The compaction after a burst of Stores on a large store: memoryd's against LanceDB's.
+
+Every commit adds a fragment, and the store compacts them after ``storage.compact_every``
+commits (lance_store.py). LanceDB's ``optimize`` compacts with Lance's default target of
+1,048,576 rows a fragment, so every fragment of a table under a million rows is merged
+with the burst's: at 1M memories ~13 GB rewritten to add 200 rows. memoryd's compaction
+(``LanceStore._optimize_memories``) merges fragments under ``COMPACT_TARGET_ROWS`` and
+leaves the larger ones as they are.
+
+Per ``--rows`` entry: a store of N memories in one agent is written as million.py writes
+it (one commit: large fragments), then for each compaction in turn (memoryd's first, then
+LanceDB's on the same table) ``--burst`` commits of one new memory each, as a trickle of
+Stores commits them, and the compaction is timed in this process: wall seconds, CPU
+seconds, bytes written to the disk (/proc/self/io write_bytes), peak RSS above the RSS
+before it (VmHWM after resetting it), and the fragments before and after. Both clean up
+versions replaced more than 10 s ago, as the daemon does.
+
+    ./dev bench compaction.py --rows 20000 --burst 50                # smoke
+    ./dev bench compaction.py --rows 100000,1000000 --tmp /work/tmp-compaction
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import harness
+import million
+import peers
+
+from memoryd.config import load_settings
+from memoryd.storage.lance_store import KEEP_VERSIONS_SECONDS, LanceStore, to_arrow
+
+KEEP = timedelta(seconds=KEEP_VERSIONS_SECONDS)
+
+
+def status(key: str) -> int:
+    """A field of /proc/self/status in bytes (VmRSS, VmHWM)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def write_bytes() -> int:
+    return million.proc_io("self")["write_bytes"]
+
+
+def fragments(store: LanceStore) -> list[int]:
+    ds = store._table.to_lance()
+    return sorted(f.metadata.physical_rows for f in ds.get_fragments())
+
+
+def shape(rows: list[int]) -> str:
+    small = sum(r < 10_000 for r in rows)
+    large = [f"{r:,}" for r in rows if r >= 10_000]
+    return f"{len(rows)}: " + ", ".join([*large, *([f"{small} under 10k"] if small else [])])
+
+
+def compact(store: LanceStore, how: str) -> None:
+    if how == "memoryd":
+        store._optimize_memories(store._table, KEEP)
+    else:
+        store._table.optimize(cleanup_older_than=KEEP)
+
+
+def run(args: argparse.Namespace, n: int, pool: million.Pool, settings: Any) -> dict[str, Any]:
+    base = Path(tempfile.mkdtemp(prefix=f"compaction-{n}-", dir=args.tmp))
+    try:
+        built, _ = million.build_store(base, peers.Layout(1, n), pool, settings, args.seed)
+        harness.log(f"{n:,} rows written in {built:.0f}s")
+        model = peers.model_files()[1].name
+        store = LanceStore(
+            str(base / "lancedb"),
+            table=settings.storage.table,
+            model_name=model,
+            dim=pool.vectors.shape[1],
+        )
+        schema = store.schema
+        out: dict[str, Any] = {"rows": n, "build_s": built}
+        for k, how in enumerate(("memoryd", "lancedb")):
+            burst = million.rows(peers.Layout(1, args.burst), pool, settings, args.seed + 1 + k)
+            for row in burst:  # one commit a Store, as a trickle of Stores commits
+                store._table.add(to_arrow(schema, [row]))
+            before = fragments(store)
+            Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+            rss = status("VmRSS")
+            written = write_bytes()
+            cpu = time.process_time()
+            started = time.perf_counter()
+            compact(store, how)
+            out[how] = {
+                "s": time.perf_counter() - started,
+                "cpu_s": time.process_time() - cpu,
+                "written": write_bytes() - written,
+                "peak_rss_above": status("VmHWM") - rss,
+                "before": shape(before),
+                "after": shape(fragments(store)),
+            }
+            harness.log(f"{n:,} rows, {how}: {out[how]}")
+        return out
+    finally:
+        if not args.keep_data:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    lines = [
+        f"A compaction after {args.burst} commits of one memory each, on a store of N "
+        "memories in one agent (written in one commit):",
+        "",
+        "| N | compaction | seconds | CPU s | written | peak RSS above | fragments before"
+        " | fragments after |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        for how in ("memoryd", "lancedb"):
+            m = r[how]
+            lines.append(
+                f"| {r['rows']:,} | {how} | {m['s']:.2f} | {m['cpu_s']:.2f} "
+                f"| {m['written'] / 2**20:,.0f} MiB | {m['peak_rss_above'] / 2**20:,.0f} MiB "
+                f"| {m['before']} | {m['after']} |"
+            )
+    return ["\n".join(lines)]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--rows", default="100000", help="store sizes, comma separated (1M: ~13 GB)")
+    p.add_argument("--burst", type=int, default=200, help="commits of one memory before each")
+    p.add_argument("--pool", type=int, default=8000, help="texts embedded for the vectors")
+    p.add_argument("--tmp", type=Path, help="where the stores are written (default: $TMPDIR)")
+    p.add_argument("--keep-data", action="store_true", help="keep the stores written")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", type=Path, default=million.OUT, help="the embedded pool's cache")
+    p.add_argument("--out", type=Path, help="also append the markdown report to this file")
+    args = p.parse_args()
+    settings = load_settings(None, {})
+    pool = million.load_pool(args.pool, args.seed, settings, args.cache)
+    sizes = [peers.parse_layouts(s)[0].total for s in args.rows.split(",") if s.strip()]
+    if args.tmp:
+        args.tmp.mkdir(parents=True, exist_ok=True)
+    results = [run(args, n, pool, settings) for n in sizes]
+    harness.report(args, "The compaction after a burst of Stores", report(results, args))
+
+
+if __name__ == "__main__":
+    main()
