@@ -53,6 +53,7 @@ from memoryd.storage.lance_store import (
     _datetimes,
     access_from_arrow,
     from_arrow,
+    id_filter,
     keys_from_arrow,
 )
 
@@ -242,7 +243,7 @@ class Follower:
                 i for i, at, h in zip(ids, stamps, hashes, strict=True) if not self._holds(i, at, h)
             ]
             if wanted:
-                where = None if len(wanted) == len(ids) else _id_filter(wanted)
+                where = None if len(wanted) == len(ids) else id_filter(wanted)
                 for batch in ds.scanner(fragments=new, filter=where).to_batches():
                     changes.rows.extend(from_arrow(batch))
         if changed:
@@ -355,8 +356,3 @@ def _split_by_fragment(table: pa.Table) -> dict[int, pa.Array]:
 def _ids_by_fragment(ds: Any, fragments: Iterable[Any]) -> dict[int, pa.Array]:
     table = ds.scanner(columns=["id"], fragments=list(fragments), with_row_address=True).to_table()
     return _split_by_fragment(table)
-
-
-def _id_filter(ids: Iterable[str]) -> str:
-    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
-    return f"id IN ({quoted})"

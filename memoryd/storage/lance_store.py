@@ -81,7 +81,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -216,6 +216,12 @@ def unreachable_cause(error: BaseException) -> str:
         if pattern.search(text):
             return cause
     return "an I/O error"
+
+
+def id_filter(ids: Iterable[str]) -> str:
+    """A Lance filter for the rows of ``ids`` (each quoted as an SQL string)."""
+    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+    return f"id IN ({quoted})"
 
 
 def safe_older_than(
@@ -953,12 +959,9 @@ class LanceStore:
         most rows' token vectors from its token file and reads only the others here
         (``Repository``), a filtered read of ``_TOKEN_READ_IDS`` ids at a time."""
         for at in range(0, len(ids), _TOKEN_READ_IDS):
-            quoted = ", ".join(
-                "'" + i.replace("'", "''") + "'" for i in ids[at : at + _TOKEN_READ_IDS]
-            )
             found = (
                 self._table.search()
-                .where(f"id IN ({quoted})")
+                .where(id_filter(ids[at : at + _TOKEN_READ_IDS]))
                 .select(["id", "updated_at", "content_hash", "token_vectors"])
                 .limit(None)
                 .to_arrow()
@@ -1297,8 +1300,7 @@ class LanceStore:
             ids = [i for g in group for i in g.ids]
             if not ids:
                 return
-            quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
-            version = self._table.delete(f"id IN ({quoted})").version
+            version = self._table.delete(id_filter(ids)).version
         else:
             rows = [r for g in group for r in g.rows]
             if kind == "update":
