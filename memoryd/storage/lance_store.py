@@ -10,8 +10,9 @@ Every commit writes a new version: a manifest listing every fragment, so a burst
 commits left thousands of manifests behind (bench/RESULTS.md, "How big a store grows").
 Each compaction is followed by a cleanup of the versions replaced more than
 ``keep_versions_seconds`` ago (10 s). A compaction merges the fragments under
-``COMPACT_TARGET_ROWS`` rows (up to ~210 MB rewritten; LanceDB's own ``optimize``
-rewrote every fragment of a table under a million rows, 13 GB at 1M memories). It runs
+``COMPACT_TARGET_ROWS`` rows (~210 MB at most besides the new rows; LanceDB's own
+``optimize`` rewrote every fragment of a table under a million rows, 13 GB at 1M
+memories), and those with deleted rows (see ``PURGE_EVERY_SECONDS``). It runs
 every ``compact_every`` commits (as before), and by time: once the writer has been idle
 ``keep_versions_seconds`` after a compaction that had to keep versions (too young then),
 a cleanup with nothing to compact, which costs next to nothing; and every
@@ -85,18 +86,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from lance.optimize import Compaction, CompactionOptions
 
 from memoryd.core.errors import ConfigError, DataCorrupt, StorageFull, StoreUnavailable
 from memoryd.core.records import Category, KeyRecord, Memory, StoreOutcome, stored_memory
 from memoryd.storage import damage, heap
 from memoryd.storage.lease import MaintenanceLease
+
+if TYPE_CHECKING:
+    from lance.optimize import CompactionOptions
 
 log = logging.getLogger(__name__)
 
@@ -113,11 +116,17 @@ SHARED_KEEP_VERSIONS_SECONDS = 900.0  # ... on an object store (others read it t
 COMPACTION_STOP_WAIT_SECONDS = 5.0
 CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits wait
 # A compaction of the memories' table merges fragments smaller than this and leaves larger
-# ones as they are (but those with a tenth of their rows deleted), so it rewrites at most
-# about this many rows besides the new ones (~13 KB a row: ~210 MB). LanceDB's optimize
+# ones as they are (but for deleted rows, below), so it rewrites at most about this many
+# rows besides the new ones (~13 KB a row: ~210 MB). A fragment it rewrites is written
+# as fragments of about this many rows (a larger one from before, once). LanceDB's optimize
 # takes Lance's default, 1,048,576: every fragment of a table under a million rows was
 # rewritten to add a burst's few rows (13 GB at 1M memories).
 COMPACT_TARGET_ROWS = 16_384
+# A compaction also rewrites a fragment with more than a tenth of its rows deleted (Lance's
+# default), so its space is freed; at most once this often, one rewrites every fragment
+# with any row deleted, so a forgotten (or replaced) memory's text leaves the data files
+# within about the hour after its Forget (with the cleanup of the versions that held it).
+PURGE_EVERY_SECONDS = 3600.0
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
@@ -129,7 +138,7 @@ SPACE_FREED_BYTES = 8 << 20
 # (``heap.release_free_pages``) after this many rows; and whenever it goes idle after
 # writes, and after each compaction.
 TRIM_EVERY_ROWS = 8192
-# ... and, while a compaction runs (up to ~210 MB rewritten), this often
+# ... and, while a compaction runs, this often
 # when idle: the compaction frees its read and write buffers as it goes, and glibc kept
 # ~210 MiB of them at 100k (2 KB a memory) until it ended.
 COMPACT_TRIM_SECONDS = 5.0
@@ -613,6 +622,7 @@ class LanceStore:
         # a millisecond keeps its meaning without the warning.
         self.keep_versions = timedelta(seconds=max(keep_versions_seconds, 0.001))
         self.cleanup_every = cleanup_every_seconds
+        self._purged_at = time.monotonic()  # the last compaction that purged deleted rows
         self.schema = make_schema(model_name, dim)
         # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
         # manifests of every version group commit writes, so the daemon's memory grew
@@ -1447,15 +1457,26 @@ class LanceStore:
 
     def _optimize_memories(self, table: Any, older_than: timedelta | None) -> bool:
         """Compact the memories' table (fragments under ``COMPACT_TARGET_ROWS`` merged, on
-        one thread), then delete the versions replaced more than ``older_than`` ago (None:
-        none). Whether it rewrote any fragment. The callers hold ``_rewrite_lock`` (this
-        daemon's deletes and updates wait); its appends wait for the commit alone: Lance
-        rebases a rewrite over the appends committed since its plan."""
+        one thread; fragments with deleted rows too, ``PURGE_EVERY_SECONDS`` apart), then
+        delete the versions replaced more than ``older_than`` ago (None: none). Whether it
+        rewrote any fragment. The callers hold ``_rewrite_lock`` (this daemon's deletes and
+        updates wait); its appends wait for the commit alone: Lance rebases a rewrite over
+        the appends committed since its plan.
+
+        Through pylance (LanceDB's Python API takes no compaction target): a second Lance
+        runtime in the process, ~20 MiB of RSS at import and some 30 MiB more once it has
+        run. Imported here, so a process that never compacts (reembed's source, a daemon
+        with maintenance off or without the lease) does not pay for it."""
+        from lance.optimize import Compaction
+
         ds = table.to_lance(**self._caches())
         options: CompactionOptions = {
             "target_rows_per_fragment": COMPACT_TARGET_ROWS,
             "num_threads": 1,
         }
+        purge = time.monotonic() - self._purged_at >= PURGE_EVERY_SECONDS
+        if purge:
+            options["materialize_deletions_threshold"] = 0.0  # any deleted row
         plan = Compaction.plan(ds, options)
         rewrites = [task.execute(ds) for task in plan.tasks]
         if rewrites:
@@ -1463,6 +1484,8 @@ class LanceStore:
                 ds = ds.checkout_version(ds.latest_version)
                 Compaction.commit(ds, rewrites, options)
                 table.checkout_latest()
+        if purge:
+            self._purged_at = time.monotonic()
         if older_than is not None:
             ds.checkout_version(ds.latest_version).cleanup_old_versions(older_than)
         return bool(rewrites)
@@ -1575,11 +1598,12 @@ class LanceStore:
                     continue
                 if name == self._table_name:
                     with self._rewrite_lock:
-                        self._optimize_memories(table, older_than)
+                        rewrote = self._optimize_memories(table, older_than)
                 else:
                     table.optimize(cleanup_older_than=older_than or KEEP_ALL)
+                    rewrote = small > 1
                 self._optimized_at[name] = time.time()
-                if small > 1:
+                if rewrote:
                     self.compactions += 1
                 if older_than is not None:
                     self.cleanups += 1

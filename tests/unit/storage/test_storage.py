@@ -9,6 +9,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import lance.optimize
 import numpy as np
 import pytest
 
@@ -215,7 +216,7 @@ async def test_a_compaction_after_a_burst_leaves_the_large_fragments_as_written(
     their space is freed."""
     monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
     planned, release = threading.Event(), threading.Event()
-    real = lance_store.Compaction
+    real = lance.optimize.Compaction
 
     class Stalled:
         commit = real.commit
@@ -227,7 +228,7 @@ async def test_a_compaction_after_a_burst_leaves_the_large_fragments_as_written(
             release.wait(30)
             return made
 
-    monkeypatch.setattr(lance_store, "Compaction", Stalled)
+    monkeypatch.setattr(lance.optimize, "Compaction", Stalled)
     store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, compact_every=4)
 
     def fragments() -> dict[int, int]:
@@ -267,6 +268,64 @@ async def test_a_compaction_after_a_burst_leaves_the_large_fragments_as_written(
         store.close()
     reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
     assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(10, 59))
+
+
+async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compaction leaves a large fragment with a few rows deleted as it is (rewriting it
+    for each Forget would cost ~210 MB a time), but once ``PURGE_EVERY_SECONDS`` have passed
+    since the last purge a compaction rewrites it: the forgotten memories' texts are then
+    in no file of the table, once the versions that held them are cleaned up."""
+    monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
+    monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 3600.0)
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        compact_every=3,
+        keep_versions_seconds=0.2,
+    )
+    table_dir = tmp_path / "m.lance"
+
+    def on_disk(text: str) -> bool:
+        needle = text.encode()
+        return any(needle in f.read_bytes() for f in table_dir.rglob("*") if f.is_file())
+
+    def secret(i: int) -> str:
+        return f"the door code is {9000 + i}"
+
+    async def compactions(n: int) -> None:
+        for _ in range(200):
+            if store.compactions >= n:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"{store.compactions} compactions, not {n}")
+
+    store.start()
+    try:
+        await store.add([(mem(i, text=secret(i)), unit(i), None) for i in range(50)])
+        await store.delete([mem(0).id, mem(1).id])  # 4%: under Lance's tenth
+        for i in range(50, 52):
+            await store.add([(mem(i), unit(i), None)])
+        await compactions(1)  # no purge due yet: the large fragment stays as written
+        assert store._table.to_lance().get_fragments()[0].metadata.physical_rows == 50
+        assert on_disk(secret(0)) and on_disk(secret(2))
+        monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 0.0)
+        for i in range(52, 55):
+            await store.add([(mem(i), unit(i), None)])
+        await compactions(2)
+        for _ in range(100):  # the versions that held them go at the next cleanup
+            if not on_disk(secret(0)):
+                break
+            await asyncio.sleep(0.05)
+        assert not on_disk(secret(0)) and not on_disk(secret(1))
+        assert on_disk(secret(2))  # (the texts are found where they are)
+    finally:
+        store.close()
+    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+    assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(2, 55))
 
 
 async def test_a_stop_does_not_wait_out_a_long_compaction(
