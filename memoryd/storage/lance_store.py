@@ -622,7 +622,9 @@ class LanceStore:
         # a millisecond keeps its meaning without the warning.
         self.keep_versions = timedelta(seconds=max(keep_versions_seconds, 0.001))
         self.cleanup_every = cleanup_every_seconds
-        self._purged_at = time.monotonic()  # the last compaction that purged deleted rows
+        # the last compaction that purged deleted rows (the first one does: a daemon
+        # restarted more often than hourly purges too)
+        self._purged_at = time.monotonic() - PURGE_EVERY_SECONDS
         self.schema = make_schema(model_name, dim)
         # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
         # manifests of every version group commit writes, so the daemon's memory grew

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -276,9 +277,10 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
     """A compaction leaves a large fragment with a few rows deleted as it is (rewriting it
     for each Forget would cost ~210 MB a time), but once ``PURGE_EVERY_SECONDS`` have passed
     since the last purge a compaction rewrites it: the forgotten memories' texts are then
-    in no file of the table, once the versions that held them are cleaned up."""
+    in no file of the table, once the versions that held them are cleaned up. A store
+    opened again purges at its first compaction (a daemon restarted more often than the
+    interval would never purge otherwise)."""
     monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
-    monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 3600.0)
     store = LanceStore(
         str(tmp_path),
         table="m",
@@ -287,6 +289,7 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
         compact_every=3,
         keep_versions_seconds=0.2,
     )
+    store._purged_at = time.monotonic()  # a purge just ran
     table_dir = tmp_path / "m.lance"
 
     def on_disk(text: str) -> bool:
@@ -322,10 +325,31 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
             await asyncio.sleep(0.05)
         assert not on_disk(secret(0)) and not on_disk(secret(1))
         assert on_disk(secret(2))  # (the texts are found where they are)
+        await store.delete([mem(2).id])
     finally:
         store.close()
+    monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 3600.0)
+    again = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        compact_every=3,
+        keep_versions_seconds=0.2,
+    )
+    again.start()
+    try:
+        for i in range(55, 58):
+            await again.add([(mem(i), unit(i), None)])
+        for _ in range(200):
+            if again.compactions >= 1 and not on_disk(secret(2)):
+                break
+            await asyncio.sleep(0.05)
+        assert not on_disk(secret(2)) and on_disk(secret(3))
+    finally:
+        again.close()
     reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
-    assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(2, 55))
+    assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(3, 58))
 
 
 async def test_a_stop_does_not_wait_out_a_long_compaction(
