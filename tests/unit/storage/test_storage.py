@@ -54,6 +54,15 @@ def stall_compactions(store: LanceStore, hold: float) -> tuple[threading.Event, 
     return started, release
 
 
+async def compacted(store: LanceStore, n: int) -> None:
+    """Wait (up to 10 s) until ``store`` has made ``n`` compactions."""
+    for _ in range(200):
+        if store.compactions >= n:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{store.compactions} compactions, not {n}")
+
+
 def test_store_made_by_another_model_is_refused(tmp_path: Path) -> None:
     LanceStore(str(tmp_path), table="m", model_name="model-a", dim=8)
     with pytest.raises(ConfigError, match=r"model-a.*8-d.*model-b.*16-d"):
@@ -246,22 +255,14 @@ async def test_a_compaction_after_a_burst_leaves_the_large_fragments_as_written(
         for i in range(54, 56):  # acknowledged after the plan, before its commit
             await asyncio.wait_for(store.add([(mem(i), unit(i), None)]), 5)
         release.set()
-        for _ in range(100):
-            if store.compactions == 1:
-                break
-            await asyncio.sleep(0.05)
-        assert store.compactions == 1
+        await compacted(store, 1)
         after = fragments()
         assert after[large] == 50  # not rewritten
         assert sorted(after.values()) == [1, 1, 4, 50]  # the burst's four merged
         await store.delete([mem(i).id for i in range(10)])
         for i in range(56, 59):
             await store.add([(mem(i), unit(i), None)])
-        for _ in range(100):
-            if store.compactions == 2:
-                break
-            await asyncio.sleep(0.05)
-        assert store.compactions == 2
+        await compacted(store, 2)
         assert large not in fragments()
         assert sum(fragments().values()) == 49  # the forgotten rows' space is freed
     finally:
@@ -281,14 +282,18 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
     opened again purges at its first compaction (a daemon restarted more often than the
     interval would never purge otherwise)."""
     monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
-    store = LanceStore(
-        str(tmp_path),
-        table="m",
-        model_name="x",
-        dim=8,
-        compact_every=3,
-        keep_versions_seconds=0.2,
-    )
+
+    def opened() -> LanceStore:
+        return LanceStore(
+            str(tmp_path),
+            table="m",
+            model_name="x",
+            dim=8,
+            compact_every=3,
+            keep_versions_seconds=0.2,
+        )
+
+    store = opened()
     store._purged_at = time.monotonic()  # a purge just ran
     table_dir = tmp_path / "m.lance"
 
@@ -299,26 +304,19 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
     def secret(i: int) -> str:
         return f"the door code is {9000 + i}"
 
-    async def compactions(n: int) -> None:
-        for _ in range(200):
-            if store.compactions >= n:
-                return
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"{store.compactions} compactions, not {n}")
-
     store.start()
     try:
         await store.add([(mem(i, text=secret(i)), unit(i), None) for i in range(50)])
         await store.delete([mem(0).id, mem(1).id])  # 4%: under Lance's tenth
         for i in range(50, 52):
             await store.add([(mem(i), unit(i), None)])
-        await compactions(1)  # no purge due yet: the large fragment stays as written
+        await compacted(store, 1)  # no purge due yet: the large fragment stays as written
         assert store._table.to_lance().get_fragments()[0].metadata.physical_rows == 50
         assert on_disk(secret(0)) and on_disk(secret(2))
         monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 0.0)
         for i in range(52, 55):
             await store.add([(mem(i), unit(i), None)])
-        await compactions(2)
+        await compacted(store, 2)
         for _ in range(100):  # the versions that held them go at the next cleanup
             if not on_disk(secret(0)):
                 break
@@ -329,14 +327,7 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
     finally:
         store.close()
     monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 3600.0)
-    again = LanceStore(
-        str(tmp_path),
-        table="m",
-        model_name="x",
-        dim=8,
-        compact_every=3,
-        keep_versions_seconds=0.2,
-    )
+    again = opened()
     again.start()
     try:
         for i in range(55, 58):
