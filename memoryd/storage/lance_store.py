@@ -10,9 +10,9 @@ Every commit writes a new version: a manifest listing every fragment, so a burst
 commits left thousands of manifests behind (bench/RESULTS.md, "How big a store grows").
 Each compaction is followed by a cleanup of the versions replaced more than
 ``keep_versions_seconds`` ago (10 s). A compaction merges the fragments under
-``COMPACT_TARGET_ROWS`` rows (~210 MB at most besides the new rows; LanceDB's own
-``optimize`` rewrote every fragment of a table under a million rows, 13 GB at 1M
-memories), and those with deleted rows (see ``PURGE_EVERY_SECONDS``). It runs
+``COMPACT_TARGET_ROWS`` rows, in steps of ``COMPACT_STEP_ROWS`` rewritten (~210 MB;
+LanceDB's own ``optimize`` rewrote every fragment of a table under a million rows, 13 GB at
+1M memories), and those with deleted rows (see ``PURGE_EVERY_SECONDS``). It runs
 every ``compact_every`` commits (as before), and by time: once the writer has been idle
 ``keep_versions_seconds`` after a compaction that had to keep versions (too young then),
 a cleanup with nothing to compact, which costs next to nothing; and every
@@ -123,10 +123,18 @@ CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits
 # rewritten to add a burst's few rows (13 GB at 1M memories).
 COMPACT_TARGET_ROWS = 16_384
 # A compaction also rewrites a fragment with more than a tenth of its rows deleted (Lance's
-# default), so its space is freed; at most once this often, one rewrites every fragment
-# with any row deleted, so a forgotten (or replaced) memory's text leaves the data files
-# within about the hour after its Forget (with the cleanup of the versions that held it).
+# default), so its space is freed; and once this long has passed since the last purge
+# began, with deletes or updates committed since (or since the store was opened), a purge
+# rewrites every fragment with any row deleted, so a forgotten (or replaced) memory's text
+# leaves the data files within about the hour after its Forget (with the cleanup of the
+# versions that held it, and of the files of rewrites never committed). The purge asks for
+# itself when the writer is idle.
 PURGE_EVERY_SECONDS = 3600.0
+# A compaction step commits its rewrites once they reach this many rows (at least one
+# task), then lets the deletes and updates waiting for it through; the next step follows
+# at the writer's next turn. So a purge of a large table, or a large fragment from before,
+# never holds a Forget back for more than about one fragment's rewrite.
+COMPACT_STEP_ROWS = 16_384
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
@@ -625,6 +633,13 @@ class LanceStore:
         # the last compaction that purged deleted rows (the first one does: a daemon
         # restarted more often than hourly purges too)
         self._purged_at = time.monotonic() - PURGE_EVERY_SECONDS
+        # Deletes and updates committed (each leaves a deleted row), and how many of them the
+        # last purge covered (one more at the open of a table with deletion files: an earlier
+        # daemon's Forgets may be waiting for a purge).
+        self._deleting_commits = 0
+        self._purged_upto = 0
+        self._purging: tuple[float, int] | None = None  # a purge's start and its coverage
+        self._more_to_compact = False  # the last step left planned tasks for the next
         self.schema = make_schema(model_name, dim)
         # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
         # manifests of every version group commit writes, so the daemon's memory grew
@@ -635,6 +650,9 @@ class LanceStore:
         self.cache_drops = 0
         self._drop_failed_at = -1  # self.commits when dropping the caches last failed
         self._table_name = table
+        table_dir = self._table_dir(table)
+        if table_dir is not None and any((table_dir / "_deletions").glob("*")):
+            self._deleting_commits = 1
         self._table = self._open_or_create(table)
         # The access log is made by its first write, so opening a store never writes to it.
         self._access_name = f"{table}_access"
@@ -1297,6 +1315,7 @@ class LanceStore:
         else:  # would make a compaction in progress fail: wait for it to end
             with self._rewrite_lock:
                 self._commit_rows(kind, group)
+                self._deleting_commits += 1
         self.commits += 1
         self._commits_since_compact += 1
         self._last_write = time.time()
@@ -1437,6 +1456,7 @@ class LanceStore:
             return
         if (
             not (due and idle)
+            and not self._more_to_compact
             and not (overdue and self._queue.empty())
             and not (idle and self._versions_due())
         ):
@@ -1449,13 +1469,24 @@ class LanceStore:
     def _versions_due(self) -> bool:
         """Whether old versions are due to go: with nothing new to compact, once they are
         ``keep_versions`` old (a cleanup alone, cheap); with commits to compact (a rewrite
-        of the small fragments), once ``cleanup_every`` has passed since the last one."""
+        of the small fragments), once ``cleanup_every`` has passed since the last one; and
+        once a purge is due (``_purge_due``)."""
+        if self._purge_due():
+            return True  # a deleted row's text is never left on disk for good
         if self._last_write <= self._cleaned_upto:
             return False  # only the newest version is left (LanceDB always keeps it)
         now = time.time()
         if self._commits_since_compact == 0:
             return now - self._last_write >= self.keep_versions.total_seconds()
         return now - self._last_cleanup >= self.cleanup_every
+
+    def _purge_due(self) -> bool:
+        """Whether deletes or updates were committed since the last purge began (or since
+        the store was opened) and that was ``PURGE_EVERY_SECONDS`` ago (or one is under way)."""
+        return self._purging is not None or (
+            self._deleting_commits > self._purged_upto
+            and time.monotonic() - self._purged_at >= PURGE_EVERY_SECONDS
+        )
 
     def _optimize_memories(self, table: Any, older_than: timedelta | None) -> bool:
         """Compact the memories' table (fragments under ``COMPACT_TARGET_ROWS`` merged, on
@@ -1476,20 +1507,41 @@ class LanceStore:
             "target_rows_per_fragment": COMPACT_TARGET_ROWS,
             "num_threads": 1,
         }
-        purge = time.monotonic() - self._purged_at >= PURGE_EVERY_SECONDS
+        if self._purging is None and self._purge_due():
+            # the callers hold _rewrite_lock: no delete or update commits meanwhile
+            self._purging = (time.monotonic(), self._deleting_commits)
+        purge = self._purging is not None
         if purge:
             options["materialize_deletions_threshold"] = 0.0  # any deleted row
         plan = Compaction.plan(ds, options)
-        rewrites = [task.execute(ds) for task in plan.tasks]
+        rewrites: list[Any] = []
+        rows = 0
+        for task in plan.tasks:  # one step: about COMPACT_STEP_ROWS rows, at least a task
+            if rewrites and rows >= COMPACT_STEP_ROWS:
+                break
+            rewrites.append(task.execute(ds))
+            rows += sum(f.physical_rows for f in task.fragments)
+        self._more_to_compact = len(rewrites) < len(plan.tasks)
         if rewrites:
             with self.commit_lock:
                 ds = ds.checkout_version(ds.latest_version)
                 Compaction.commit(ds, rewrites, options)
                 table.checkout_latest()
-        if purge:
-            self._purged_at = time.monotonic()
+        purged = purge and not self._more_to_compact
+        if purged and self._purging is not None:
+            self._purged_at, self._purged_upto = self._purging
+            self._purging = None
         if older_than is not None:
-            ds.checkout_version(ds.latest_version).cleanup_old_versions(older_than)
+            latest = ds.checkout_version(ds.latest_version)
+            if purged and self._lease is None:
+                # This daemon is the store's only writer: files no version lists are those of
+                # rewrites never committed (a crash, a full disk), which may hold copies of
+                # rows forgotten since; Lance keeps them 7 days unless told. Appends write
+                # their files under commit_lock, so none is deleted before its commit.
+                with self.commit_lock:
+                    latest.cleanup_old_versions(older_than, delete_unverified=True)
+            else:
+                latest.cleanup_old_versions(older_than)
         return bool(rewrites)
 
     def _compact_forever(self) -> None:
@@ -1577,11 +1629,11 @@ class LanceStore:
                 # A dict at run time, typed as a class: read as one.
                 stats: dict[str, Any] = table.stats()  # type: ignore[assignment]
                 small = int(stats["fragment_stats"]["num_small_fragments"])
+                deleted = False  # a fragment with deleted rows (any daemon's Forgets)
                 if name == self._table_name:  # small by our compaction's measure
-                    small = sum(
-                        f.metadata.physical_rows < COMPACT_TARGET_ROWS
-                        for f in table.to_lance(**self._caches()).get_fragments()
-                    )
+                    frags = [f.metadata for f in table.to_lance(**self._caches()).get_fragments()]
+                    small = sum(f.physical_rows < COMPACT_TARGET_ROWS for f in frags)
+                    deleted = any(f.deletion_file is not None for f in frags)
                 if name == self._access_name:
                     # Every daemon appends to the access log; its holder folds it (on the
                     # writer thread, which owns this daemon's appends) when it grew.
@@ -1590,8 +1642,14 @@ class LanceStore:
                 # small fragments there are: so a cleanup alone runs when there is nothing
                 # to compact, else with a compaction (due by count, or cleanup_every).
                 last = self._optimized_at.get(name, 0.0)
+                purge = deleted and time.monotonic() - self._purged_at >= PURGE_EVERY_SECONDS
                 if compact_at is not None and small >= compact_at:
                     why = f"{small} small fragments"
+                elif name == self._table_name and (self._more_to_compact or self._purging):
+                    why = "the rest of the last compaction"
+                elif purge:
+                    why = "deleted rows to purge"
+                    self._purging = (time.monotonic(), self._deleting_commits)
                 elif older_than is not None and small <= 1:
                     why = "old versions (nothing to compact)"
                 elif older_than is not None and time.time() - last >= self.cleanup_every:

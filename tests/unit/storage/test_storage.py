@@ -54,6 +54,13 @@ def stall_compactions(store: LanceStore, hold: float) -> tuple[threading.Event, 
     return started, release
 
 
+def in_files(directory: Path, text: str) -> bool:
+    """Whether ``text`` is in any file under ``directory`` (a table's data, deletions,
+    manifests)."""
+    needle = text.encode()
+    return any(needle in f.read_bytes() for f in directory.rglob("*") if f.is_file())
+
+
 async def compacted(store: LanceStore, n: int) -> None:
     """Wait (up to 10 s) until ``store`` has made ``n`` compactions."""
     for _ in range(200):
@@ -298,8 +305,7 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
     table_dir = tmp_path / "m.lance"
 
     def on_disk(text: str) -> bool:
-        needle = text.encode()
-        return any(needle in f.read_bytes() for f in table_dir.rglob("*") if f.is_file())
+        return in_files(table_dir, text)
 
     def secret(i: int) -> str:
         return f"the door code is {9000 + i}"
@@ -341,6 +347,65 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
         again.close()
     reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
     assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(3, 58))
+
+
+async def test_a_purge_asks_for_itself_when_idle_and_goes_a_step_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forgets followed by nothing else (no compaction due by count or by the clock) are
+    purged anyway once the interval has passed: the idle writer asks for the purge. It
+    rewrites one step (about ``COMPACT_STEP_ROWS`` rows) per compaction, so a Forget waits
+    for one fragment's rewrite at most, not the whole table's."""
+    monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
+    monkeypatch.setattr(lance_store, "COMPACT_STEP_ROWS", 40)
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        compact_every=1000,
+        keep_versions_seconds=0.2,
+    )
+    store._purged_at, store._purged_upto = time.monotonic(), store._deleting_commits
+    files = tmp_path / "m.lance"
+    real = lance.optimize.Compaction
+    committed: list[int] = []  # rewrites committed per step
+
+    class Counted:
+        plan = real.plan
+
+        @staticmethod
+        def commit(ds: object, rewrites: list[object], options: object) -> object:
+            committed.append(len(rewrites))
+            return real.commit(ds, rewrites, options)
+
+    monkeypatch.setattr(lance.optimize, "Compaction", Counted)
+
+    def on_disk(i: int) -> bool:
+        return in_files(files, f"the door code is {9000 + i}")
+
+    store.start()
+    try:
+        for k in range(4):  # four fragments of 50 rows
+            batch = range(50 * k, 50 * k + 50)
+            await store.add(
+                [(mem(i, text=f"the door code is {9000 + i}"), unit(i), None) for i in batch]
+            )
+        await store.delete([mem(50 * k).id for k in range(4)])  # one row of each
+        await asyncio.sleep(2.5)  # idle: neither a count nor the hourly clock is due
+        assert store.compactions == 0 and on_disk(0) and on_disk(150)
+        monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 0.0)
+        for _ in range(300):
+            if not any(on_disk(50 * k) for k in range(4)):
+                break
+            await asyncio.sleep(0.05)
+        assert not any(on_disk(50 * k) for k in range(4))
+        assert on_disk(1) and on_disk(151)
+        assert committed == [1, 1, 1, 1]  # a step a fragment
+    finally:
+        store.close()
+    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+    assert sum(1 for _ in reopened) == 196
 
 
 async def test_a_stop_does_not_wait_out_a_long_compaction(
@@ -680,8 +745,8 @@ async def test_old_versions_are_dropped_so_the_table_stays_proportional(tmp_path
 async def test_a_trickle_of_stores_is_compacted_by_the_clock_not_after_each_one(
     tmp_path: Path,
 ) -> None:
-    """A compaction rewrites the whole table, so a few commits and a pause do not start
-    one (a Store a minute would otherwise rewrite the table each minute); the hourly
+    """A compaction rewrites up to a fragment's worth, so a few commits and a pause do not
+    start one (a Store a minute would otherwise rewrite ~210 MB each minute); the hourly
     clock does (here a second), and the cleanup after it leaves one version."""
     store = LanceStore(
         str(tmp_path),
