@@ -639,6 +639,9 @@ class LanceStore:
         self._deleting_commits = 0
         self._purged_upto = 0
         self._purging: tuple[float, int] | None = None  # a purge's start and its coverage
+        # the fragments with deleted rows when the purge began: the round ends once none is
+        # left (deletes committed between its steps wait for the next round, or it never ends)
+        self._purge_scope: set[int] | None = None
         self._more_to_compact = False  # the last step left planned tasks for the next
         self.schema = make_schema(model_name, dim)
         # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
@@ -1513,28 +1516,49 @@ class LanceStore:
         purge = self._purging is not None
         if purge:
             options["materialize_deletions_threshold"] = 0.0  # any deleted row
+        if purge and self._purge_scope is None:
+            self._purge_scope = {
+                f.fragment_id for f in ds.get_fragments() if f.metadata.deletion_file is not None
+            }
+        scope = self._purge_scope or set()
+
+        def in_scope(task: Any) -> bool:
+            return any(f.id in scope for f in task.fragments)
+
+        self._more_to_compact = False  # set again below once this step has committed
         plan = Compaction.plan(ds, options)
+        tasks = list(plan.tasks)
+        if purge:  # the round's own fragments first
+            tasks.sort(key=lambda t: not in_scope(t))
         rewrites: list[Any] = []
         rows = 0
-        for task in plan.tasks:  # one step: about COMPACT_STEP_ROWS rows, at least a task
+        done = 0
+        for task in tasks:  # one step: about COMPACT_STEP_ROWS rows, at least a task
             if rewrites and rows >= COMPACT_STEP_ROWS:
                 break
             rewrites.append(task.execute(ds))
             rows += sum(f.physical_rows for f in task.fragments)
-        self._more_to_compact = len(rewrites) < len(plan.tasks)
+            done += 1
+        left = tasks[done:]
+        more = any(map(in_scope, left)) if purge else bool(left)
         if rewrites:
             with self.commit_lock:
                 ds = ds.checkout_version(ds.latest_version)
                 Compaction.commit(ds, rewrites, options)
                 table.checkout_latest()
-        purged = purge and not self._more_to_compact
+        self._more_to_compact = more  # (a step that failed asks for no next one)
+        purged = purge and not more
+        if purged:
+            self._purge_scope = None
         if purged and self._purging is not None:
             self._purged_at, self._purged_upto = self._purging
             self._purging = None
         if older_than is not None:
             latest = ds.checkout_version(ds.latest_version)
-            if purged and self._lease is None:
-                # This daemon is the store's only writer: files no version lists are those of
+            if purged and self._lease is None and not self._shared:
+                # This daemon is the store's only writer (a local directory other daemons do
+                # not follow: shared, they may have files written and not yet committed,
+                # whose commit would then name files gone): files no version lists are those of
                 # rewrites never committed (a crash, a full disk), which may hold copies of
                 # rows forgotten since; Lance keeps them 7 days unless told. Appends write
                 # their files under commit_lock, so none is deleted before its commit.

@@ -408,6 +408,49 @@ async def test_a_purge_asks_for_itself_when_idle_and_goes_a_step_at_a_time(
     assert sum(1 for _ in reopened) == 196
 
 
+async def test_a_purge_ends_while_forgets_keep_coming(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A purge covers the fragments with deleted rows when it began: Forgets committed
+    between its steps (landing on fragments it already rewrote) wait for the next one. A
+    round that took them in too never ended under a steady trickle of Forgets, rewriting a
+    fragment after every one instead of once an hour (helper-50's review)."""
+    monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
+    monkeypatch.setattr(lance_store, "COMPACT_STEP_ROWS", 40)
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        compact_every=10**6,
+        keep_versions_seconds=0.2,
+    )
+    store.start()
+    try:
+        for k in range(10):  # ten fragments of 50 rows
+            await store.add([(mem(i), unit(i), None) for i in range(50 * k, 50 * k + 50)])
+        await store.delete([mem(50 * k).id for k in range(10)])  # a Forget in each
+        await asyncio.sleep(1.5)  # idle: the purge begins
+        gone = [0] * 10
+        for n in range(60):  # 3 s of Forgets, two fragments each time
+            await asyncio.sleep(0.05)
+            ids = []
+            for k in ((n * 3) % 10, (n * 3 + 5) % 10):
+                gone[k] += 1
+                ids.append(mem(50 * k + gone[k]).id)
+            await store.delete(ids)
+        for _ in range(100):
+            if store._purging is None and not store._more_to_compact:
+                break
+            await asyncio.sleep(0.05)
+        assert store._purging is None, "the purge is still under way"
+        assert store.compactions <= 12  # ten steps, a cleanup (not one per Forget)
+    finally:
+        store.close()
+    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
+    assert sum(1 for _ in reopened) == 500 - 10 - 120
+
+
 async def test_a_stop_does_not_wait_out_a_long_compaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
