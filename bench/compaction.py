@@ -22,6 +22,7 @@ versions replaced more than 10 s ago, as the daemon does.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -37,14 +38,6 @@ from memoryd.config import load_settings
 from memoryd.storage.lance_store import KEEP_VERSIONS_SECONDS, LanceStore, to_arrow
 
 KEEP = timedelta(seconds=KEEP_VERSIONS_SECONDS)
-
-
-def status(key: str) -> int:
-    """A field of /proc/self/status in bytes (VmRSS, VmHWM)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def write_bytes() -> int:
@@ -89,7 +82,7 @@ def run(args: argparse.Namespace, n: int, pool: million.Pool, settings: Any) -> 
                 store._table.add(to_arrow(schema, [row]))
             before = fragments(store)
             Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
-            rss = status("VmRSS")
+            rss = harness.proc_status(os.getpid())["VmRSS"]
             written = write_bytes()
             cpu = time.process_time()
             started = time.perf_counter()
@@ -98,7 +91,7 @@ def run(args: argparse.Namespace, n: int, pool: million.Pool, settings: Any) -> 
                 "s": time.perf_counter() - started,
                 "cpu_s": time.process_time() - cpu,
                 "written": write_bytes() - written,
-                "peak_rss_above": status("VmHWM") - rss,
+                "peak_rss_above": harness.proc_status(os.getpid())["VmHWM"] - rss,
                 "before": shape(before),
                 "after": shape(fragments(store)),
             }

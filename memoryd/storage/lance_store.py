@@ -638,10 +638,10 @@ class LanceStore:
         # daemon's Forgets may be waiting for a purge).
         self._deleting_commits = 0
         self._purged_upto = 0
-        self._purging: tuple[float, int] | None = None  # a purge's start and its coverage
-        # the fragments with deleted rows when the purge began: the round ends once none is
-        # left (deletes committed between its steps wait for the next round, or it never ends)
-        self._purge_scope: set[int] | None = None
+        # A purge under way: its start, the deleting commits it covers, and the fragments
+        # with deleted rows when it began: it ends once none is left (deletes committed
+        # between its steps wait for the next one, else it never ends under a trickle).
+        self._purging: tuple[float, int, set[int]] | None = None
         self._more_to_compact = False  # the last step left planned tasks for the next
         self.schema = make_schema(model_name, dim)
         # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
@@ -1491,13 +1491,16 @@ class LanceStore:
             and time.monotonic() - self._purged_at >= PURGE_EVERY_SECONDS
         )
 
-    def _optimize_memories(self, table: Any, older_than: timedelta | None) -> bool:
+    def _optimize_memories(
+        self, table: Any, older_than: timedelta | None, *, purge_found: bool = False
+    ) -> bool:
         """Compact the memories' table (fragments under ``COMPACT_TARGET_ROWS`` merged, on
         one thread; fragments with deleted rows too, ``PURGE_EVERY_SECONDS`` apart), then
         delete the versions replaced more than ``older_than`` ago (None: none). Whether it
-        rewrote any fragment. The callers hold ``_rewrite_lock`` (this daemon's deletes and
-        updates wait); its appends wait for the commit alone: Lance rebases a rewrite over
-        the appends committed since its plan.
+        rewrote any fragment. ``purge_found``: begin a purge (deleted rows another daemon
+        left, seen by the shared store's pass). The callers hold ``_rewrite_lock`` (this
+        daemon's deletes and updates wait); its appends wait for the commit alone: Lance
+        rebases a rewrite over the appends committed since its plan.
 
         Through pylance (LanceDB's Python API takes no compaction target): a second Lance
         runtime in the process, ~20 MiB of RSS at import and some 30 MiB more once it has
@@ -1510,17 +1513,14 @@ class LanceStore:
             "target_rows_per_fragment": COMPACT_TARGET_ROWS,
             "num_threads": 1,
         }
-        if self._purging is None and self._purge_due():
+        if self._purging is None and (purge_found or self._purge_due()):
             # the callers hold _rewrite_lock: no delete or update commits meanwhile
-            self._purging = (time.monotonic(), self._deleting_commits)
+            dirty = {f.fragment_id for f in ds.get_fragments() if f.metadata.deletion_file}
+            self._purging = (time.monotonic(), self._deleting_commits, dirty)
         purge = self._purging is not None
+        scope = self._purging[2] if self._purging is not None else set()
         if purge:
             options["materialize_deletions_threshold"] = 0.0  # any deleted row
-        if purge and self._purge_scope is None:
-            self._purge_scope = {
-                f.fragment_id for f in ds.get_fragments() if f.metadata.deletion_file is not None
-            }
-        scope = self._purge_scope or set()
 
         def in_scope(task: Any) -> bool:
             return any(f.id in scope for f in task.fragments)
@@ -1532,14 +1532,12 @@ class LanceStore:
             tasks.sort(key=lambda t: not in_scope(t))
         rewrites: list[Any] = []
         rows = 0
-        done = 0
         for task in tasks:  # one step: about COMPACT_STEP_ROWS rows, at least a task
             if rewrites and rows >= COMPACT_STEP_ROWS:
                 break
             rewrites.append(task.execute(ds))
             rows += sum(f.physical_rows for f in task.fragments)
-            done += 1
-        left = tasks[done:]
+        left = tasks[len(rewrites) :]
         more = any(map(in_scope, left)) if purge else bool(left)
         if rewrites:
             with self.commit_lock:
@@ -1547,12 +1545,11 @@ class LanceStore:
                 Compaction.commit(ds, rewrites, options)
                 table.checkout_latest()
         self._more_to_compact = more  # (a step that failed asks for no next one)
-        purged = purge and not more
-        if purged:
-            self._purge_scope = None
-        if purged and self._purging is not None:
-            self._purged_at, self._purged_upto = self._purging
+        purged = False
+        if self._purging is not None and not more:
+            self._purged_at, self._purged_upto, _ = self._purging
             self._purging = None
+            purged = True
         if older_than is not None:
             latest = ds.checkout_version(ds.latest_version)
             if purged and self._lease is None and not self._shared:
@@ -1650,14 +1647,15 @@ class LanceStore:
                     continue
                 table = self._db.open_table(name)  # the newest version, whoever wrote it
                 older_than = self._older_than(table)
-                # A dict at run time, typed as a class: read as one.
-                stats: dict[str, Any] = table.stats()  # type: ignore[assignment]
-                small = int(stats["fragment_stats"]["num_small_fragments"])
                 deleted = False  # a fragment with deleted rows (any daemon's Forgets)
                 if name == self._table_name:  # small by our compaction's measure
                     frags = [f.metadata for f in table.to_lance(**self._caches()).get_fragments()]
                     small = sum(f.physical_rows < COMPACT_TARGET_ROWS for f in frags)
                     deleted = any(f.deletion_file is not None for f in frags)
+                else:
+                    # A dict at run time, typed as a class: read as one.
+                    stats: dict[str, Any] = table.stats()  # type: ignore[assignment]
+                    small = int(stats["fragment_stats"]["num_small_fragments"])
                 if name == self._access_name:
                     # Every daemon appends to the access log; its holder folds it (on the
                     # writer thread, which owns this daemon's appends) when it grew.
@@ -1673,7 +1671,6 @@ class LanceStore:
                     why = "the rest of the last compaction"
                 elif purge:
                     why = "deleted rows to purge"
-                    self._purging = (time.monotonic(), self._deleting_commits)
                 elif older_than is not None and small <= 1:
                     why = "old versions (nothing to compact)"
                 elif older_than is not None and time.time() - last >= self.cleanup_every:
@@ -1682,7 +1679,7 @@ class LanceStore:
                     continue
                 if name == self._table_name:
                     with self._rewrite_lock:
-                        rewrote = self._optimize_memories(table, older_than)
+                        rewrote = self._optimize_memories(table, older_than, purge_found=purge)
                 else:
                     table.optimize(cleanup_older_than=older_than or KEEP_ALL)
                     rewrote = small > 1

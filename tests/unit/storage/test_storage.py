@@ -61,6 +61,13 @@ def in_files(directory: Path, text: str) -> bool:
     return any(needle in f.read_bytes() for f in directory.rglob("*") if f.is_file())
 
 
+def stored_ids(path: Path) -> list[str]:
+    """The ids in the store at ``path``, opened again, sorted."""
+    return sorted(
+        m.id for m, _, _ in LanceStore(str(path), table="m", model_name="x", dim=8).scan()
+    )
+
+
 async def compacted(store: LanceStore, n: int) -> None:
     """Wait (up to 10 s) until ``store`` has made ``n`` compactions."""
     for _ in range(200):
@@ -219,8 +226,7 @@ async def test_stores_commit_during_a_compaction_and_deletes_wait_for_its_end(
         release.set()
         store.close()
     assert store.compactions == 1
-    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
-    assert sorted(m.id for m, _, _ in reopened) == [mem(i).id for i in (1, 2, 10)]
+    assert stored_ids(tmp_path) == [mem(i).id for i in (1, 2, 10)]
 
 
 async def test_a_compaction_after_a_burst_leaves_the_large_fragments_as_written(
@@ -275,8 +281,7 @@ async def test_a_compaction_after_a_burst_leaves_the_large_fragments_as_written(
     finally:
         release.set()
         store.close()
-    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
-    assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(10, 59))
+    assert stored_ids(tmp_path) == sorted(mem(i).id for i in range(10, 59))
 
 
 async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_interval(
@@ -345,8 +350,7 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
         assert not on_disk(secret(2)) and on_disk(secret(3))
     finally:
         again.close()
-    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
-    assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(3, 58))
+    assert stored_ids(tmp_path) == sorted(mem(i).id for i in range(3, 58))
 
 
 async def test_a_purge_asks_for_itself_when_idle_and_goes_a_step_at_a_time(
@@ -404,8 +408,7 @@ async def test_a_purge_asks_for_itself_when_idle_and_goes_a_step_at_a_time(
         assert committed == [1, 1, 1, 1]  # a step a fragment
     finally:
         store.close()
-    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
-    assert sum(1 for _ in reopened) == 196
+    assert len(stored_ids(tmp_path)) == 196
 
 
 async def test_a_purge_ends_while_forgets_keep_coming(
@@ -447,8 +450,7 @@ async def test_a_purge_ends_while_forgets_keep_coming(
         assert store.compactions <= 12  # ten steps, a cleanup (not one per Forget)
     finally:
         store.close()
-    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
-    assert sum(1 for _ in reopened) == 500 - 10 - 120
+    assert len(stored_ids(tmp_path)) == 500 - 10 - 120
 
 
 async def test_a_stop_does_not_wait_out_a_long_compaction(
@@ -469,8 +471,7 @@ async def test_a_stop_does_not_wait_out_a_long_compaction(
         assert store.pending() == "a compaction in progress"
         await asyncio.wait_for(asyncio.to_thread(store.close), 20)
         assert not release.is_set()  # the compaction was still stuck: the stop left it
-        reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
-        assert sorted(m.id for m, _, _ in reopened) == [mem(i).id for i in (0, 1, 2, 10)]
+        assert stored_ids(tmp_path) == [mem(i).id for i in (0, 1, 2, 10)]
     finally:
         release.set()
 
@@ -853,8 +854,7 @@ async def test_a_compaction_lost_to_concurrent_appends_is_a_warning_and_runs_aga
     lines = [r for r in caplog.records if r.name == "memoryd.storage.lance_store"]
     assert [r.levelno for r in lines] == [logging.WARNING]
     assert "postponed" in lines[0].getMessage() and lines[0].exc_info is None
-    reopened = LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()
-    assert sorted(m.id for m, _, _ in reopened) == sorted(mem(i).id for i in range(3))
+    assert stored_ids(tmp_path) == sorted(mem(i).id for i in range(3))
 
 
 async def test_lancedb_caches_stay_within_storage_cache_mib_however_many_commits(
