@@ -15,16 +15,29 @@ seconds, bytes written to the disk (/proc/self/io write_bytes), peak RSS above t
 before it (VmHWM after resetting it), and the fragments before and after. Both clean up
 versions replaced more than 10 s ago, as the daemon does.
 
+Then, with ``--forgets K``, the purge of the fragment LanceDB's compaction just wrote (the
+whole table in one fragment, as every store compacted before 6b78f6c holds it): K rows
+are deleted, a purge begins, and ``--forget-after`` seconds into it one more row of that
+fragment is deleted as the daemon's writer deletes (``_rewrite_lock``, then
+``commit_lock``); timed: the purge (wall seconds to its end, bytes written, steps), and how
+long that Forget waited. Twice: with the rewrite holding the Forgets off for its whole run
+(``LONE_TASK_TRIES`` 0: the code before), and run beside them (the default: the Forget
+makes Lance refuse the rewrite, which runs again). LanceDB's compaction merges the table
+into one fragment again between the two.
+
     ./dev bench compaction.py --rows 20000 --burst 50                # smoke
     ./dev bench compaction.py --rows 100000,1000000 --tmp /work/tmp-compaction
+    ./dev bench compaction.py --rows 100000,1000000 --forgets 100 --tmp /work/tmp-compaction
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import tempfile
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -35,7 +48,8 @@ import million
 import peers
 
 from memoryd.config import load_settings
-from memoryd.storage.lance_store import KEEP_VERSIONS_SECONDS, LanceStore, to_arrow
+from memoryd.storage import lance_store
+from memoryd.storage.lance_store import KEEP_VERSIONS_SECONDS, LanceStore, id_filter, to_arrow
 
 KEEP = timedelta(seconds=KEEP_VERSIONS_SECONDS)
 
@@ -60,6 +74,52 @@ def compact(store: LanceStore, how: str) -> None:
         store._optimize_memories(store._table, KEEP)
     else:
         store._table.optimize(cleanup_older_than=KEEP)
+
+
+def purge(
+    store: LanceStore, args: argparse.Namespace, rng: random.Random, how: str
+) -> dict[str, Any]:
+    """Delete ``args.forgets`` rows, purge (one step after another, as the compactor does),
+    and delete one more row ``args.forget_after`` s into it as the writer does."""
+    ids = store._table.to_lance().to_table(columns=["id"]).column("id").to_pylist()
+    picks = rng.sample(ids, args.forgets + 1)
+    store._table.delete(id_filter(picks[:-1]))
+    store._deleting_commits += 1
+    lance_store.LONE_TASK_TRIES = 0 if how == "held" else TRIES
+    steps = 0
+    refused = store.lone_refusals
+    written = write_bytes()
+    started = time.perf_counter()
+
+    def run_purge() -> None:
+        nonlocal steps
+        while True:
+            with store._rewrite_lock:
+                store._optimize_memories(store._table, KEEP, purge_found=steps == 0)
+            steps += 1
+            if store._purging is None and not store._more_to_compact:
+                return
+
+    worker = threading.Thread(target=run_purge)
+    worker.start()
+    time.sleep(args.forget_after)
+    asked = time.perf_counter()
+    with store._rewrite_lock, store.commit_lock:  # the writer's delete (_commit)
+        waited = time.perf_counter() - asked
+        store._table.delete(id_filter(picks[-1:]))
+    store._deleting_commits += 1
+    worker.join()
+    return {
+        "s": time.perf_counter() - started,
+        "written": write_bytes() - written,
+        "steps": steps,
+        "refused": store.lone_refusals - refused,
+        "forget_waited_s": waited,
+        "after": shape(fragments(store)),
+    }
+
+
+TRIES = lance_store.LONE_TASK_TRIES
 
 
 def run(args: argparse.Namespace, n: int, pool: million.Pool, settings: Any) -> dict[str, Any]:
@@ -96,6 +156,12 @@ def run(args: argparse.Namespace, n: int, pool: million.Pool, settings: Any) -> 
                 "after": shape(fragments(store)),
             }
             harness.log(f"{n:,} rows, {how}: {out[how]}")
+        rng = random.Random(args.seed)
+        for k, how in enumerate(("held", "beside") if args.forgets else ()):
+            if k:  # the whole table in one fragment again, as LanceDB compacts
+                store._table.optimize(cleanup_older_than=KEEP)
+            out[f"purge {how}"] = purge(store, args, rng, how)
+            harness.log(f"{n:,} rows, purge {how}: {out[f'purge {how}']}")
         return out
     finally:
         if not args.keep_data:
@@ -119,6 +185,26 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
                 f"| {m['written'] / 2**20:,.0f} MiB | {m['peak_rss_above'] / 2**20:,.0f} MiB "
                 f"| {m['before']} | {m['after']} |"
             )
+    if args.forgets:
+        lines += [
+            "",
+            f"The purge of that one fragment after {args.forgets} Forgets, and one more Forget "
+            f"{args.forget_after:g} s into it (held: the rewrite holds the Forgets off, the "
+            "code before; beside: it runs beside them, refused and run again when one lands "
+            "on its fragment):",
+            "",
+            "| N | purge | seconds | written | steps | rewrites refused | the Forget waited s "
+            "| fragments after |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in results:
+            for how in ("held", "beside"):
+                m = r[f"purge {how}"]
+                lines.append(
+                    f"| {r['rows']:,} | {how} | {m['s']:.1f} | {m['written'] / 2**20:,.0f} MiB "
+                    f"| {m['steps']} | {m['refused']} | {m['forget_waited_s']:.3f} "
+                    f"| {m['after']} |"
+                )
     return ["\n".join(lines)]
 
 
@@ -126,6 +212,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--rows", default="100000", help="store sizes, comma separated (1M: ~13 GB)")
     p.add_argument("--burst", type=int, default=200, help="commits of one memory before each")
+    p.add_argument("--forgets", type=int, default=0, help="then purge after this many deletes")
+    p.add_argument("--forget-after", type=float, default=2.0, help="s into the purge: a Forget")
     p.add_argument("--pool", type=int, default=8000, help="texts embedded for the vectors")
     p.add_argument("--tmp", type=Path, help="where the stores are written (default: $TMPDIR)")
     p.add_argument("--keep-data", action="store_true", help="keep the stores written")

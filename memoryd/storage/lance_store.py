@@ -70,6 +70,7 @@ store made by another model is refused with a clear message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import hashlib
 import json
@@ -135,6 +136,15 @@ PURGE_EVERY_SECONDS = 3600.0
 # at the writer's next turn. So a purge of a large table, or a large fragment from before,
 # never holds a Forget back for more than about one fragment's rewrite.
 COMPACT_STEP_ROWS = 16_384
+# A rewrite of more rows than this (in one task: a large fragment from before, written by
+# LanceDB's optimize or a bulk load, whose purge rewrites it whole: ~50 s at 1M rows) runs
+# beside this daemon's deletes and updates instead of holding them (and the writer, with
+# every Store behind them) for its whole run. A delete committed meanwhile on the fragment
+# it rewrites makes Lance refuse its commit: it is tried again at the next step, and after
+# ``LONE_TASK_TRIES`` refusals in a row it holds them off, so a steady trickle of Forgets
+# cannot put it off for good.
+LONE_TASK_ROWS = 4 * COMPACT_STEP_ROWS
+LONE_TASK_TRIES = 3
 META_MODEL = b"memoryd.embedding_model"
 META_DIM = b"memoryd.embedding_dim"
 META_SCHEMA = b"memoryd.schema_version"
@@ -643,6 +653,8 @@ class LanceStore:
         # between its steps wait for the next one, else it never ends under a trickle).
         self._purging: tuple[float, int, set[int]] | None = None
         self._more_to_compact = False  # the last step left planned tasks for the next
+        self._lone_refusals = 0  # a large rewrite's commits refused in a row (LONE_TASK_ROWS)
+        self.lone_refusals = 0  # ... and in all
         self.schema = make_schema(model_name, dim)
         # LanceDB's own caches default to 6 GB (index) + 1 GB (metadata) and fill with the
         # manifests of every version group commit writes, so the daemon's memory grew
@@ -1532,18 +1544,39 @@ class LanceStore:
             tasks.sort(key=lambda t: not in_scope(t))
         rewrites: list[Any] = []
         rows = 0
+        lone = False  # this step is one large rewrite run beside deletes and updates
         for task in tasks:  # one step: about COMPACT_STEP_ROWS rows, at least a task
-            if rewrites and rows >= COMPACT_STEP_ROWS:
+            task_rows = sum(f.physical_rows for f in task.fragments)
+            large = task_rows > LONE_TASK_ROWS
+            if rewrites and (rows >= COMPACT_STEP_ROWS or large):
+                break  # (a large one goes alone in its step)
+            if large and self._lone_refusals < LONE_TASK_TRIES:
+                lone = True
+                self._rewrite_lock.release()  # held by the caller
+                try:
+                    rewrites.append(task.execute(ds))
+                finally:
+                    self._rewrite_lock.acquire()
+                rows += task_rows
                 break
             rewrites.append(task.execute(ds))
-            rows += sum(f.physical_rows for f in task.fragments)
+            rows += task_rows
         left = tasks[len(rewrites) :]
         more = any(map(in_scope, left)) if purge else bool(left)
         if rewrites:
             with self.commit_lock:
                 ds = ds.checkout_version(ds.latest_version)
-                Compaction.commit(ds, rewrites, options)
+                try:
+                    Compaction.commit(ds, rewrites, options)
+                except OSError as e:
+                    if not (lone and _CONCURRENT_WRITERS.search(str(e))):
+                        raise
+                    self._lone_refused(ds, rewrites[0], e)
+                    self._more_to_compact = True  # the next step tries it again
+                    return False
                 table.checkout_latest()
+            if lone:
+                self._lone_refusals = 0
         self._more_to_compact = more  # (a step that failed asks for no next one)
         purged = False
         if self._purging is not None and not more:
@@ -1564,6 +1597,29 @@ class LanceStore:
             else:
                 latest.cleanup_old_versions(older_than)
         return bool(rewrites)
+
+    def _lone_refused(self, ds: Any, rewrite: Any, error: Exception) -> None:
+        """A large rewrite run beside deletes and updates whose commit Lance refused (one
+        of them landed on its fragment): its files, never to be committed, are deleted now
+        (on a local disk; an object store's wait for the cleanup of unverified files), not
+        left holding a copy of the fragment (13 GB at 1M rows) until then."""
+        self._lone_refusals += 1
+        self.lone_refusals += 1
+        log.info(
+            "a rewrite of %d rows beside deletes and updates was refused (%d in a row; "
+            "the next one holds them off after %d): %s",
+            sum(f.physical_rows for f in rewrite.original_fragments),
+            self._lone_refusals,
+            LONE_TASK_TRIES,
+            str(error).split(",")[0],
+        )
+        if self._local_dir is None:
+            return
+        data = Path(ds.uri) / "data"
+        for fragment in rewrite.new_fragments:
+            for f in fragment.files:
+                with contextlib.suppress(FileNotFoundError):
+                    (data / f.path).unlink()
 
     def _compact_forever(self) -> None:
         while True:

@@ -453,6 +453,105 @@ async def test_a_purge_ends_while_forgets_keep_coming(
     assert len(stored_ids(tmp_path)) == 500 - 10 - 120
 
 
+async def test_a_large_fragments_purge_lets_forgets_through_and_ends_under_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A purge rewrites a large fragment from before (a table LanceDB's optimize or a bulk
+    load wrote as one: ~50 s at 1M rows) whole, beside the Forgets instead of holding them,
+    and the writer with every Store behind them, for its whole run. A Forget landing on
+    that fragment meanwhile makes Lance refuse the rewrite: its files are deleted at once
+    and it is tried again; after ``LONE_TASK_TRIES`` refusals in a row it holds the
+    Forgets off, so a steady trickle cannot put it off for good."""
+    monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
+    monkeypatch.setattr(lance_store, "COMPACT_STEP_ROWS", 40)
+    monkeypatch.setattr(lance_store, "LONE_TASK_ROWS", 100)
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        compact_every=10**6,
+        keep_versions_seconds=0.2,
+    )
+    store._purged_at, store._purged_upto = time.monotonic(), store._deleting_commits
+    data = tmp_path / "m.lance" / "data"
+    real = lance.optimize.Compaction
+    entered, go = threading.Event(), threading.Event()
+
+    class Task:
+        def __init__(self, task: lance.optimize.CompactionTask) -> None:
+            self.task, self.fragments = task, task.fragments
+
+        def execute(self, ds: object) -> object:
+            if sum(f.physical_rows for f in self.fragments) > 100:
+                entered.set()
+                go.wait(10)
+                go.clear()
+            return self.task.execute(ds)
+
+    class Plan:
+        def __init__(self, plan: object) -> None:
+            self.tasks = [Task(t) for t in plan.tasks]  # type: ignore[attr-defined]
+
+    class Held:
+        commit = real.commit
+
+        @staticmethod
+        def plan(ds: object, options: object) -> Plan:
+            return Plan(real.plan(ds, options))
+
+    monkeypatch.setattr(lance.optimize, "Compaction", Held)
+
+    async def rewrite_begins() -> set[str]:
+        assert await asyncio.to_thread(entered.wait, 10), "no rewrite of the fragment began"
+        entered.clear()
+        return data_files()
+
+    def data_files() -> set[str]:
+        return {f.name for f in data.iterdir()}
+
+    def code(i: int) -> str:
+        return f"the door code is {9000 + i}"
+
+    store.start()
+    try:
+        await store.add([(mem(i, text=code(i)), unit(i), None) for i in range(300)])
+        await store.delete([mem(0).id])  # one fragment of 300 rows, a row deleted
+        monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 0.0)
+        await rewrite_begins()
+        for k in range(1, lance_store.LONE_TASK_TRIES + 1):
+            # acknowledged while the rewrite runs (it held them until it ended before)
+            await asyncio.wait_for(store.delete([mem(k).id]), 5)
+            await store.add([(mem(1000 + k), unit(k), None)])  # the Stores behind it too
+            files = data_files()
+            go.set()
+            assert await rewrite_begins() == files  # refused: what it wrote is gone
+        assert store.lone_refusals == lance_store.LONE_TASK_TRIES
+        held = asyncio.ensure_future(store.delete([mem(10).id]))
+        await asyncio.sleep(0.5)
+        assert not held.done()  # after three refusals the rewrite holds the Forgets off
+        go.set()
+        await asyncio.wait_for(held, 10)
+        for _ in range(200):
+            if store._purging is None and not store._more_to_compact:
+                break
+            await asyncio.sleep(0.05)
+        assert store._purging is None, "the purge is still under way"
+        assert store.lone_refusals == lance_store.LONE_TASK_TRIES
+        table = tmp_path / "m.lance"
+        for _ in range(200):  # the versions that held them go at the next cleanup
+            if not any(in_files(table, code(k)) for k in range(4)):
+                break
+            await asyncio.sleep(0.05)
+        assert not any(in_files(table, code(k)) for k in range(4))
+        assert in_files(table, code(11))
+    finally:
+        go.set()
+        store.close()
+    ids = stored_ids(tmp_path)
+    assert len(ids) == 300 - 5 + 3 and mem(10).id not in ids and mem(1001).id in ids
+
+
 async def test_a_stop_does_not_wait_out_a_long_compaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
