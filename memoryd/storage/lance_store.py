@@ -142,7 +142,9 @@ COMPACT_STEP_ROWS = 16_384
 # every Store behind them) for its whole run. A delete committed meanwhile on the fragment
 # it rewrites makes Lance refuse its commit: it is tried again at the next step, and after
 # ``LONE_TASK_TRIES`` refusals in a row it holds them off, so a steady trickle of Forgets
-# cannot put it off for good.
+# cannot put it off for good. On a local disk only: on an object store the files of a
+# refused rewrite (a copy of the rows just forgotten) would stay until the cleanup of
+# unverified files, 7 days later.
 LONE_TASK_ROWS = 4 * COMPACT_STEP_ROWS
 LONE_TASK_TRIES = 3
 META_MODEL = b"memoryd.embedding_model"
@@ -1545,12 +1547,15 @@ class LanceStore:
         rewrites: list[Any] = []
         rows = 0
         lone = False  # this step is one large rewrite run beside deletes and updates
+        large = False  # ... or one holding them off after refusals (or on an object store)
         for task in tasks:  # one step: about COMPACT_STEP_ROWS rows, at least a task
             task_rows = sum(f.physical_rows for f in task.fragments)
-            large = task_rows > LONE_TASK_ROWS
-            if rewrites and (rows >= COMPACT_STEP_ROWS or large):
+            if rewrites and (rows >= COMPACT_STEP_ROWS or task_rows > LONE_TASK_ROWS):
                 break  # (a large one goes alone in its step)
-            if large and self._lone_refusals < LONE_TASK_TRIES:
+            large = task_rows > LONE_TASK_ROWS
+            # (not on an object store: a refused rewrite's files, a copy of rows just
+            # forgotten, could not be deleted at once and would stay 7 days)
+            if large and self._local_dir is not None and self._lone_refusals < LONE_TASK_TRIES:
                 lone = True
                 self._rewrite_lock.release()  # held by the caller
                 try:
@@ -1575,7 +1580,7 @@ class LanceStore:
                     self._more_to_compact = True  # the next step tries it again
                     return False
                 table.checkout_latest()
-            if lone:
+            if large:  # committed, beside them or after the refusals holding them off
                 self._lone_refusals = 0
         self._more_to_compact = more  # (a step that failed asks for no next one)
         purged = False
@@ -1601,8 +1606,9 @@ class LanceStore:
     def _lone_refused(self, ds: Any, rewrite: Any, error: Exception) -> None:
         """A large rewrite run beside deletes and updates whose commit Lance refused (one
         of them landed on its fragment): its files, never to be committed, are deleted now
-        (on a local disk; an object store's wait for the cleanup of unverified files), not
-        left holding a copy of the fragment (13 GB at 1M rows) until then."""
+        (a local disk: on an object store none runs beside them), not left holding a copy
+        of the fragment (13 GB at 1M rows) and of the rows just forgotten until a cleanup
+        of unverified files."""
         self._lone_refusals += 1
         self.lone_refusals += 1
         log.info(
@@ -1613,8 +1619,6 @@ class LanceStore:
             LONE_TASK_TRIES,
             str(error).split(",")[0],
         )
-        if self._local_dir is None:
-            return
         data = Path(ds.uri) / "data"
         for fragment in rewrite.new_fragments:
             for f in fragment.files:

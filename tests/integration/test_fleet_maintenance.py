@@ -255,3 +255,85 @@ async def test_the_holder_folds_an_access_log_that_only_other_daemons_write(
     assert {k: v[0] for k, v in access.items()} == {f"m{i:04d}": i + 1 for i in range(1, 6)} | {
         "m0000": 9
     }
+
+
+async def test_on_a_bucket_a_large_fragments_purge_holds_the_forgets_off(
+    s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an object store the purge's rewrite of a large fragment from before holds this
+    daemon's Forgets off, as every rewrite did: run beside them (as on a local disk), a
+    Forget landing on it got it refused, and its objects, a copy of the text just
+    forgotten, stayed in the bucket in no version for 7 days (helper-51's review)."""
+    import lance.optimize
+
+    monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
+    monkeypatch.setattr(lance_store, "COMPACT_STEP_ROWS", 40)
+    monkeypatch.setattr(lance_store, "LONE_TASK_ROWS", 100)
+    bucket = s3.new_bucket()
+    uri = f"s3://{bucket}/memoryd"
+    store = LanceStore(
+        uri,
+        table="m",
+        model_name="x",
+        dim=8,
+        storage_options=s3.storage_options(),
+        lease=lease(s3, uri, ttl=30.0),
+        compact_every=10**6,
+        keep_versions_seconds=0.2,
+    )
+    real = lance.optimize.Compaction
+    entered, go = threading.Event(), threading.Event()
+
+    class Task:
+        def __init__(self, task: lance.optimize.CompactionTask) -> None:
+            self.task, self.fragments = task, task.fragments
+
+        def execute(self, ds: object) -> object:
+            if sum(f.physical_rows for f in self.fragments) > 100:
+                entered.set()
+                go.wait(20)
+            return self.task.execute(ds)
+
+    class Plan:
+        def __init__(self, plan: object) -> None:
+            self.tasks = [Task(t) for t in plan.tasks]  # type: ignore[attr-defined]
+
+    class Held:
+        commit = real.commit
+
+        @staticmethod
+        def plan(ds: object, options: object) -> Plan:
+            return Plan(real.plan(ds, options))
+
+    monkeypatch.setattr(lance.optimize, "Compaction", Held)
+    code = "the door code is 9001"
+    store._purged_at = time.monotonic()  # no purge before the Forgets
+    store.start()
+    try:
+        await store.add([row(i, text=code if i == 1 else f"text {i}") for i in range(300)])
+        await store.delete([row(0)[0].id])
+        monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 0.0)
+        assert await asyncio.to_thread(entered.wait, 20), "no rewrite of the fragment began"
+        forget = asyncio.ensure_future(store.delete([row(1)[0].id]))
+        await asyncio.sleep(0.5)
+        assert not forget.done()  # held off until the rewrite has committed
+        go.set()
+        await asyncio.wait_for(forget, 20)
+        assert store.lone_refusals == 0
+    finally:
+        go.set()
+        store.close()
+    client = s3.client()
+    listing = client.list_objects_v2(Bucket=bucket, Prefix="memoryd/m.lance/data/")
+    keys = [o["Key"] for o in listing["Contents"]]
+    ds = lance.dataset(f"{uri}/m.lance", storage_options=s3.storage_options())
+    listed = {
+        f.path
+        for v in ds.versions()
+        for fr in ds.checkout_version(v["version"]).get_fragments()
+        for f in fr.metadata.files
+    }
+    holding = [
+        k for k in keys if code.encode() in client.get_object(Bucket=bucket, Key=k)["Body"].read()
+    ]
+    assert holding and all(k.rsplit("/", 1)[1] in listed for k in holding)
