@@ -23,7 +23,9 @@ fragment is deleted as the daemon's writer deletes (``_rewrite_lock``, then
 long that Forget waited. Twice: with the rewrite holding the Forgets off for its whole run
 (``LONE_TASK_TRIES`` 0: the code before), and run beside them (the default: the Forget
 makes Lance refuse the rewrite, which runs again). LanceDB's compaction merges the table
-into one fragment again between the two.
+into one fragment again between the two. Last, steady: the same on the table that purge
+left (fragments of about 16,384 rows, as memoryd writes and compacts a store), where K
+scattered Forgets dirty up to K fragments.
 
     ./dev bench compaction.py --rows 20000 --burst 50                # smoke
     ./dev bench compaction.py --rows 100000,1000000 --tmp /work/tmp-compaction
@@ -120,6 +122,10 @@ def purge(
 
 
 TRIES = lance_store.LONE_TASK_TRIES
+# held and beside: the purge of one large fragment; steady: of a table in fragments of
+# about COMPACT_TARGET_ROWS (as memoryd writes and compacts it, and as the purges before
+# left it), its Forgets scattered over them
+PURGES = ("held", "beside", "steady")
 
 
 def run(args: argparse.Namespace, n: int, pool: million.Pool, settings: Any) -> dict[str, Any]:
@@ -157,8 +163,8 @@ def run(args: argparse.Namespace, n: int, pool: million.Pool, settings: Any) -> 
             }
             harness.log(f"{n:,} rows, {how}: {out[how]}")
         rng = random.Random(args.seed)
-        for k, how in enumerate(("held", "beside") if args.forgets else ()):
-            if k:  # the whole table in one fragment again, as LanceDB compacts
+        for how in PURGES if args.forgets else ():
+            if how == "beside":  # the whole table in one fragment again, as LanceDB compacts
                 store._table.optimize(cleanup_older_than=KEEP)
             out[f"purge {how}"] = purge(store, args, rng, how)
             harness.log(f"{n:,} rows, purge {how}: {out[f'purge {how}']}")
@@ -191,14 +197,15 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]
             f"The purge of that one fragment after {args.forgets} Forgets, and one more Forget "
             f"{args.forget_after:g} s into it (held: the rewrite holds the Forgets off, the "
             "code before; beside: it runs beside them, refused and run again when one lands "
-            "on its fragment):",
+            "on its fragment; steady: the same Forgets on the table the purge before left, "
+            "in fragments of about 16,384 rows):",
             "",
             "| N | purge | seconds | written | steps | rewrites refused | the Forget waited s "
             "| fragments after |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for r in results:
-            for how in ("held", "beside"):
+            for how in PURGES:
                 m = r[f"purge {how}"]
                 lines.append(
                     f"| {r['rows']:,} | {how} | {m['s']:.1f} | {m['written'] / 2**20:,.0f} MiB "

@@ -137,14 +137,14 @@ PURGE_EVERY_SECONDS = 3600.0
 # never holds a Forget back for more than about one fragment's rewrite.
 COMPACT_STEP_ROWS = 16_384
 # A rewrite of more rows than this (in one task: a large fragment from before, written by
-# LanceDB's optimize or a bulk load, whose purge rewrites it whole: ~50 s at 1M rows) runs
-# beside this daemon's deletes and updates instead of holding them (and the writer, with
-# every Store behind them) for its whole run. A delete committed meanwhile on the fragment
-# it rewrites makes Lance refuse its commit: it is tried again at the next step, and after
-# ``LONE_TASK_TRIES`` refusals in a row it holds them off, so a steady trickle of Forgets
-# cannot put it off for good. On a local disk only: on an object store the files of a
-# refused rewrite (a copy of the rows just forgotten) would stay until the cleanup of
-# unverified files, 7 days later.
+# LanceDB's optimize or a bulk load, which a purge, or a compaction once a tenth of it is
+# deleted, rewrites whole: ~50 s at 1M rows) runs beside this daemon's deletes and updates
+# instead of holding them (and the writer, with every Store behind them) for its whole run.
+# A delete committed meanwhile on the fragment it rewrites makes Lance refuse its commit:
+# it is tried again at the next step, and after ``LONE_TASK_TRIES`` refusals in a row it
+# holds them off, so a steady trickle of Forgets cannot put it off for good. On a local
+# disk only: on an object store the files of a refused rewrite (a copy of the rows just
+# forgotten) would stay until the cleanup of unverified files, 7 days later.
 LONE_TASK_ROWS = 4 * COMPACT_STEP_ROWS
 LONE_TASK_TRIES = 3
 META_MODEL = b"memoryd.embedding_model"
@@ -1566,6 +1566,8 @@ class LanceStore:
                 break
             rewrites.append(task.execute(ds))
             rows += task_rows
+            if large:
+                break  # (held: alone in its step too)
         left = tasks[len(rewrites) :]
         more = any(map(in_scope, left)) if purge else bool(left)
         if rewrites:
@@ -1574,9 +1576,15 @@ class LanceStore:
                 try:
                     Compaction.commit(ds, rewrites, options)
                 except OSError as e:
-                    if not (lone and _CONCURRENT_WRITERS.search(str(e))):
+                    refused = _CONCURRENT_WRITERS.search(str(e)) is not None
+                    if refused and self._local_dir is not None:
+                        # Never to be committed (one holding this daemon's deletes off too:
+                        # on a shared directory another daemon's Forget refuses it): a copy
+                        # of rows just forgotten, gone now rather than 7 days in no version.
+                        self._delete_new_files(ds, rewrites)
+                    if not (lone and refused):
                         raise
-                    self._lone_refused(ds, rewrites[0], e)
+                    self._lone_refused(rewrites[0], e)
                     self._more_to_compact = True  # the next step tries it again
                     return False
                 table.checkout_latest()
@@ -1603,12 +1611,21 @@ class LanceStore:
                 latest.cleanup_old_versions(older_than)
         return bool(rewrites)
 
-    def _lone_refused(self, ds: Any, rewrite: Any, error: Exception) -> None:
+    @staticmethod
+    def _delete_new_files(ds: Any, rewrites: list[Any]) -> None:
+        """The files of rewrites whose commit Lance refused, on a local disk (the copy of
+        a fragment each, 13 GB at 1M rows, and of the rows forgotten meanwhile)."""
+        data = Path(ds.uri) / "data"
+        for rewrite in rewrites:
+            for fragment in rewrite.new_fragments:
+                for f in fragment.files:
+                    with contextlib.suppress(FileNotFoundError):
+                        (data / f.path).unlink()
+
+    def _lone_refused(self, rewrite: Any, error: Exception) -> None:
         """A large rewrite run beside deletes and updates whose commit Lance refused (one
-        of them landed on its fragment): its files, never to be committed, are deleted now
-        (a local disk: on an object store none runs beside them), not left holding a copy
-        of the fragment (13 GB at 1M rows) and of the rows just forgotten until a cleanup
-        of unverified files."""
+        of them landed on its fragment; its files are deleted): the next step tries it
+        again, and the next after ``LONE_TASK_TRIES`` in a row holds them off."""
         self._lone_refusals += 1
         self.lone_refusals += 1
         log.info(
@@ -1619,11 +1636,6 @@ class LanceStore:
             LONE_TASK_TRIES,
             str(error).split(",")[0],
         )
-        data = Path(ds.uri) / "data"
-        for fragment in rewrite.new_fragments:
-            for f in fragment.files:
-                with contextlib.suppress(FileNotFoundError):
-                    (data / f.path).unlink()
 
     def _compact_forever(self) -> None:
         while True:
