@@ -101,6 +101,9 @@ def purge(
             steps += 1
             if store._purging is None and not store._more_to_compact:
                 return
+            # The daemon's next step follows at the writer's next turn, after the deletes it
+            # holds (Python's Lock would give it back to this thread at once).
+            time.sleep(0.05)
 
     worker = threading.Thread(target=run_purge)
     worker.start()
