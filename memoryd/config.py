@@ -94,6 +94,16 @@ class StorageSection(_Section):
     compact_every_writes: int = Field(
         200, ge=1, description="compact the table after this many write commits"
     )
+    purge_every_seconds: float = Field(
+        3600.0,
+        ge=0.0,
+        le=30 * 86400.0,
+        description="a purge rewrites every data file holding a forgotten or replaced "
+        "memory's row at most this often (with Forgets or Updates since the last), so its "
+        "text leaves the disk within about this long; each file rewritten is up to ~210 MB "
+        "(16,384 memories), so a purge after Forgets scattered over a large store rewrites "
+        "most of it: longer means fewer rewrites, the text kept longer",
+    )
     cache_mib: int = Field(
         64,
         ge=1,

@@ -565,6 +565,7 @@ class Daemon:
             maintenance=s.storage.maintenance,
             lease=self._maintenance_lease(),
             keep_versions_seconds=self._keep_versions(),
+            purge_every_seconds=s.storage.purge_every_seconds,
         )
         try:
             analyzer = Analyzer(s.recall.analyzer_language)

@@ -124,12 +124,12 @@ CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits
 # rewritten to add a burst's few rows (13 GB at 1M memories).
 COMPACT_TARGET_ROWS = 16_384
 # A compaction also rewrites a fragment with more than a tenth of its rows deleted (Lance's
-# default), so its space is freed; and once this long has passed since the last purge
-# began, with deletes or updates committed since (or since the store was opened), a purge
-# rewrites every fragment with any row deleted, so a forgotten (or replaced) memory's text
-# leaves the data files within about the hour after its Forget (with the cleanup of the
-# versions that held it, and of the files of rewrites never committed). The purge asks for
-# itself when the writer is idle.
+# default), so its space is freed; and once this long (storage.purge_every_seconds) has
+# passed since the last purge began, with deletes or updates committed since (or since the
+# store was opened), a purge rewrites every fragment with any row deleted, so a forgotten
+# (or replaced) memory's text leaves the data files within about that long after its
+# Forget (with the cleanup of the versions that held it, and of the files of rewrites never
+# committed). The purge asks for itself when the writer is idle.
 PURGE_EVERY_SECONDS = 3600.0
 # A compaction step commits its rewrites once they reach this many rows (at least one
 # task), then lets the deletes and updates waiting for it through; the next step follows
@@ -615,6 +615,7 @@ class LanceStore:
         read_only: bool = False,
         keep_versions_seconds: float = KEEP_VERSIONS_SECONDS,
         cleanup_every_seconds: float = CLEANUP_EVERY_SECONDS,
+        purge_every_seconds: float = PURGE_EVERY_SECONDS,
         shared: bool = False,
         maintenance: Literal["auto", "off"] = "auto",
         lease: MaintenanceLease | None = None,
@@ -642,9 +643,10 @@ class LanceStore:
         # a millisecond keeps its meaning without the warning.
         self.keep_versions = timedelta(seconds=max(keep_versions_seconds, 0.001))
         self.cleanup_every = cleanup_every_seconds
+        self.purge_every = purge_every_seconds  # (PURGE_EVERY_SECONDS)
         # the last compaction that purged deleted rows (the first one does: a daemon
         # restarted more often than hourly purges too)
-        self._purged_at = time.monotonic() - PURGE_EVERY_SECONDS
+        self._purged_at = time.monotonic() - self.purge_every
         # Deletes and updates committed (each leaves a deleted row), and how many of them the
         # last purge covered (one more at the open of a table with deletion files: an earlier
         # daemon's Forgets may be waiting for a purge).
@@ -1499,17 +1501,17 @@ class LanceStore:
 
     def _purge_due(self) -> bool:
         """Whether deletes or updates were committed since the last purge began (or since
-        the store was opened) and that was ``PURGE_EVERY_SECONDS`` ago (or one is under way)."""
+        the store was opened) and that was ``purge_every`` ago (or one is under way)."""
         return self._purging is not None or (
             self._deleting_commits > self._purged_upto
-            and time.monotonic() - self._purged_at >= PURGE_EVERY_SECONDS
+            and time.monotonic() - self._purged_at >= self.purge_every
         )
 
     def _optimize_memories(
         self, table: Any, older_than: timedelta | None, *, purge_found: bool = False
     ) -> bool:
         """Compact the memories' table (fragments under ``COMPACT_TARGET_ROWS`` merged, on
-        one thread; fragments with deleted rows too, ``PURGE_EVERY_SECONDS`` apart), then
+        one thread; fragments with deleted rows too, ``purge_every`` apart), then
         delete the versions replaced more than ``older_than`` ago (None: none). Whether it
         rewrote any fragment. ``purge_found``: begin a purge (deleted rows another daemon
         left, seen by the shared store's pass). The callers hold ``_rewrite_lock`` (this
@@ -1736,7 +1738,7 @@ class LanceStore:
                 # small fragments there are: so a cleanup alone runs when there is nothing
                 # to compact, else with a compaction (due by count, or cleanup_every).
                 last = self._optimized_at.get(name, 0.0)
-                purge = deleted and time.monotonic() - self._purged_at >= PURGE_EVERY_SECONDS
+                purge = deleted and time.monotonic() - self._purged_at >= self.purge_every
                 if compact_at is not None and small >= compact_at:
                     why = f"{small} small fragments"
                 elif name == self._table_name and (self._more_to_compact or self._purging):

@@ -312,7 +312,7 @@ async def test_on_a_bucket_a_large_fragments_purge_holds_the_forgets_off(
     try:
         await store.add([row(i, text=code if i == 1 else f"text {i}") for i in range(300)])
         await store.delete([row(0)[0].id])
-        monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 0.0)
+        store.purge_every = 0.0
         assert await asyncio.to_thread(entered.wait, 20), "no rewrite of the fragment began"
         forget = asyncio.ensure_future(store.delete([row(1)[0].id]))
         await asyncio.sleep(0.5)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import grpc
 import pytest
-from memoryd_client import pb
+from memoryd_client import MemoryClient, pb
 
 pytestmark = pytest.mark.integration
 
@@ -159,3 +160,34 @@ def test_forget_about_nothing_stored_deletes_nothing(
 
 def test_forget_by_empty_query_is_refused(client, new_agent, rejects):
     rejects(INVALID, client.forget, new_agent(), query="   ", mentions=["query", "empty"])
+
+
+def test_a_forgotten_text_leaves_the_disk_within_storage_purge_every_seconds(start_daemon):
+    """``storage.purge_every_seconds`` bounds how long a forgotten memory's text stays in
+    the store's data files (a purge rewrites the files holding it; the first Forget after
+    a start is purged at once, later ones once the interval has passed since the last
+    purge): at 2 s, a second Forget's text is gone within seconds, where the default
+    keeps it for the hour."""
+    daemon = start_daemon(
+        {
+            "MEMORYD_STORAGE__PURGE_EVERY_SECONDS": "2",
+            "MEMORYD_STORAGE__COMPACT_EVERY_WRITES": "2",
+        }
+    )
+    table = daemon.data_dir / "lancedb" / "memories.lance"
+    secrets = ["The alarm code is 4417.", "The safe code is 9052."]
+
+    def on_disk(text: str) -> bool:
+        return any(text.encode() in f.read_bytes() for f in table.rglob("*") if f.is_file())
+
+    with MemoryClient(daemon.address, retries=0) as c:
+        memories = [c.store("main", t).memory for t in [*secrets, "The user likes tea."]]
+        time.sleep(3)  # idle: the compaction merges the three into one data file
+        for secret, memory in zip(secrets, memories, strict=False):
+            c.forget("main", id=memory.id)  # the file holds memories still kept
+            deadline = time.monotonic() + 40
+            while on_disk(secret) and time.monotonic() < deadline:
+                time.sleep(0.25)
+            assert not on_disk(secret), secret
+        assert on_disk("The user likes tea.")
+        assert [m.text for m in c.list_all("main")] == ["The user likes tea."]

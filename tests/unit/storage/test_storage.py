@@ -327,7 +327,7 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A compaction leaves a large fragment with a few rows deleted as it is (rewriting it
-    for each Forget would cost ~210 MB a time), but once ``PURGE_EVERY_SECONDS`` have passed
+    for each Forget would cost ~210 MB a time), but once ``purge_every`` seconds have passed
     since the last purge a compaction rewrites it: the forgotten memories' texts are then
     in no file of the table, once the versions that held them are cleaned up. A store
     opened again purges at its first compaction (a daemon restarted more often than the
@@ -363,7 +363,7 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
         await compacted(store, 1)  # no purge due yet: the large fragment stays as written
         assert store._table.to_lance().get_fragments()[0].metadata.physical_rows == 50
         assert on_disk(secret(0)) and on_disk(secret(2))
-        monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 0.0)
+        store.purge_every = 0.0
         for i in range(52, 55):
             await store.add([(mem(i), unit(i), None)])
         await compacted(store, 2)
@@ -376,7 +376,6 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
         await store.delete([mem(2).id])
     finally:
         store.close()
-    monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 3600.0)
     again = opened()
     again.start()
     try:
@@ -437,7 +436,7 @@ async def test_a_purge_asks_for_itself_when_idle_and_goes_a_step_at_a_time(
         await store.delete([mem(50 * k).id for k in range(4)])  # one row of each
         await asyncio.sleep(2.5)  # idle: neither a count nor the hourly clock is due
         assert store.compactions == 0 and on_disk(0) and on_disk(150)
-        monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 0.0)
+        store.purge_every = 0.0
         for _ in range(300):
             if not any(on_disk(50 * k) for k in range(4)):
                 break
@@ -543,7 +542,7 @@ async def test_a_large_fragments_purge_lets_forgets_through_and_ends_under_them(
             batch = range(first, first + 300)
             await store.add([(mem(i, text=code(i)), unit(i), None) for i in batch])
         await store.delete([mem(0).id, mem(300).id])
-        monkeypatch.setattr(lance_store, "PURGE_EVERY_SECONDS", 0.0)
+        store.purge_every = 0.0
         one = await rewrite_begins()
         for k in range(1, lance_store.LONE_TASK_TRIES + 1):
             await forget_while_it_runs(one + k)
