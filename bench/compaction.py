@@ -67,7 +67,10 @@ def fragments(store: LanceStore) -> list[int]:
 
 def shape(rows: list[int]) -> str:
     small = sum(r < 10_000 for r in rows)
-    large = [f"{r:,}" for r in rows if r >= 10_000]
+    big = [r for r in rows if r >= 10_000]
+    large = [f"{r:,}" for r in big]
+    if len(big) > 6:
+        large = [f"{len(big)} of {min(big):,}-{max(big):,}"]
     return f"{len(rows)}: " + ", ".join([*large, *([f"{small} under 10k"] if small else [])])
 
 
