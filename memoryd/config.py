@@ -98,11 +98,15 @@ class StorageSection(_Section):
         3600.0,
         ge=0.0,
         le=30 * 86400.0,
-        description="a purge rewrites every data file holding a forgotten or replaced "
-        "memory's row at most this often (with Forgets or Updates since the last), so its "
-        "text leaves the disk within about this long; each file rewritten is up to ~210 MB "
-        "(16,384 memories), so a purge after Forgets scattered over a large store rewrites "
-        "most of it: longer means fewer rewrites, the text kept longer",
+        allow_inf_nan=False,
+        description="least time between two purges, from the start of the last (each "
+        "daemon start begins anew: its first purge at once). A purge rewrites every data "
+        "file holding a forgotten or replaced memory's row, so the text leaves the table's "
+        "files about this long after the Forget (plus the purge's run and the cleanup 10 s "
+        "after it; not backups or conflicts.jsonl). Each file is rewritten whole (~220 MiB, "
+        "16,384 memories): after Forgets scattered over a large store a purge rewrites most "
+        "of it. 0 = after every Forget; longer = fewer rewrites, the text kept longer; at "
+        "most 30 days. Object store: the maintenance lease holder's value applies",
     )
     cache_mib: int = Field(
         64,

@@ -138,7 +138,7 @@ PURGE_EVERY_SECONDS = 3600.0
 COMPACT_STEP_ROWS = 16_384
 # A rewrite of more rows than this (in one task: a large fragment from before, written by
 # LanceDB's optimize or a bulk load, which a purge, or a compaction once a tenth of it is
-# deleted, rewrites whole: ~50 s at 1M rows) runs beside this daemon's deletes and updates
+# deleted, rewrites whole: ~56 s at 1M rows) runs beside this daemon's deletes and updates
 # instead of holding them (and the writer, with every Store behind them) for its whole run.
 # A delete committed meanwhile on the fragment it rewrites makes Lance refuse its commit:
 # it is tried again at the next step, and after ``LONE_TASK_TRIES`` refusals in a row it
@@ -656,6 +656,9 @@ class LanceStore:
         # with deleted rows when it began: it ends once none is left (deletes committed
         # between its steps wait for the next one, else it never ends under a trickle).
         self._purging: tuple[float, int, set[int]] | None = None
+        # When the last purge ended (wall time): the versions it replaced list the files
+        # that held the texts it purged until a cleanup past it (_versions_due).
+        self._purge_ended = 0.0
         self._more_to_compact = False  # the last step left planned tasks for the next
         self._lone_refusals = 0  # a large rewrite's commits refused in a row (LONE_TASK_ROWS)
         self.lone_refusals = 0  # ... and in all
@@ -1492,6 +1495,13 @@ class LanceStore:
         once a purge is due (``_purge_due``)."""
         if self._purge_due():
             return True  # a deleted row's text is never left on disk for good
+        if (
+            self._purge_ended > self._cleaned_upto
+            and time.time() - self._purge_ended >= self.keep_versions.total_seconds()
+        ):
+            # the versions the last purge replaced go keep_versions after it, whatever was
+            # committed since (a Store after it kept them until cleanup_every otherwise)
+            return True
         if self._last_write <= self._cleaned_upto:
             return False  # only the newest version is left (LanceDB always keeps it)
         now = time.time()
@@ -1598,6 +1608,7 @@ class LanceStore:
             self._purged_at, self._purged_upto, _ = self._purging
             self._purging = None
             purged = True
+            self._purge_ended = time.time()
         if older_than is not None:
             latest = ds.checkout_version(ds.latest_version)
             if purged and self._lease is None and not self._shared:

@@ -391,6 +391,39 @@ async def test_a_forgotten_memorys_text_leaves_the_data_files_within_the_purge_i
     assert stored_ids(tmp_path) == sorted(mem(i).id for i in range(3, 58))
 
 
+async def test_a_purged_text_leaves_the_disk_though_a_store_follows_the_purge(
+    tmp_path: Path,
+) -> None:
+    """The versions a purge replaced list the files that held the texts it purged; they go
+    ``keep_versions`` after it even when Stores commit after it. One Store right after the
+    purge kept them, and the forgotten text, until the hourly cleanup (helper-53's
+    review)."""
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        compact_every=10**6,
+        keep_versions_seconds=0.5,
+        purge_every_seconds=0.0,
+    )
+    secret = "the door code is 9000"
+    store.start()
+    try:
+        await store.add([(mem(i, text=f"{secret}{i:02d}"), unit(i), None) for i in range(50)])
+        await store.delete([mem(7).id])
+        await compacted(store, 1)  # the purge
+        await store.add([(mem(50), unit(50), None)])  # a Store after it
+        for _ in range(200):
+            if not in_files(tmp_path / "m.lance", f"{secret}07"):
+                break
+            await asyncio.sleep(0.05)
+        assert not in_files(tmp_path / "m.lance", f"{secret}07")
+        assert in_files(tmp_path / "m.lance", f"{secret}08")
+    finally:
+        store.close()
+
+
 async def test_a_purge_asks_for_itself_when_idle_and_goes_a_step_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
