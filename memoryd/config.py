@@ -102,9 +102,11 @@ class StorageSection(_Section):
         description="least time between two purges, from the start of the last (each "
         "daemon start begins anew: its first purge at once). A purge rewrites every data "
         "file holding a forgotten or replaced memory's row, so the text leaves the table's "
-        "files about this long after the Forget (plus the purge's run and the cleanup 10 s "
-        "after it; not backups or conflicts.jsonl). Each file is rewritten whole (~220 MiB, "
-        "16,384 memories): after Forgets scattered over a large store a purge rewrites most "
+        "files within about this long of the Forget (plus the purge's run and the cleanup "
+        "keep_versions_seconds after it: 10 s locally once the writer pauses; object store: "
+        "30 minutes or more, see the README; not backups or conflicts.jsonl). Each file is "
+        "rewritten whole (~16,400 memories, ~220 MiB): after Forgets scattered over a large "
+        "store a purge rewrites most "
         "of it. 0 = after every Forget; longer = fewer rewrites, the text kept longer; at "
         "most 30 days. Object store: the maintenance lease holder's value applies",
     )

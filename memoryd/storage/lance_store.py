@@ -118,7 +118,7 @@ COMPACTION_STOP_WAIT_SECONDS = 5.0
 CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits wait
 # A compaction of the memories' table merges fragments smaller than this and leaves larger
 # ones as they are (but for deleted rows, below), so it rewrites at most about this many
-# rows besides the new ones (~13 KB a row: ~210 MB). A fragment it rewrites is written
+# rows besides the new ones (~13 KB a row: ~220 MiB). A fragment it rewrites is written
 # as fragments of about this many rows (a larger one from before, once). LanceDB's optimize
 # takes Lance's default, 1,048,576: every fragment of a table under a million rows was
 # rewritten to add a burst's few rows (13 GB at 1M memories).
@@ -1667,8 +1667,8 @@ class LanceStore:
                 self._last_cleanup = wall
                 self._cleaned_upto = wall - self.keep_versions.total_seconds()
                 if rewrote:
-                    # LanceDB dates a version's age from when a newer one replaced it: the
-                    # versions this compaction just replaced go at the next cleanup.
+                    # Lance dates a version by its own commit: those this compaction
+                    # committed, or found younger than keep_versions, go at the next cleanup.
                     self._last_write = max(self._last_write, time.time())
                 self.compactions += 1
                 log.debug("compacted in %.2fs", time.perf_counter() - started)
