@@ -115,6 +115,11 @@ SHARED_KEEP_VERSIONS_SECONDS = 900.0  # ... on an object store (others read it t
 # losing the token file's map), then leaves it: Lance commits a compaction in one atomic
 # step at its end, so one cut short by the exit leaves only unreferenced files.
 COMPACTION_STOP_WAIT_SECONDS = 5.0
+# A compaction that failed (no space, an unexpected error) is not asked for again before
+# this long, doubled after each failure in a row up to the most (it was asked for, and
+# logged, every idle second while a disk stayed full).
+COMPACT_RETRY_FIRST_SECONDS = 1.0
+COMPACT_RETRY_MAX_SECONDS = 300.0
 CLEANUP_EVERY_SECONDS = 3600.0  # a compaction at least this often while commits wait
 # A compaction of the memories' table merges fragments smaller than this and leaves larger
 # ones as they are (but for deleted rows, below), so it rewrites at most about this many
@@ -694,6 +699,8 @@ class LanceStore:
         # Held by the compactor while it rewrites the table; deletes and updates take it.
         self._rewrite_lock = threading.Lock()
         self._compact_due = threading.Event()
+        self._compact_backoff = 0.0  # after failed compactions: seconds before the next
+        self._compact_retry_at = 0.0  # (monotonic)
         self._compacting = False  # set by the writer when it asks, cleared by the compactor
         # set by close() when it stops without the compaction in progress: the process must
         # then end without waiting for it (memoryd serve does: cli._serve)
@@ -1467,6 +1474,8 @@ class LanceStore:
         overdue = self._commits_since_compact >= self.compact_every * COMPACT_FORCE_FACTOR
         if self.fault is not None or self._compacting:
             return  # compaction needs room for a rewritten copy of the table
+        if time.monotonic() < self._compact_retry_at:
+            return  # the last one failed: not again so soon
         if not self._may_maintain():
             return
         if self._lease is not None:  # shared: judged from the table, not our own commits
@@ -1674,7 +1683,14 @@ class LanceStore:
                 log.debug("compacted in %.2fs", time.perf_counter() - started)
                 # A compaction reads and rewrites fragments: its buffers are free now.
                 heap.release_free_pages()
+                self._compact_backoff = 0.0
             except Exception as e:  # compaction is an optimisation; never fail writes over it
+                if not _CONCURRENT_WRITERS.search(str(e)):
+                    self._compact_backoff = min(
+                        max(2 * self._compact_backoff, COMPACT_RETRY_FIRST_SECONDS),
+                        COMPACT_RETRY_MAX_SECONDS,
+                    )
+                    self._compact_retry_at = time.monotonic() + self._compact_backoff
                 if no_space(e):
                     log.warning("background compaction skipped: no space left on device")
                 elif _CONCURRENT_WRITERS.search(str(e)):

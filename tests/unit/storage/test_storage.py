@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import logging
 import threading
 import time
@@ -655,6 +656,36 @@ async def test_a_rewrite_another_daemons_forget_refused_leaves_no_copy_of_it(
         go.set()
         a.close()
         b.close()
+
+
+async def test_a_failing_compaction_backs_off_instead_of_retrying_every_second(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While the disk stays full a compaction fails; it is asked for again after 1, 2, 4 ...
+    seconds (up to 5 minutes), not at every idle second, each time with a warning."""
+    store = LanceStore(
+        str(tmp_path), table="m", model_name="x", dim=8, compact_every=1, keep_versions_seconds=0.2
+    )
+    calls: list[float] = []
+
+    def full(table: object, older_than: timedelta | None) -> bool:
+        calls.append(time.monotonic())
+        raise OSError("LanceError(IO): No space left on device (os error 28)")
+
+    store._optimize_memories = full  # type: ignore[method-assign]
+    store.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="memoryd.storage.lance_store"):
+            await store.add([(mem(0), unit(0), None)])
+            await asyncio.sleep(7.5)
+        assert store.count_rows() == 1  # the write stands
+    finally:
+        store.close()
+    gaps = [b - a for a, b in itertools.pairwise(calls)]
+    assert 2 <= len(calls) <= 4, gaps  # every idle second it was 7
+    assert all(later > earlier for earlier, later in itertools.pairwise(gaps)), gaps
+    skipped = [r for r in caplog.records if "no space left" in r.getMessage()]
+    assert len(skipped) == len(calls)
 
 
 async def test_a_stop_does_not_wait_out_a_long_compaction(
