@@ -10,8 +10,8 @@ Every commit writes a new version: a manifest listing every fragment, so a burst
 commits left thousands of manifests behind (bench/RESULTS.md, "How big a store grows").
 Each compaction is followed by a cleanup of the versions replaced more than
 ``keep_versions_seconds`` ago (10 s). A compaction merges the fragments under
-``COMPACT_TARGET_ROWS`` rows, in steps of ``COMPACT_STEP_ROWS`` rewritten (~210 MB;
-LanceDB's own ``optimize`` rewrote every fragment of a table under a million rows, 13 GB at
+``COMPACT_TARGET_ROWS`` rows, in steps of ``COMPACT_STEP_ROWS`` rewritten (~220 MiB;
+LanceDB's own ``optimize`` rewrote every fragment of a table under a million rows, 13 GiB at
 1M memories), and those with deleted rows (see ``PURGE_EVERY_SECONDS``). It runs
 every ``compact_every`` commits (as before), and by time: once the writer has been idle
 ``keep_versions_seconds`` after a compaction that had to keep versions (too young then),
@@ -648,7 +648,7 @@ class LanceStore:
         # a millisecond keeps its meaning without the warning.
         self.keep_versions = timedelta(seconds=max(keep_versions_seconds, 0.001))
         self.cleanup_every = cleanup_every_seconds
-        self.purge_every = purge_every_seconds  # (PURGE_EVERY_SECONDS)
+        self.purge_every = purge_every_seconds  # storage.purge_every_seconds
         # the last compaction that purged deleted rows (the first one does: a daemon
         # restarted more often than hourly purges too)
         self._purged_at = time.monotonic() - self.purge_every
@@ -1685,7 +1685,8 @@ class LanceStore:
                 heap.release_free_pages()
                 self._compact_backoff = 0.0
             except Exception as e:  # compaction is an optimisation; never fail writes over it
-                if not _CONCURRENT_WRITERS.search(str(e)):
+                postponed = _CONCURRENT_WRITERS.search(str(e)) is not None
+                if not postponed:  # not again so soon (a full disk stays full a while)
                     self._compact_backoff = min(
                         max(2 * self._compact_backoff, COMPACT_RETRY_FIRST_SECONDS),
                         COMPACT_RETRY_MAX_SECONDS,
@@ -1693,7 +1694,7 @@ class LanceStore:
                     self._compact_retry_at = time.monotonic() + self._compact_backoff
                 if no_space(e):
                     log.warning("background compaction skipped: no space left on device")
-                elif _CONCURRENT_WRITERS.search(str(e)):
+                elif postponed:
                     # Appends kept committing while it ran (a bulk import): Lance gave up
                     # rebasing the rewrite on them. Nothing is lost; it runs again once
                     # writes pause.

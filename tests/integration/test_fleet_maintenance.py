@@ -11,8 +11,10 @@ import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
+import lance
 import lancedb
 import pytest
+from memoryd_testing.compaction import hold_large_rewrites, small_fragments
 from memoryd_testing.records import record, row
 from memoryd_testing.s3 import S3Server
 
@@ -264,11 +266,7 @@ async def test_on_a_bucket_a_large_fragments_purge_holds_the_forgets_off(
     daemon's Forgets off, as every rewrite did: run beside them (as on a local disk), a
     Forget landing on it got it refused, and its objects, a copy of the text just
     forgotten, stayed in the bucket in no version for 7 days (helper-51's review)."""
-    import lance.optimize
-
-    monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
-    monkeypatch.setattr(lance_store, "COMPACT_STEP_ROWS", 40)
-    monkeypatch.setattr(lance_store, "LONE_TASK_ROWS", 100)
+    small_fragments(monkeypatch)
     bucket = s3.new_bucket()
     uri = f"s3://{bucket}/memoryd"
     store = LanceStore(
@@ -281,31 +279,7 @@ async def test_on_a_bucket_a_large_fragments_purge_holds_the_forgets_off(
         compact_every=10**6,
         keep_versions_seconds=0.2,
     )
-    real = lance.optimize.Compaction
-    entered, go = threading.Event(), threading.Event()
-
-    class Task:
-        def __init__(self, task: lance.optimize.CompactionTask) -> None:
-            self.task, self.fragments = task, task.fragments
-
-        def execute(self, ds: object) -> object:
-            if sum(f.physical_rows for f in self.fragments) > 100:
-                entered.set()
-                go.wait(20)
-            return self.task.execute(ds)
-
-    class Plan:
-        def __init__(self, plan: object) -> None:
-            self.tasks = [Task(t) for t in plan.tasks]  # type: ignore[attr-defined]
-
-    class Held:
-        commit = real.commit
-
-        @staticmethod
-        def plan(ds: object, options: object) -> Plan:
-            return Plan(real.plan(ds, options))
-
-    monkeypatch.setattr(lance.optimize, "Compaction", Held)
+    entered, go, _ = hold_large_rewrites(monkeypatch)
     code = "the door code is 9001"
     store._purged_at = time.monotonic()  # no purge before the Forgets
     store.start()

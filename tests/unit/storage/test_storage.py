@@ -16,6 +16,7 @@ from typing import Any
 import lance.optimize
 import numpy as np
 import pytest
+from memoryd_testing.compaction import hold_large_rewrites, small_fragments
 
 from memoryd.core.errors import ConfigError
 from memoryd.core.records import Category, Memory, stored_memory, with_access
@@ -55,43 +56,6 @@ def stall_compactions(store: LanceStore, hold: float) -> tuple[threading.Event, 
 
     store._optimize_memories = stalled_optimize  # type: ignore[method-assign]
     return started, release
-
-
-def hold_large_rewrites(
-    monkeypatch: pytest.MonkeyPatch,
-) -> tuple[threading.Event, threading.Event, list[int]]:
-    """Make every compaction task over 100 rows wait (up to 10 s) before it executes until
-    released: returns the event set when one waits, the one that releases it (cleared
-    again by the task), and the id of each such task's first fragment, in turn."""
-    real = lance.optimize.Compaction
-    entered, go = threading.Event(), threading.Event()
-    firsts: list[int] = []
-
-    class Task:
-        def __init__(self, task: lance.optimize.CompactionTask) -> None:
-            self.task, self.fragments = task, task.fragments
-
-        def execute(self, ds: object) -> object:
-            if sum(f.physical_rows for f in self.fragments) > 100:
-                firsts.append(self.fragments[0].id)
-                entered.set()
-                go.wait(10)
-                go.clear()
-            return self.task.execute(ds)
-
-    class Plan:
-        def __init__(self, plan: object) -> None:
-            self.tasks = [Task(t) for t in plan.tasks]  # type: ignore[attr-defined]
-
-    class Held:
-        commit = real.commit
-
-        @staticmethod
-        def plan(ds: object, options: object) -> Plan:
-            return Plan(real.plan(ds, options))
-
-    monkeypatch.setattr(lance.optimize, "Compaction", Held)
-    return entered, go, firsts
 
 
 def in_files(directory: Path, text: str) -> bool:
@@ -535,9 +499,7 @@ async def test_a_large_fragments_purge_lets_forgets_through_and_ends_under_them(
     and it is tried again; after ``LONE_TASK_TRIES`` refusals in a row it holds the
     Forgets off, so a steady trickle cannot put it off for good; the next large fragment
     runs beside them again (helper-51's review: it held them too)."""
-    monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
-    monkeypatch.setattr(lance_store, "COMPACT_STEP_ROWS", 40)
-    monkeypatch.setattr(lance_store, "LONE_TASK_ROWS", 100)
+    small_fragments(monkeypatch)
     store = LanceStore(
         str(tmp_path),
         table="m",
@@ -618,9 +580,7 @@ async def test_a_rewrite_another_daemons_forget_refused_leaves_no_copy_of_it(
     the other's: a Forget of the other daemon landing on a fragment under rewrite makes
     Lance refuse the rewrite. Its files, a copy of the text just forgotten, are deleted at
     once; they stayed 7 days in no version (helper-52's review)."""
-    monkeypatch.setattr(lance_store, "COMPACT_TARGET_ROWS", 40)
-    monkeypatch.setattr(lance_store, "COMPACT_STEP_ROWS", 40)
-    monkeypatch.setattr(lance_store, "LONE_TASK_ROWS", 100)
+    small_fragments(monkeypatch)
     kw: dict[str, Any] = dict(table="m", model_name="x", dim=8, compact_every=10**6, shared=True)
     a, b = LanceStore(str(tmp_path), **kw), LanceStore(str(tmp_path), **kw)
     a._compacting = b._compacting = True  # no compaction but the one below
