@@ -46,9 +46,12 @@ flapped back to SERVING while Stores still failed.)
 A store shared by several daemons (an object store, ``storage.uri = s3://...``): only the
 holder of the maintenance lease (:mod:`memoryd.storage.lease`) compacts and cleans up,
 judged from the table itself (its small fragments, whoever wrote them), and the cleanup
-deletes only versions replaced more than ``keep_versions`` ago (:func:`safe_older_than`),
-since other daemons read them. Appends, updates and deletes of every daemon commit beside
-it (Lance rebases them over a compaction; a compaction that loses to a delete is retried).
+deletes only versions replaced more than ``keep_versions`` ago, since other daemons read
+them: of the memories' table exactly those, by number (:func:`replaced_versions`; also
+``keep_versions`` after a purge, so the texts it purged leave the bucket then), of the
+others by LanceDB's time cutoff (:func:`safe_older_than`). Appends, updates and deletes of
+every daemon commit beside it (Lance rebases them over a compaction; a compaction that
+loses to a delete is retried).
 An object store that does not answer a write (:func:`store_unreachable`) is answered as
 ``StoreUnavailable`` (UNAVAILABLE, naming the store and the cause) and reported by
 ``status()`` like a full disk; later writes are refused at once, without waiting for a
@@ -281,6 +284,28 @@ def safe_older_than(
         return None  # no version, or none older than vk
     cutoff = min(ts for _, ts in stamps[before[-1] :])
     return timedelta(seconds=now - cutoff) + keep
+
+
+def replaced_versions(versions: Sequence[dict[str, Any]], keep: timedelta, now: float) -> list[int]:
+    """The versions replaced more than ``keep`` ago, by number, for Lance's cleanup of
+    exactly those (``cleanup_old_versions(versions=...)``): every version before ``vk``, the
+    newest committed ``keep`` ago or earlier (each was replaced by ``vk`` at the latest). What
+    :func:`safe_older_than` allows, without the second ``keep`` its time cutoff needs: a
+    cutoff dates versions by their own commits, so the one before a purge, committed within
+    ``keep`` of it, stayed until a version committed ``keep`` after the purge was itself
+    ``keep`` old (for good while nothing was written after the purge). A version is dated
+    no earlier than any before it: one stamped earlier by a daemon whose clock runs behind
+    was still committed after them, and does not count as old before they do."""
+    horizon = now - keep.total_seconds()
+    vk = None
+    latest = float("-inf")
+    for number, stamp in sorted((int(v["version"]), v["timestamp"].timestamp()) for v in versions):
+        latest = max(latest, stamp)
+        if latest <= horizon:
+            vk = number
+    if vk is None:
+        return []
+    return sorted(int(v["version"]) for v in versions if int(v["version"]) < vk)
 
 
 # An append whose read version was overwritten since (another daemon folded the access log).
@@ -664,6 +689,8 @@ class LanceStore:
         # When the last purge ended (wall time): the versions it replaced list the files
         # that held the texts it purged until a cleanup past it (_versions_due).
         self._purge_ended = 0.0
+        # object store: when the purge whose replaced versions the last cleanup deleted ended
+        self._purge_swept = 0.0
         self._more_to_compact = False  # the last step left planned tasks for the next
         self._lone_refusals = 0  # a large rewrite's commits refused in a row (LONE_TASK_ROWS)
         self.lone_refusals = 0  # ... and in all
@@ -1531,7 +1558,8 @@ class LanceStore:
     ) -> bool:
         """Compact the memories' table (fragments under ``COMPACT_TARGET_ROWS`` merged, on
         one thread; fragments with deleted rows too, ``purge_every`` apart), then
-        delete the versions replaced more than ``older_than`` ago (None: none). Whether it
+        delete the versions replaced more than ``older_than`` ago (None: none; with the
+        lease, exactly those replaced more than ``keep_versions`` ago). Whether it
         rewrote any fragment. ``purge_found``: begin a purge (deleted rows another daemon
         left, seen by the shared store's pass). The callers hold ``_rewrite_lock`` (this
         daemon's deletes and updates wait); its appends wait for the commit alone: Lance
@@ -1620,7 +1648,16 @@ class LanceStore:
             self._purge_ended = time.time()
         if older_than is not None:
             latest = ds.checkout_version(ds.latest_version)
-            if purged and self._lease is None and not self._shared:
+            if self._lease is not None:
+                # Other daemons read it: exactly the versions replaced more than
+                # keep_versions ago go (older_than only said that some are).
+                now = time.time()
+                due = replaced_versions(latest.versions(), self.keep_versions, now)
+                if due:
+                    latest.cleanup_old_versions(versions=due)
+                if now - self.keep_versions.total_seconds() >= self._purge_ended:
+                    self._purge_swept = self._purge_ended  # its versions were among them
+            elif purged and not self._shared:
                 # This daemon is the store's only writer (a local directory other daemons do
                 # not follow: shared, they may have files written and not yet committed,
                 # whose commit would then name files gone): files no version lists are those of
@@ -1736,7 +1773,8 @@ class LanceStore:
         """The lease holder's pass over a shared store: compact the memories' table once
         ``compact_every`` small fragments piled up (whoever wrote them), the keys table once
         ``KEYS_COMPACT_COMMITS`` did, and delete the versions of each that were replaced more
-        than ``keep_versions`` ago (``safe_older_than``). Appends of every daemon go on
+        than ``keep_versions`` ago (``replaced_versions``, ``safe_older_than``), the
+        memories' also ``keep_versions`` after a purge. Appends of every daemon go on
         meanwhile (Lance rebases an append over a compaction and the reverse)."""
         try:
             existing = self._db.list_tables().tables
@@ -1773,6 +1811,14 @@ class LanceStore:
                     why = "the rest of the last compaction"
                 elif purge:
                     why = "deleted rows to purge"
+                elif (
+                    name == self._table_name
+                    and older_than is not None
+                    and self._purge_ended > self._purge_swept
+                    and time.time() - self._purge_ended >= self.keep_versions.total_seconds()
+                ):
+                    # their files hold the texts purged: not left for cleanup_every
+                    why = "the versions the last purge replaced"
                 elif older_than is not None and small <= 1:
                     why = "old versions (nothing to compact)"
                 elif older_than is not None and time.time() - last >= self.cleanup_every:

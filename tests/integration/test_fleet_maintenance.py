@@ -311,3 +311,54 @@ async def test_on_a_bucket_a_large_fragments_purge_holds_the_forgets_off(
         k for k in keys if code.encode() in client.get_object(Bucket=bucket, Key=k)["Body"].read()
     ]
     assert holding and all(k.rsplit("/", 1)[1] in listed for k in holding)
+
+
+def holding(s3: S3Server, bucket: str, text: str) -> list[str]:
+    """The keys under the store's table whose bytes hold ``text``."""
+    client = s3.client()
+    listing = client.list_objects_v2(Bucket=bucket, Prefix="memoryd/m.lance/")
+    keys = []
+    for o in listing.get("Contents", []):
+        try:
+            body = client.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
+        except client.exceptions.NoSuchKey:
+            continue  # deleted since the listing
+        if text.encode() in body:
+            keys.append(o["Key"])
+    return keys
+
+
+@pytest.mark.parametrize("store_after", [False, True], ids=["nothing-after", "a-store-after"])
+async def test_on_a_bucket_a_forgotten_text_leaves_keep_versions_after_the_purge(
+    s3: S3Server, store_after: bool
+) -> None:
+    """The versions a purge replaced list the file that holds a forgotten text; they go
+    keep_versions after the purge. Before, the cleanup's time cutoff kept the Forget's own
+    version (committed within keep_versions of the purge) until a version committed
+    keep_versions after the purge was itself that old: with nothing written after the
+    purge, for good; and with another daemon's Store after it (two small fragments, so no
+    cleanup alone), until the hourly cleanup."""
+    bucket = s3.new_bucket()
+    uri = f"s3://{bucket}/memoryd"
+    keep = 2.0
+    # (shared: each reads the newest version before its writes, as a daemon following does)
+    holder = shared_store(s3, uri, compact_every=10**6, keep_versions_seconds=keep, shared=True)
+    other = shared_store(s3, uri, compact_every=10**6, keep_versions_seconds=keep, shared=True)
+    code = "the door code is 9001"
+    holder.start()
+    try:
+        await wait_for(lambda: holder._lease.held())  # type: ignore[union-attr]
+        other.start()
+        await holder.add([row(i, text=code if i == 1 else f"text {i}") for i in range(20)])
+        assert holding(s3, bucket, code)
+        await other.delete([row(1)[0].id])  # the Forget: by either daemon, purged by the holder
+        await wait_for(lambda: holder._purge_ended > 0)
+        if store_after:
+            await other.add([row(100)])
+        await wait_for(lambda: not holding(s3, bucket, code), timeout=keep + 20)
+    finally:
+        holder.close()
+        other.close()
+    fresh = LanceStore(uri, table="m", model_name="x", dim=8, storage_options=s3.storage_options())
+    ids = sorted(m.id for m, _, _ in fresh.scan())
+    assert ids == sorted(record(i).id for i in [0, *range(2, 20)] + ([100] if store_after else []))

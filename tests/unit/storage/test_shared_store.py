@@ -11,6 +11,7 @@ import pytest
 from memoryd.storage.lance_store import (
     OBJECT_STORE_DEFAULTS,
     object_store_options,
+    replaced_versions,
     safe_older_than,
     store_unreachable,
     unreachable_cause,
@@ -75,6 +76,35 @@ def test_a_later_version_stamped_earlier_by_a_skewed_clock_stays_too() -> None:
     # Version 3 was committed by a daemon whose clock runs 40 s behind: stamped before
     # version 2. It still stays (every version from the one newest 10 s ago on does).
     listed = versions(100, 20, 60, 2)
+    assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3, 4]
+
+
+def test_the_versions_a_purge_replaced_go_keep_after_it_though_nothing_follows() -> None:
+    # Version 2 is the Forget (20 s ago), version 3 the purge that rewrote its row's file
+    # (19 s ago), nothing after. Both 1 and 2 list the old file, with the text: they go
+    # now, keep after the purge. The time cutoff kept version 2 until a version committed
+    # keep after the purge was itself keep old: with nothing written, for good.
+    listed = versions(3600, 20, 19)
+    assert replaced_versions(listed, KEEP, NOW) == [1, 2]
+    assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3]
+    # 5 s after the purge a daemon may still be reading version 2: only 1 goes.
+    assert replaced_versions(versions(3600, 30, 5), KEEP, NOW) == [1]
+
+
+def test_exactly_the_versions_replaced_more_than_keep_ago_go() -> None:
+    listed = versions(100, 60, 30, 22, 5, 1)
+    assert replaced_versions(listed, KEEP, NOW) == [1, 2, 3]  # version 4 was newest 10 s ago
+    assert replaced_versions(versions(5, 3, 1), KEEP, NOW) == []
+    assert replaced_versions(versions(50), KEEP, NOW) == []  # the newest always stays
+    assert replaced_versions(versions(50, 3, 1), KEEP, NOW) == []  # 1 replaced 3 s ago
+
+
+def test_a_version_stamped_early_by_a_clock_behind_does_not_age_the_ones_before_it() -> None:
+    # Version 3 was committed after version 2 (5 s ago) by a daemon whose clock runs behind:
+    # stamped 60 s ago. Versions 1 and 2 were replaced 5 s ago at most: both stay. (The
+    # time cutoff took version 3 for old and let version 1 go.)
+    listed = versions(100, 5, 60, 2)
+    assert replaced_versions(listed, KEEP, NOW) == []
     assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3, 4]
 
 
