@@ -25,7 +25,9 @@ proportional to the memories it holds. That runs on a thread of its own, so appe
 rewrite committed with the appends held for that commit alone (Lance rebases it over the
 appends committed since its plan), while a delete or an update committed during one makes
 the compaction fail (and its work is lost). So the writer holds deletes and updates back
-until a compaction in progress ends.
+until a compaction step in progress ends; the Stores queued behind them commit meanwhile,
+except one naming a memory a write before it names, which keeps its place
+(``_hold_rewrites``).
 
 Access counts (bumped by every Recall that returns a memory) go to a log table of their
 own, ``<table>_access`` (id, count, last access), appended a batch at a time and folded to
@@ -73,6 +75,7 @@ store made by another model is refused with a clear message.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import errno
 import hashlib
@@ -109,6 +112,9 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
 IDLE_COMPACT_SECONDS = 1.0
+# A delete or update waiting for a compaction step looks this often for Stores queued
+# behind it that may commit first.
+PASS_POLL_SECONDS = 0.02
 COMPACT_FORCE_FACTOR = 5
 KEEP_VERSIONS_SECONDS = 10.0  # versions replaced longer ago go at the next cleanup
 SHARED_KEEP_VERSIONS_SECONDS = 900.0  # ... on an object store (others read it too)
@@ -183,6 +189,9 @@ STATUS_OK = "ok"
 # A shared store (several daemons, see storage/lease.py): the lease holder looks at the
 # table this often (idle or not) for fragments to compact and versions to clean up.
 SHARED_MAINTAIN_CHECK_SECONDS = 5.0
+# Object store: the versions the last purge replaced are looked for this often once due
+# until all are gone (a version stamped by a clock ahead keeps them a while longer).
+SWEEP_RETRY_SECONDS = 60.0
 KEEP_ALL = timedelta(days=3650)  # optimize's cleanup when no version is due to go
 # While the object store is unreachable: the first probe after this long, then doubling.
 PROBE_FIRST_SECONDS = 0.5
@@ -286,10 +295,24 @@ def safe_older_than(
     return timedelta(seconds=now - cutoff) + keep
 
 
-def replaced_versions(versions: Sequence[dict[str, Any]], keep: timedelta, now: float) -> list[int]:
+def version_stamps(ds: Any) -> list[tuple[int, float]]:
+    """Each version of a pylance dataset with its commit time (seconds since the epoch),
+    from the manifests' nanoseconds: pylance's ``versions()`` makes naive local datetimes,
+    which read an hour early in the hour a clock change repeats (helper-55's review), so a
+    cleanup by them could delete a version replaced seconds before."""
+    try:
+        return [(int(v["version"]), int(v["timestamp"]) / 1e9) for v in ds._ds.versions()]
+    except (AttributeError, KeyError, TypeError, ValueError):  # another pylance's shape
+        return [(int(v["version"]), v["timestamp"].timestamp()) for v in ds.versions()]
+
+
+def replaced_versions(
+    stamps: Sequence[tuple[int, float]], keep: timedelta, now: float
+) -> list[int]:
     """The versions replaced more than ``keep`` ago, by number, for Lance's cleanup of
-    exactly those (``cleanup_old_versions(versions=...)``): every version before ``vk``, the
-    newest committed ``keep`` ago or earlier (each was replaced by ``vk`` at the latest). What
+    exactly those (``cleanup_old_versions(versions=...)``), from ``(version, commit time)``
+    pairs (:func:`version_stamps`): every version before ``vk``, the newest committed
+    ``keep`` ago or earlier (each was replaced by ``vk`` at the latest). What
     :func:`safe_older_than` allows, without the second ``keep`` its time cutoff needs: a
     cutoff dates versions by their own commits, so the one before a purge, committed within
     ``keep`` of it, stayed until a version committed ``keep`` after the purge was itself
@@ -299,13 +322,13 @@ def replaced_versions(versions: Sequence[dict[str, Any]], keep: timedelta, now: 
     horizon = now - keep.total_seconds()
     vk = None
     latest = float("-inf")
-    for number, stamp in sorted((int(v["version"]), v["timestamp"].timestamp()) for v in versions):
+    for number, stamp in sorted(stamps):
         latest = max(latest, stamp)
         if latest <= horizon:
             vk = number
     if vk is None:
         return []
-    return sorted(int(v["version"]) for v in versions if int(v["version"]) < vk)
+    return sorted(number for number, _ in stamps if number < vk)
 
 
 # An append whose read version was overwritten since (another daemon folded the access log).
@@ -689,8 +712,11 @@ class LanceStore:
         # When the last purge ended (wall time): the versions it replaced list the files
         # that held the texts it purged until a cleanup past it (_versions_due).
         self._purge_ended = 0.0
-        # object store: when the purge whose replaced versions the last cleanup deleted ended
-        self._purge_swept = 0.0
+        # Object store: the table's version when the last purge ended, the newest version
+        # before which every version was deleted since, and when to look for those again.
+        self._purge_version = 0
+        self._swept_version = 0
+        self._sweep_at = 0.0
         self._more_to_compact = False  # the last step left planned tasks for the next
         self._lone_refusals = 0  # a large rewrite's commits refused in a row (LONE_TASK_ROWS)
         self.lone_refusals = 0  # ... and in all
@@ -721,6 +747,11 @@ class LanceStore:
         self._keys = self._open(self._keys_name) if self._keys_name in existing else None
         self._keys_commits = 0
         self._queue: queue.Queue[_Op | None] = queue.Queue()
+        # Writes the writer took off the queue and has not committed yet, in order (None:
+        # stop): the next of another kind than its group, and those queued behind a delete
+        # or update held by a compaction step that did not go ahead of it.
+        self._deferred: collections.deque[_Op | None] = collections.deque()
+        self.passed_stores = 0  # Stores committed ahead of a held delete or update
         self._thread: threading.Thread | None = None
         self._commits_since_compact = 0
         # Held by the compactor while it rewrites the table; deletes and updates take it.
@@ -973,7 +1004,7 @@ class LanceStore:
     def pending(self) -> str:
         """What closing would wait for, in words ("" = nothing)."""
         parts = []
-        if (queued := self._queue.qsize()) > 0:
+        if (queued := self._queue.qsize() + sum(op is not None for op in self._deferred)) > 0:
             parts.append(f"{queued} queued writes")
         if self._compacting:
             parts.append("a compaction in progress")
@@ -1156,11 +1187,13 @@ class LanceStore:
         return op.future
 
     def _run(self) -> None:
-        pending: _Op | None = None
         while True:
-            op = pending
-            pending = None
-            if op is None:
+            op: _Op | None
+            if self._deferred:  # taken off the queue, not committed yet: first, in order
+                op = self._deferred.popleft()
+                if op is None:
+                    return
+            else:
                 try:
                     # Wake up after a quiet second to compact while nobody waits on us.
                     op = self._queue.get(timeout=IDLE_COMPACT_SECONDS)
@@ -1184,43 +1217,96 @@ class LanceStore:
                             self._settle_at = None
                             self._trim_heap()
                     continue
-            if op is None:
-                return
+                if op is None:
+                    return
             group = [op]
             size = op.size
-            # Group commit: take what else is queued, same kind, up to max_batch rows.
+            # Group commit: take what else is waiting, same kind, up to max_batch rows.
             while size < self.max_batch:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self._queue.put(None)  # stop after this group
-                    break
-                if nxt.kind != op.kind:
-                    pending = nxt
-                    break
+                if self._deferred:
+                    nxt = self._deferred[0]
+                    if nxt is None or nxt.kind != op.kind:
+                        break
+                    self._deferred.popleft()
+                else:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is None or nxt.kind != op.kind:
+                        self._deferred.append(nxt)  # next (None: stop after this group)
+                        break
                 group.append(nxt)
                 size += nxt.size
-            error: BaseException | None = None
-            if self._unreachable and not self._probe_store():
-                error = self._refused()  # at once, not after a timeout per group
-            else:
-                try:
-                    self._commit(op.kind, group)
-                except BaseException as e:
-                    error = self._failed(e, len(group))
-                else:
-                    self._recovered()
-            for g in group:
-                assert g.loop is not None and g.future is not None
-                g.loop.call_soon_threadsafe(_resolve, g.future, error)
-            if error is None:
+            if self._commit_group(op.kind, group):
                 self._settle_at = time.monotonic() + SETTLE_TRIM_SECONDS
                 self._maybe_compact()
                 self._untrimmed += size
                 if self._untrimmed >= TRIM_EVERY_ROWS:
                     self._trim_heap()
+
+    def _commit_group(self, kind: str, group: list[_Op]) -> bool:
+        """Commit one group of writes and answer each; whether it committed."""
+        error: BaseException | None = None
+        if self._unreachable and not self._probe_store():
+            error = self._refused()  # at once, not after a timeout per group
+        else:
+            try:
+                self._commit(kind, group)
+            except BaseException as e:
+                error = self._failed(e, len(group))
+            else:
+                self._recovered()
+        for g in group:
+            assert g.loop is not None and g.future is not None
+            g.loop.call_soon_threadsafe(_resolve, g.future, error)
+        return error is None
+
+    def _hold_rewrites(self, group: list[_Op]) -> None:
+        """Take ``_rewrite_lock`` for a group of deletes or updates (a compaction step in
+        progress would fail on them: they wait for it to end). Meanwhile the Stores queued
+        behind them commit (a step is about a second, but a large fragment's rewrite on an
+        object store holds them a minute at 1M rows), unless a write waiting before them
+        names one of their ids: a Store of a memory just forgotten (an Import) lands after
+        the Forget, as it was sent."""
+        if self._rewrite_lock.acquire(blocking=False):
+            return
+        waiting = {i for g in group for i in _op_ids(g)}
+        while not self._rewrite_lock.acquire(timeout=PASS_POLL_SECONDS):
+            self._pass_stores(waiting)
+
+    def _pass_stores(self, waiting: set[str]) -> None:
+        """Commit the Stores waiting behind a held delete or update that may go first (see
+        ``_hold_rewrites``): everything queued is taken, in order, behind what was taken
+        before; every add naming none of the ids of ``waiting`` or of a write before it
+        that stays goes, up to ``max_batch`` rows."""
+        while True:
+            try:
+                nxt = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            self._deferred.append(nxt)
+            if nxt is None:
+                break  # stop: nothing comes after it
+        blocked = set(waiting)
+        passing: list[_Op] = []
+        staying: collections.deque[_Op | None] = collections.deque()
+        size = 0
+        for op in self._deferred:
+            if op is not None and op.kind == "add" and size < self.max_batch:
+                ids = _op_ids(op)
+                if blocked.isdisjoint(ids):
+                    passing.append(op)
+                    size += op.size
+                    continue
+            staying.append(op)
+            if op is not None:
+                blocked.update(_op_ids(op))
+        if not passing:
+            return
+        self._deferred = staying
+        self.passed_stores += len(passing)
+        self._commit_group("add", passing)
 
     def _maybe_drop_caches(self) -> None:
         """Drop LanceDB's caches once a burst of writes (or a compaction, or a cleanup)
@@ -1369,9 +1455,12 @@ class LanceStore:
         if kind == "add":
             self._commit_rows(kind, group)
         else:  # would make a compaction in progress fail: wait for it to end
-            with self._rewrite_lock:
+            self._hold_rewrites(group)
+            try:
                 self._commit_rows(kind, group)
                 self._deleting_commits += 1
+            finally:
+                self._rewrite_lock.release()
         self.commits += 1
         self._commits_since_compact += 1
         self._last_write = time.time()
@@ -1646,17 +1735,21 @@ class LanceStore:
             self._purging = None
             purged = True
             self._purge_ended = time.time()
+            self._purge_version = ds.latest_version
+            self._sweep_at = self._purge_ended + self.keep_versions.total_seconds()
         if older_than is not None:
             latest = ds.checkout_version(ds.latest_version)
             if self._lease is not None:
                 # Other daemons read it: exactly the versions replaced more than
                 # keep_versions ago go (older_than only said that some are).
-                now = time.time()
-                due = replaced_versions(latest.versions(), self.keep_versions, now)
+                stamps = version_stamps(latest)
+                due = replaced_versions(stamps, self.keep_versions, time.time())
                 if due:
                     latest.cleanup_old_versions(versions=due)
-                if now - self.keep_versions.total_seconds() >= self._purge_ended:
-                    self._purge_swept = self._purge_ended  # its versions were among them
+                gone = set(due)
+                if all(n in gone for n, _ in stamps if n < self._purge_version):
+                    # every version the last purge replaced (with the texts it purged)
+                    self._swept_version = max(self._swept_version, self._purge_version)
             elif purged and not self._shared:
                 # This daemon is the store's only writer (a local directory other daemons do
                 # not follow: shared, they may have files written and not yet committed,
@@ -1786,13 +1879,17 @@ class LanceStore:
                 if name not in existing or not self._may_maintain():
                     continue
                 table = self._db.open_table(name)  # the newest version, whoever wrote it
-                older_than = self._older_than(table)
                 deleted = False  # a fragment with deleted rows (any daemon's Forgets)
                 if name == self._table_name:  # small by our compaction's measure
-                    frags = [f.metadata for f in table.to_lance(**self._caches()).get_fragments()]
+                    ds = table.to_lance(**self._caches())
+                    # (whether any is due: the cleanup deletes exactly those, by number)
+                    due = replaced_versions(version_stamps(ds), self.keep_versions, time.time())
+                    older_than = self.keep_versions if due else None
+                    frags = [f.metadata for f in ds.get_fragments()]
                     small = sum(f.physical_rows < COMPACT_TARGET_ROWS for f in frags)
                     deleted = any(f.deletion_file is not None for f in frags)
                 else:
+                    older_than = self._older_than(table)
                     # A dict at run time, typed as a class: read as one.
                     stats: dict[str, Any] = table.stats()  # type: ignore[assignment]
                     small = int(stats["fragment_stats"]["num_small_fragments"])
@@ -1814,10 +1911,12 @@ class LanceStore:
                 elif (
                     name == self._table_name
                     and older_than is not None
-                    and self._purge_ended > self._purge_swept
-                    and time.time() - self._purge_ended >= self.keep_versions.total_seconds()
+                    and self._purge_version > self._swept_version
+                    and time.time() >= self._sweep_at
                 ):
-                    # their files hold the texts purged: not left for cleanup_every
+                    # their files hold the texts purged: not left for cleanup_every (and
+                    # if some are not yet due, a clock ahead: looked for again in a while)
+                    self._sweep_at = time.time() + SWEEP_RETRY_SECONDS
                     why = "the versions the last purge replaced"
                 elif older_than is not None and small <= 1:
                     why = "old versions (nothing to compact)"
@@ -1882,6 +1981,11 @@ def _fold(log_table: pa.Table) -> pa.Table:
         ],
         schema=ACCESS_SCHEMA,
     )
+
+
+def _op_ids(op: _Op) -> list[str]:
+    """The memory ids a write names (its rows' or the ids it deletes)."""
+    return [r[0].id for r in op.rows] if op.rows else list(op.ids)
 
 
 def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:

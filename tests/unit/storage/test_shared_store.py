@@ -3,9 +3,11 @@ the object store is unreachable, and the bounded timeouts an object store gets."
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import lance
 import pytest
 
 from memoryd.storage.lance_store import (
@@ -15,6 +17,7 @@ from memoryd.storage.lance_store import (
     safe_older_than,
     store_unreachable,
     unreachable_cause,
+    version_stamps,
 )
 from memoryd.storage.lease import open_store
 
@@ -29,6 +32,11 @@ def versions(*ages: float) -> list[dict[str, Any]]:
         {"version": i + 1, "timestamp": datetime.fromtimestamp(NOW - age)}
         for i, age in enumerate(ages)
     ]
+
+
+def stamps(listed: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    """``listed`` as (version, commit time) pairs, as ``version_stamps`` gives them."""
+    return [(v["version"], v["timestamp"].timestamp()) for v in listed]
 
 
 def kept(
@@ -85,18 +93,22 @@ def test_the_versions_a_purge_replaced_go_keep_after_it_though_nothing_follows()
     # now, keep after the purge. The time cutoff kept version 2 until a version committed
     # keep after the purge was itself keep old: with nothing written, for good.
     listed = versions(3600, 20, 19)
-    assert replaced_versions(listed, KEEP, NOW) == [1, 2]
+    assert replaced_versions(stamps(listed), KEEP, NOW) == [1, 2]
     assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3]
     # 5 s after the purge a daemon may still be reading version 2: only 1 goes.
-    assert replaced_versions(versions(3600, 30, 5), KEEP, NOW) == [1]
+    assert replaced_versions(stamps(versions(3600, 30, 5)), KEEP, NOW) == [1]
 
 
 def test_exactly_the_versions_replaced_more_than_keep_ago_go() -> None:
     listed = versions(100, 60, 30, 22, 5, 1)
-    assert replaced_versions(listed, KEEP, NOW) == [1, 2, 3]  # version 4 was newest 10 s ago
-    assert replaced_versions(versions(5, 3, 1), KEEP, NOW) == []
-    assert replaced_versions(versions(50), KEEP, NOW) == []  # the newest always stays
-    assert replaced_versions(versions(50, 3, 1), KEEP, NOW) == []  # 1 replaced 3 s ago
+    assert replaced_versions(stamps(listed), KEEP, NOW) == [
+        1,
+        2,
+        3,
+    ]  # version 4 was newest 10 s ago
+    assert replaced_versions(stamps(versions(5, 3, 1)), KEEP, NOW) == []
+    assert replaced_versions(stamps(versions(50)), KEEP, NOW) == []  # the newest always stays
+    assert replaced_versions(stamps(versions(50, 3, 1)), KEEP, NOW) == []  # 1 replaced 3 s ago
 
 
 def test_a_version_stamped_early_by_a_clock_behind_does_not_age_the_ones_before_it() -> None:
@@ -104,8 +116,49 @@ def test_a_version_stamped_early_by_a_clock_behind_does_not_age_the_ones_before_
     # stamped 60 s ago. Versions 1 and 2 were replaced 5 s ago at most: both stay. (The
     # time cutoff took version 3 for old and let version 1 go.)
     listed = versions(100, 5, 60, 2)
-    assert replaced_versions(listed, KEEP, NOW) == []
+    assert replaced_versions(stamps(listed), KEEP, NOW) == []
     assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3, 4]
+
+
+def test_versions_are_dated_right_in_the_hour_a_clock_change_repeats(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 2026-11-01 06:30 UTC is 01:30 EST in New York, the second 01:30 that night. pylance's
+    # versions() gives a naive 01:30, which reads as 01:30 EDT: an hour early, so a version
+    # replaced a second ago would look replaced an hour ago (helper-55's review).
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        committed = datetime(2026, 11, 1, 6, 30, tzinfo=UTC).timestamp()
+        ds = FakeDataset([(1, committed - 7200), (2, committed)])
+        naive = [(v["version"], v["timestamp"].timestamp()) for v in ds.versions()]
+        assert naive == [(1, committed - 7200), (2, committed - 3600)]  # pylance's, off
+        assert replaced_versions(naive, KEEP, committed + 1) == [1]  # replaced 1 s ago
+        assert version_stamps(ds) == ds.raw
+        assert replaced_versions(version_stamps(ds), KEEP, committed + 1) == []
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+class RawVersions:
+    def __init__(self, raw: list[tuple[int, float]]) -> None:
+        self.raw = raw
+
+    def versions(self) -> list[dict[str, Any]]:  # the manifests' nanoseconds
+        return [{"version": n, "timestamp": int(t) * 10**9} for n, t in self.raw]
+
+
+class FakeDataset:
+    """A pylance dataset as far as its versions go: its native list (nanoseconds) and
+    ``versions()``, pylance 13's own conversion of it."""
+
+    def __init__(self, raw: list[tuple[int, float]]) -> None:
+        self.raw = raw
+        self._ds = RawVersions(raw)
+
+    def versions(self) -> list[dict[str, Any]]:
+        return lance.LanceDataset.versions(self)  # type: ignore[arg-type]
 
 
 # What lancedb 0.40 raised when the S3 server stopped answering during Table.add.

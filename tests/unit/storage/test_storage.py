@@ -573,6 +573,54 @@ async def test_a_large_fragments_purge_lets_forgets_through_and_ends_under_them(
     assert mem(1000 + other + 20).id in ids
 
 
+async def test_stores_behind_a_held_forget_commit_meanwhile_but_not_one_of_its_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Forget or Update waits for the compaction step in progress: about a second, but a
+    large fragment's rewrite that holds them (on an object store, or after refusals) a
+    minute at 1M rows, and the writer waited with it, every Store queued behind it too. Now
+    those Stores commit meanwhile; a Store naming an id a write before it names (the Import
+    of the memory being forgotten, an Update's memory) still lands after that write."""
+    small_fragments(monkeypatch)
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        compact_every=10**6,
+        keep_versions_seconds=0.2,
+    )
+    store._purged_at, store._purged_upto = time.monotonic(), store._deleting_commits
+    entered, go, _ = hold_large_rewrites(monkeypatch)
+    store.start()
+    try:
+        await store.add([(mem(i), unit(i), None) for i in range(300)])
+        await store.delete([mem(0).id])
+        store._lone_refusals = lance_store.LONE_TASK_TRIES  # the rewrite holds them off
+        store.purge_every = 0.0
+        assert await asyncio.to_thread(entered.wait, 10), "no rewrite of the fragment began"
+        forget = asyncio.ensure_future(store.delete([mem(1).id]))
+        await asyncio.sleep(0.1)
+        imported = asyncio.ensure_future(store.add([(mem(1), unit(1), None)]))
+        update = asyncio.ensure_future(store.update([(mem(2, text="new"), unit(2), None)]))
+        after_update = asyncio.ensure_future(store.add([(mem(2, text="dup"), unit(2), None)]))
+        for k in range(3):  # other memories' Stores: acknowledged while the rewrite runs
+            await asyncio.wait_for(store.add([(mem(500 + k), unit(k), None)]), 5)
+        assert not forget.done() and not imported.done()
+        assert not update.done() and not after_update.done()
+        assert store.passed_stores == 3
+        go.set()
+        await asyncio.wait_for(asyncio.gather(forget, imported, update, after_update), 15)
+    finally:
+        go.set()
+        store.close()
+    rows = [m for m, _, _ in LanceStore(str(tmp_path), table="m", model_name="x", dim=8).scan()]
+    ids = [m.id for m in rows]
+    assert ids.count(mem(1).id) == 1  # forgotten, then imported: the import stays
+    assert sorted(m.text for m in rows if m.id == mem(2).id) == ["dup", "new"]
+    assert mem(0).id not in ids and all(mem(500 + k).id in ids for k in range(3))
+
+
 async def test_a_rewrite_another_daemons_forget_refused_leaves_no_copy_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
