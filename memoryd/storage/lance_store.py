@@ -271,7 +271,7 @@ def id_filter(ids: Iterable[str]) -> str:
 
 
 def safe_older_than(
-    versions: Sequence[dict[str, Any]], keep: timedelta, now: float
+    stamps: Sequence[tuple[int, float]], keep: timedelta, now: float
 ) -> timedelta | None:
     """The ``older_than`` for Lance's cleanup that deletes only versions replaced more
     than ``keep`` ago (None: nothing is due). Lance deletes a version when its own commit
@@ -287,7 +287,7 @@ def safe_older_than(
     for ``keep`` seconds, less the skew between the daemons' clocks, while an optimize
     lasts less than ``keep``."""
     horizon = now - keep.total_seconds()
-    stamps = sorted((int(v["version"]), v["timestamp"].timestamp()) for v in versions)
+    stamps = sorted(stamps)  # (version, commit time): version_stamps
     before = [i for i, (_, ts) in enumerate(stamps) if ts <= horizon]
     if not before or before[-1] == 0:
         return None  # no version, or none older than vk
@@ -1004,7 +1004,8 @@ class LanceStore:
     def pending(self) -> str:
         """What closing would wait for, in words ("" = nothing)."""
         parts = []
-        if (queued := self._queue.qsize() + sum(op is not None for op in self._deferred)) > 0:
+        deferred = list(self._deferred)  # (a copy in one step: the writer changes it)
+        if (queued := self._queue.qsize() + sum(op is not None for op in deferred)) > 0:
             parts.append(f"{queued} queued writes")
         if self._compacting:
             parts.append("a compaction in progress")
@@ -1253,6 +1254,8 @@ class LanceStore:
         else:
             try:
                 self._commit(kind, group)
+            except _Unreachable:
+                error = self._refused()
             except BaseException as e:
                 error = self._failed(e, len(group))
             else:
@@ -1271,42 +1274,51 @@ class LanceStore:
         the Forget, as it was sent."""
         if self._rewrite_lock.acquire(blocking=False):
             return
-        waiting = {i for g in group for i in _op_ids(g)}
-        while not self._rewrite_lock.acquire(timeout=PASS_POLL_SECONDS):
-            self._pass_stores(waiting)
-
-    def _pass_stores(self, waiting: set[str]) -> None:
-        """Commit the Stores waiting behind a held delete or update that may go first (see
-        ``_hold_rewrites``): everything queued is taken, in order, behind what was taken
-        before; every add naming none of the ids of ``waiting`` or of a write before it
-        that stays goes, up to ``max_batch`` rows."""
-        while True:
-            try:
-                nxt = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            self._deferred.append(nxt)
-            if nxt is None:
-                break  # stop: nothing comes after it
-        blocked = set(waiting)
-        passing: list[_Op] = []
+        # The ids of the writes that wait (these, and those taken off the queue before)
+        blocked = {i for g in group for i in _op_ids(g)}
         staying: collections.deque[_Op | None] = collections.deque()
-        size = 0
-        for op in self._deferred:
-            if op is not None and op.kind == "add" and size < self.max_batch:
-                ids = _op_ids(op)
-                if blocked.isdisjoint(ids):
-                    passing.append(op)
-                    size += op.size
-                    continue
-            staying.append(op)
-            if op is not None:
-                blocked.update(_op_ids(op))
-        if not passing:
-            return
+        passing: list[_Op] = []
+        for op in self._deferred:  # taken before: in order, Stores among them may go too
+            if not self._passes(op, blocked, passing):
+                staying.append(op)
         self._deferred = staying
+        while True:
+            if passing:
+                self._pass(passing)
+                passing = []
+                if self._rewrite_lock.acquire(blocking=False):
+                    return
+            elif self._rewrite_lock.acquire(timeout=PASS_POLL_SECONDS):
+                return
+            # what was queued since, in order, up to max_batch rows of Stores going ahead
+            size = 0
+            while size < self.max_batch and not (self._deferred and self._deferred[-1] is None):
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is not None and self._passes(nxt, blocked, passing):
+                    size += nxt.size
+                else:
+                    self._deferred.append(nxt)  # (None: stop; nothing comes after it)
+
+    def _passes(self, op: _Op | None, blocked: set[str], passing: list[_Op]) -> bool:
+        """Whether ``op`` goes ahead of the writes that wait (appended to ``passing``): a
+        Store naming none of the ids in ``blocked``; else its ids join ``blocked``."""
+        if op is None:
+            return False
+        ids = _op_ids(op)
+        if op.kind == "add" and blocked.isdisjoint(ids):
+            passing.append(op)
+            return True
+        blocked.update(ids)
+        return False
+
+    def _pass(self, passing: list[_Op]) -> None:
+        """Commit Stores going ahead of a held delete or update."""
         self.passed_stores += len(passing)
-        self._commit_group("add", passing)
+        if self._commit_group("add", passing):
+            self._untrimmed += sum(op.size for op in passing)
 
     def _maybe_drop_caches(self) -> None:
         """Drop LanceDB's caches once a burst of writes (or a compaction, or a cleanup)
@@ -1457,6 +1469,8 @@ class LanceStore:
         else:  # would make a compaction in progress fail: wait for it to end
             self._hold_rewrites(group)
             try:
+                if self._unreachable:  # found so by a Store that went ahead meanwhile
+                    raise _Unreachable
                 self._commit_rows(kind, group)
                 self._deleting_commits += 1
             finally:
@@ -1604,7 +1618,7 @@ class LanceStore:
         if (
             not (due and idle)
             and not self._more_to_compact
-            and not (overdue and self._queue.empty())
+            and not (overdue and self._queue.empty() and not self._deferred)
             and not (idle and self._versions_due())
         ):
             return
@@ -1860,7 +1874,8 @@ class LanceStore:
         (this daemon is its only reader), else ``safe_older_than`` (None: nothing due)."""
         if self._lease is None:
             return self.keep_versions
-        return safe_older_than(table.list_versions(), self.keep_versions, time.time())
+        stamps = version_stamps(table.to_lance(**self._caches()))
+        return safe_older_than(stamps, self.keep_versions, time.time())
 
     def _maintain_shared(self) -> None:
         """The lease holder's pass over a shared store: compact the memories' table once
@@ -1981,6 +1996,10 @@ def _fold(log_table: pa.Table) -> pa.Table:
         ],
         schema=ACCESS_SCHEMA,
     )
+
+
+class _Unreachable(Exception):
+    """The object store stopped answering while a write waited (see ``_commit``)."""
 
 
 def _op_ids(op: _Op) -> list[str]:

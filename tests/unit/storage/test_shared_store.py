@@ -61,7 +61,7 @@ def test_the_version_newest_keep_seconds_ago_stays_however_old_its_commit() -> N
     # would delete it at once; only version 1 (replaced an hour ago) may go.
     listed = versions(7200, 3600, 3)
     assert kept(listed, KEEP) == [3]  # what the plain rule would do
-    assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3]
+    assert kept(listed, safe_older_than(stamps(listed), KEEP, NOW)) == [2, 3]
 
 
 def test_versions_replaced_longer_ago_than_keep_go() -> None:
@@ -69,22 +69,22 @@ def test_versions_replaced_longer_ago_than_keep_go() -> None:
     # 10 s ago version 4 was the newest: it stays, with every later one, also when the
     # cleanup starts after a compaction that took 9 s. Versions 1 and 2, replaced 60 and
     # 30 s ago, go; version 3 (replaced 22 s ago) stays for the compaction's margin.
-    older_than = safe_older_than(listed, KEEP, NOW)
+    older_than = safe_older_than(stamps(listed), KEEP, NOW)
     assert kept(listed, older_than) == [3, 4, 5, 6]
     assert kept(listed, older_than, after=9.0) == [4, 5, 6]
 
 
 def test_nothing_is_due_while_every_version_is_young_or_only_one_is_old() -> None:
-    assert safe_older_than(versions(5, 3, 1), KEEP, NOW) is None
-    assert safe_older_than(versions(50, 3, 1), KEEP, NOW) is None  # v1 was newest 10 s ago
-    assert safe_older_than(versions(50), KEEP, NOW) is None
+    assert safe_older_than(stamps(versions(5, 3, 1)), KEEP, NOW) is None
+    assert safe_older_than(stamps(versions(50, 3, 1)), KEEP, NOW) is None  # v1 was newest 10 s ago
+    assert safe_older_than(stamps(versions(50)), KEEP, NOW) is None
 
 
 def test_a_later_version_stamped_earlier_by_a_skewed_clock_stays_too() -> None:
     # Version 3 was committed by a daemon whose clock runs 40 s behind: stamped before
     # version 2. It still stays (every version from the one newest 10 s ago on does).
     listed = versions(100, 20, 60, 2)
-    assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3, 4]
+    assert kept(listed, safe_older_than(stamps(listed), KEEP, NOW)) == [2, 3, 4]
 
 
 def test_the_versions_a_purge_replaced_go_keep_after_it_though_nothing_follows() -> None:
@@ -94,7 +94,7 @@ def test_the_versions_a_purge_replaced_go_keep_after_it_though_nothing_follows()
     # keep after the purge was itself keep old: with nothing written, for good.
     listed = versions(3600, 20, 19)
     assert replaced_versions(stamps(listed), KEEP, NOW) == [1, 2]
-    assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3]
+    assert kept(listed, safe_older_than(stamps(listed), KEEP, NOW)) == [2, 3]
     # 5 s after the purge a daemon may still be reading version 2: only 1 goes.
     assert replaced_versions(stamps(versions(3600, 30, 5)), KEEP, NOW) == [1]
 
@@ -117,7 +117,7 @@ def test_a_version_stamped_early_by_a_clock_behind_does_not_age_the_ones_before_
     # time cutoff took version 3 for old and let version 1 go.)
     listed = versions(100, 5, 60, 2)
     assert replaced_versions(stamps(listed), KEEP, NOW) == []
-    assert kept(listed, safe_older_than(listed, KEEP, NOW)) == [2, 3, 4]
+    assert kept(listed, safe_older_than(stamps(listed), KEEP, NOW)) == [2, 3, 4]
 
 
 def test_versions_are_dated_right_in_the_hour_a_clock_change_repeats(
