@@ -174,6 +174,12 @@ class MemoryWriter(Protocol):
         """Durably delete memories."""
         ...
 
+    async def tokens_to_copy(self, memory_id: str) -> np.ndarray | None:
+        """The memory's token vectors for a write that carries them over to another record
+        (``tokens_of``, else the stored ones when the index cannot give them: its token
+        file damaged, or still being written after a start)."""
+        ...
+
     async def record_key(self, record: KeyRecord) -> None:
         """Durably record the answer of a keyed Store that created nothing."""
         ...

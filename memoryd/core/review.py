@@ -1055,7 +1055,7 @@ class ReviewService:
                 supersedes="",
                 superseded_by="",
             )
-            await self.store.add(copy, vector, self.store.tokens_of(target.id))
+            await self.store.add(copy, vector, await self.store.tokens_to_copy(target.id))
         await self.store.delete([target.id])
         return result(
             Outcome.APPLIED,

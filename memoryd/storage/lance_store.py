@@ -1097,6 +1097,21 @@ class LanceStore:
                 strict=True,
             )
 
+    def scan_token_rows(self) -> Iterator[tuple[str, int, str, np.ndarray | None]]:
+        """Every stored row as ``read_token_rows`` gives it (id, updated_at in microseconds,
+        content hash, token vectors), a batch at a time: for writing the token file while
+        serving, which needs no row built as a Memory (nor the access log read)."""
+        columns = ["id", "updated_at", "content_hash", "token_vectors"]
+        for batch in self._stream(self._table, self._table_name, columns):
+            self.token_bytes_read += batch.column("token_vectors").nbytes
+            yield from zip(
+                batch.column("id").to_pylist(),
+                _micros(batch.column("updated_at")),
+                batch.column("content_hash").to_pylist(),
+                _token_blobs(batch.column("token_vectors"), self.dim),
+                strict=True,
+            )
+
     # -- what the follower reads (storage.follow) -------------------------------------------
 
     def table_version(self) -> int:

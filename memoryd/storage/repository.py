@@ -31,6 +31,7 @@ import gc
 import itertools
 import logging
 import random
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -82,6 +83,13 @@ POSTINGS_SLICE_BYTES = 1 << 20
 RECORD_SAMPLE = 256
 TOKENS_SAMPLE = 64
 DELTA_MIN_ROWS = 2048
+# A start that must write the token file afresh (no map vouches for it) over at least this
+# many rows loads without the token-vector column and writes the file while serving (the
+# token file's upkeep, at once): at a million rows the column is ~12 GB, and reading and
+# writing it held SERVING back by minutes. Until it is written, Recalls rank without the
+# late-interaction rerank (as for a memory stored without token vectors). Below it, the
+# file is written before SERVING, as it takes seconds.
+OWED_TOKENS_MIN_ROWS = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +184,10 @@ class Repository(HotIndex):
         )
         self._token_path = token_path
         self.token_start: TokenStart | None = None  # set by open()
+        # open() left the token file to be written while serving (OWED_TOKENS_MIN_ROWS):
+        # until the upkeep has written it, no map is saved (it would vouch for rows with
+        # none), and Recalls rank without the rerank
+        self.tokens_owed = False
         self.postings_start = ""  # set by open(): whether the saved postings were taken
         self.graphs_start = ""  # set by open(): whether saved graphs were taken ("": none saved)
         self._graph_files: set[str] = set()  # open(): the saved graphs' files taken
@@ -193,10 +205,11 @@ class Repository(HotIndex):
         self.max_tokens = max_tokens  # token vectors kept per memory (late interaction)
         self._touched: set[str] = set()
         self._claims = claims
+        self._upkeep = Job("token file upkeep", token_upkeep_seconds, self.maintain_tokens)
         jobs = [
             Job("persist access counts", access_flush_seconds, self.flush_access_counts),
             Job("approximate-index maintenance", ann_maintain_seconds, self._maintain_ann),
-            Job("token file upkeep", token_upkeep_seconds, self.maintain_tokens),
+            self._upkeep,
             Job("trim the row arrays", row_trim_seconds, self.trim_rows),
         ]
         self._follower = Follower(durable, self) if follow_interval > 0 else None
@@ -277,13 +290,33 @@ class Repository(HotIndex):
                     self._checkpointed = self._stamp()
                 return
             log.warning("the token file does not match the table after all (%s): rewriting", why)
-            self._rewrite_tokens()
+            if len(self._memories) >= OWED_TOKENS_MIN_ROWS:
+                self._owe_tokens()
+            else:
+                self._rewrite_tokens()
+        elif self._durable.count_rows() >= OWED_TOKENS_MIN_ROWS:
+            with self.bulk_load():
+                for memory, vector, _ in self._durable.scan(tokens=False):
+                    self.put(memory, vector, None)
+            self._owe_tokens()
         else:
             self._use_token_file(TokenFile(self.dim, self._token_path))
             with self.bulk_load():
                 for memory, vector, tokens in self._durable.scan():
                     self.put(memory, vector, tokens)
+        if self.tokens_owed:
+            why += "; written while serving"
         self.token_start = TokenStart(False, why)
+
+    def _owe_tokens(self) -> None:
+        """Leave the token file to be written while serving (``write_owed_tokens``, the
+        upkeep's first run, at once): every row loaded without its record, an empty file
+        (whatever map was beside it deleted)."""
+        self._forget_token_records()
+        self._use_token_file(TokenFile(self.dim, self._token_path))
+        self.tokens_owed = True
+        at_once = dataclasses.replace(self._upkeep, first_after=0.0)
+        self._jobs.jobs = [at_once if job is self._upkeep else job for job in self._jobs.jobs]
 
     def _saved_tokens(self) -> tuple[TokenMap | None, str]:
         """The map saved last (at a clean shutdown, or while serving: ``checkpoint_tokens``),
@@ -648,7 +681,7 @@ class Repository(HotIndex):
         live = 0
         for memory_id, (offset, count, state) in found.items():
             memory = self._memories.get(memory_id)
-            if memory is None or _stamp(memory, offset, count) != state:
+            if memory is None or _state(memory, offset, count) != state:
                 continue
             part = self._parts[memory.scope]
             row = part.row_of[memory_id]
@@ -810,7 +843,12 @@ class Repository(HotIndex):
         the file's map; taken on the loop, as every read of the index (arrays copied: ~20 ms
         at a million rows). None: no map can vouch for the file (a temporary one, one never
         opened, or a damaged one)."""
-        if self._token_path is None or self.token_start is None or self.tokens_damaged:
+        if (
+            self._token_path is None
+            or self.token_start is None
+            or self.tokens_damaged
+            or self.tokens_owed
+        ):
             return None
         parts = list(self._parts.values())
         ids: list[str] = []
@@ -1015,9 +1053,26 @@ class Repository(HotIndex):
         """The token file's upkeep (a job): rebuild it if a read found it damaged, else
         compact it once its dead bytes outweigh the live ones; then save its map if due
         (``checkpoint_tokens``). One task does all three: none runs during another."""
-        if not await self.repair_tokens() and self._token_file.should_compact():
+        if self.tokens_owed:
+            await self.write_owed_tokens()
+        elif not await self.repair_tokens() and self._token_file.should_compact():
             await self.compact_tokens_async()
         await self.checkpoint_tokens()
+
+    async def write_owed_tokens(self) -> None:
+        """Write the token file open() left to be written while serving: the table's token
+        vectors read on a thread into a new file, every row then pointed at its record
+        there (a row written, changed or followed meanwhile keeps the one it has). Then its
+        map is due at once."""
+        started = time.perf_counter()
+        log.info("writing the token file while serving (%d rows)", len(self._memories))
+        await self._rebuild_tokens("write")
+        self.tokens_owed = False
+        log.info(
+            "wrote the token file while serving in %.1fs: Recalls rerank again",
+            time.perf_counter() - started,
+        )
+        self._checkpoint_at = float("-inf")
 
     async def compact_tokens_async(self) -> None:
         """``compact_tokens`` with the copying on a thread: the loop keeps serving (and
@@ -1045,16 +1100,24 @@ class Repository(HotIndex):
         if not self.tokens_damaged:
             return False
         log.warning("rebuilding the token file from the store")
+        await self._rebuild_tokens("rebuild")
+        return True
+
+    async def _rebuild_tokens(self, suffix: str) -> None:
+        """The table's token vectors read on a thread into a new file, then installed on
+        the loop (``_install_tokens``: rows changed meanwhile keep what they point at, when
+        it still reads). Cancelled (a stop), the thread stops at its next row."""
         old = self._token_file
-        path = None if old.path is None else old.path.with_name(old.path.name + ".rebuild")
+        path = None if old.path is None else old.path.with_name(f"{old.path.name}.{suffix}")
         new = TokenFile(self.dim, path)
+        stop = threading.Event()
         try:
-            found = await asyncio.to_thread(_write_tokens, self._durable, new)
-            self._install_tokens(new, found, _stamp)
+            found = await asyncio.to_thread(_write_tokens, self._durable, new, stop)
+            self._install_tokens(new, found, _state)
         except BaseException:
+            stop.set()
             new.close()
             raise
-        return True
 
     def _install_tokens(
         self,
@@ -1173,9 +1236,7 @@ class Repository(HotIndex):
             vector = self.vector_of(memory.id)
             if vector is None:
                 raise KeyError(memory.id)
-            tokens = self.tokens_of(memory.id)
-            if tokens is None and self.has_tokens(memory.id):  # the token file failed
-                tokens = await asyncio.to_thread(self._durable.read_tokens, memory.id)
+            tokens = await self.tokens_to_copy(memory.id)
         else:  # a new text: its language again (a copied record may carry the old one)
             memory = dataclasses.replace(memory, language=self.analyzer.detect(memory.text))
         if (current := self.get(memory.id)) is not None:
@@ -1187,6 +1248,14 @@ class Repository(HotIndex):
         if (current := self.get(memory.id)) is None:
             return memory
         return self.put(_keep_access(memory, current), vector, tokens)
+
+    async def tokens_to_copy(self, memory_id: str) -> np.ndarray | None:
+        tokens = self.tokens_of(memory_id)
+        # The token file failed the row, or holds no row's yet (written while serving):
+        # what the table holds, never None in their place (the write would erase them).
+        if tokens is None and (self.has_tokens(memory_id) or self.tokens_owed):
+            tokens = await asyncio.to_thread(self._durable.read_tokens, memory_id)
+        return tokens
 
     async def delete(self, ids: Sequence[str]) -> None:
         if not ids:
@@ -1287,9 +1356,10 @@ def _release_freed_memory() -> None:
     heap.release_free_pages()
 
 
-def _stamp(memory: Memory, offset: int, count: int) -> object:
-    """A row as the store's scan saw it (the repair)."""
-    return (memory.updated_at, memory.content_hash)
+def _state(memory: Memory, offset: int, count: int) -> object:
+    """A row as the store's scan saw it (the repair, the token file written while serving):
+    ``token_map.row_state``."""
+    return row_state(memory.updated_at, memory.content_hash)
 
 
 def _where(memory: Memory, offset: int, count: int) -> object:
@@ -1310,14 +1380,27 @@ def _copy_tokens(
     return found
 
 
-def _write_tokens(durable: LanceStore, new: TokenFile) -> dict[str, tuple[int, int, object]]:
+class _Stopped(Exception):
+    """The token file's writing was cancelled (the daemon stops)."""
+
+
+def _write_tokens(
+    durable: LanceStore, new: TokenFile, stop: threading.Event | None = None
+) -> dict[str, tuple[int, int, object]]:
     """Every stored row's token vectors appended to ``new`` (runs on a thread; ``new`` is
-    nobody else's yet): id -> (offset, count, (updated_at, content_hash))."""
+    nobody else's yet): id -> (offset, count, the row's state, ``token_map.row_state``).
+    Raises ``_Stopped`` once ``stop`` is set."""
     found: dict[str, tuple[int, int, object]] = {}
-    for memory, _, tokens in durable.scan():
+    for memory_id, updated_us, content_hash, tokens in durable.scan_token_rows():
+        if stop is not None and stop.is_set():
+            raise _Stopped
         if tokens is not None:
-            offset = new.append(memory.id, tokens)
-            found[memory.id] = (offset, tokens.shape[0], (memory.updated_at, memory.content_hash))
+            offset = new.append(memory_id, tokens)
+            found[memory_id] = (
+                offset,
+                tokens.shape[0],
+                (updated_us, token_map.hash_bits(content_hash)),
+            )
     return found
 
 

@@ -1,0 +1,173 @@
+"""A first start over a large table (no map vouches for a token file: a new daemon, a lost
+data directory, a crash before any map was saved) serves before the token file is written:
+it loads without the token-vector column and the file's upkeep writes it while serving
+(storage/repository.py, ``OWED_TOKENS_MIN_ROWS``). Until then a Recall ranks without the
+rerank, and no write may lose a memory's stored token vectors; afterwards every memory has
+exactly the store's, writes made meanwhile included, and the next start reuses the file."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memoryd.core.errors import FailedPrecondition
+from memoryd.core.retrieval import LateInteractionReranker
+from memoryd.storage import repository
+from memoryd.storage.lance_store import LanceStore
+from memoryd.storage.repository import Repository
+
+from .test_storage import mem, unit
+from .test_token_file import DIM, FixedQuery, assert_tokens
+from .test_token_reuse import fill, map_of, open_repo, started, toks
+
+
+@pytest.fixture(autouse=True)
+def _small(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(repository, "OWED_TOKENS_MIN_ROWS", 10)
+
+
+async def stored_elsewhere(root: Path) -> dict[str, np.ndarray | None]:
+    """A table of 22 memories written by a daemon whose data directory this test never
+    uses again: a daemon started on another finds no map, as a new fleet member would."""
+    first = open_repo(root, data="first")
+    want = await fill(first)
+    first.close()
+    return want
+
+
+async def test_a_first_start_serves_then_writes_the_token_file_with_the_writes_made_meanwhile(
+    tmp_path: Path,
+) -> None:
+    want = await stored_elsewhere(tmp_path)
+    repo = open_repo(tmp_path, data="new")
+    try:
+        reused, why = started(repo)
+        assert not reused and "written while serving" in why
+        assert repo.tokens_owed
+        assert repo._durable.token_bytes_read == 0  # SERVING without the column read
+        with_tokens = [i for i, t in want.items() if t is not None]
+        assert all(repo.tokens_of(i) is None for i in with_tokens)
+        q = np.ones((2, DIM), np.float32) / np.sqrt(DIM)
+        reranker = LateInteractionReranker(repo, FixedQuery(q))  # type: ignore[arg-type]
+        memories = [m for i in with_tokens if (m := repo.get(i)) is not None]
+        with pytest.raises(FailedPrecondition):  # the Recall keeps its fused order
+            await reranker.score("q", memories)
+
+        # Before the file is written: a metadata-only Update carries the stored token
+        # vectors over (from the table: the file has none yet), never erasing them.
+        kept = repo.get(with_tokens[1])
+        assert kept is not None
+        np.testing.assert_array_equal(
+            await repo.tokens_to_copy(kept.id),
+            want[kept.id],  # type: ignore[arg-type]
+        )
+        await repo.replace(dataclasses.replace(kept, importance=0.9), None)
+        np.testing.assert_array_equal(
+            repo._durable.read_tokens(kept.id),
+            want[kept.id],  # type: ignore[arg-type]
+        )
+
+        # While the upkeep writes it on its thread: a Store, an Update with a new text,
+        # a metadata-only Update and a Forget.
+        writing = asyncio.create_task(repo.maintain_tokens())
+        await asyncio.sleep(0)
+        added = await repo.add(mem(60, text="written meanwhile"), unit(3), toks(60))
+        want[added.id] = toks(60)
+        changed = repo.get(with_tokens[2])
+        assert changed is not None
+        await repo.replace(
+            dataclasses.replace(
+                changed,
+                text="a new text",
+                content_hash="h-meanwhile",
+                updated_at=changed.updated_at + timedelta(seconds=9),
+            ),
+            unit(4),
+            toks(61),
+        )
+        want[changed.id] = toks(61)
+        other = repo.get(with_tokens[3])
+        assert other is not None
+        await repo.replace(dataclasses.replace(other, importance=0.2), None)
+        await repo.delete([with_tokens[4]])
+        want[with_tokens[4]] = None
+        await writing
+
+        assert not repo.tokens_owed
+        assert_tokens(repo, want)
+        reranked = [m for i, t in want.items() if t is not None and (m := repo.get(i))]
+        assert len(await reranker.score("q", reranked)) == len(reranked) > 15
+        assert map_of(tmp_path, "new").exists()  # saved at once: a crash now reuses it
+    finally:
+        repo.close()
+    again = open_repo(tmp_path, data="new")
+    try:
+        assert started(again)[0], started(again)[1]
+        assert_tokens(again, want)
+    finally:
+        again.close()
+
+
+async def test_a_stop_before_the_file_is_written_saves_no_map_and_the_next_start_writes_it(
+    tmp_path: Path,
+) -> None:
+    want = await stored_elsewhere(tmp_path)
+    repo = open_repo(tmp_path, data="new")
+    writing = asyncio.create_task(repo.maintain_tokens())
+    await asyncio.sleep(0)
+    writing.cancel()  # a stop while the thread reads the table
+    with contextlib.suppress(asyncio.CancelledError):
+        await writing
+    assert repo.tokens_owed
+    await repo.shutdown()
+    assert not map_of(tmp_path, "new").exists()  # it would vouch for rows with none
+
+    again = open_repo(tmp_path, data="new")
+    try:
+        reused, why = started(again)
+        assert not reused and "written while serving" in why
+        await again.maintain_tokens()
+        assert_tokens(again, want)
+    finally:
+        again.close()
+
+
+async def test_the_upkeep_writes_it_right_after_the_start_not_an_upkeep_period_later(
+    tmp_path: Path,
+) -> None:
+    want = await stored_elsewhere(tmp_path)
+    store = LanceStore(str(tmp_path / "lancedb"), table="m", model_name="x", dim=DIM)
+    repo = Repository(
+        store, token_path=tmp_path / "new" / "tokens.bin", token_upkeep_seconds=3600.0
+    )
+    repo.open()
+    repo.start_jobs()
+    try:
+        deadline = time.monotonic() + 30.0
+        while repo.tokens_owed and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not repo.tokens_owed
+        assert_tokens(repo, want)
+    finally:
+        await repo.shutdown()
+
+
+async def test_a_small_table_writes_the_file_before_serving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want = await stored_elsewhere(tmp_path)
+    monkeypatch.setattr(repository, "OWED_TOKENS_MIN_ROWS", 1_000)
+    repo = open_repo(tmp_path, data="new")
+    try:
+        assert not repo.tokens_owed
+        assert "while serving" not in started(repo)[1]
+        assert_tokens(repo, want)
+    finally:
+        repo.close()
