@@ -647,6 +647,7 @@ class Daemon:
             "index_bytes": self.repository.index_bytes(),
             "scopes": self.repository.scope_sizes(),
             "follow": self.repository.follow_lag(),
+            "tokens_owed": int(self.repository.tokens_owed),
         }
 
     async def backup_now(self) -> Path:

@@ -109,6 +109,13 @@ class StateCollector(Collector):
         )
         m.add_metric([], s["maintainer"])
         yield m
+        owed = GaugeMetricFamily(
+            "memoryd_token_file_writing",
+            "1 while a start's token file is written while serving (a first start over 50,000 "
+            "rows or more): Recalls rank without the late-interaction rerank until it is 0",
+        )
+        owed.add_metric([], s.get("tokens_owed", 0))
+        yield owed
         lag = s.get("follow")
         if lag is not None and lag.seconds_since_check is not None:  # following is on
             behind = GaugeMetricFamily(

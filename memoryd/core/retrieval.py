@@ -409,7 +409,9 @@ class Retriever:
             log.warning("reranker %s timed out; using fused order", cfg.rerank.value)
             return fused, "fallback:timeout"
         except FailedPrecondition as e:  # expected, e.g. memories stored without tokens
-            log.info("reranker %s cannot run (%s); using fused order", cfg.rerank.value, e)
+            # (debug: every Recall among memories stored without token vectors, or while a
+            # start writes its token file, would log it; explain.reranker says it)
+            log.debug("reranker %s cannot run (%s); using fused order", cfg.rerank.value, e)
             return fused, f"fallback:{e}"
         except Exception:
             log.exception("reranker %s failed; using fused order", cfg.rerank.value)

@@ -695,6 +695,8 @@ class LanceStore:
         # LanceDB warns that 0 removes versions a concurrent reader may hold: none here, but
         # a millisecond keeps its meaning without the warning.
         self.keep_versions = timedelta(seconds=max(keep_versions_seconds, 0.001))
+        self._long_reads = 0  # whole-table reads while serving (long_read)
+        self._long_reads_lock = threading.Lock()
         self.cleanup_every = cleanup_every_seconds
         self.purge_every = purge_every_seconds  # storage.purge_every_seconds
         # the last compaction that purged deleted rows (the first one does: a daemon
@@ -907,13 +909,15 @@ class LanceStore:
         )
 
     def _stream(
-        self, table: Any, name: str, columns: list[str] | None = None
+        self, table: Any, name: str, columns: list[str] | None = None, *, diagnose: bool = True
     ) -> Iterator[pa.RecordBatch]:
         """Every row of ``table``, a batch at a time: the whole table is never in memory at
         once (at 100k memories its token vectors alone are 1.4 GB, which the allocator
         kept after the load). A table that fails to read goes through ``_read_all``: a
         DataCorrupt naming the damage or, with ``open_last_good``, the rollback (which
-        reads whole, before any row is handed out). ``columns``: only those (default all)."""
+        reads whole, before any row is handed out). ``columns``: only those (default all).
+        ``diagnose`` False (a read while serving): a failure is raised as it is, never
+        followed by a read of the whole table."""
         if self.open_last_good:
             data = self._read_all(table, name)
             if columns is not None:
@@ -926,7 +930,8 @@ class LanceStore:
         try:
             yield from query.limit(None).to_batches(_SCAN_BATCH)
         except Exception as error:
-            self._read_all(table, name)  # a DataCorrupt naming the damage, if that is it
+            if diagnose:
+                self._read_all(table, name)  # a DataCorrupt naming the damage, if that is it
             raise error
 
     def _read_all(self, table: Any, name: str) -> pa.Table:
@@ -1102,15 +1107,29 @@ class LanceStore:
         content hash, token vectors), a batch at a time: for writing the token file while
         serving, which needs no row built as a Memory (nor the access log read)."""
         columns = ["id", "updated_at", "content_hash", "token_vectors"]
-        for batch in self._stream(self._table, self._table_name, columns):
-            self.token_bytes_read += batch.column("token_vectors").nbytes
-            yield from zip(
-                batch.column("id").to_pylist(),
-                _micros(batch.column("updated_at")),
-                batch.column("content_hash").to_pylist(),
-                _token_blobs(batch.column("token_vectors"), self.dim),
-                strict=True,
-            )
+        with self.long_read():
+            for batch in self._stream(self._table, self._table_name, columns, diagnose=False):
+                self.token_bytes_read += batch.column("token_vectors").nbytes
+                yield from zip(
+                    batch.column("id").to_pylist(),
+                    _micros(batch.column("updated_at")),
+                    batch.column("content_hash").to_pylist(),
+                    _token_blobs(batch.column("token_vectors"), self.dim),
+                    strict=True,
+                )
+
+    @contextlib.contextmanager
+    def long_read(self) -> Iterator[None]:
+        """A read of the whole table while serving (minutes at a million rows): while one
+        runs, a local store's compactions keep every version (the files of the version it
+        reads stay), and its versions go at the first cleanup after it."""
+        with self._long_reads_lock:
+            self._long_reads += 1
+        try:
+            yield
+        finally:
+            with self._long_reads_lock:
+                self._long_reads -= 1
 
     # -- what the follower reads (storage.follow) -------------------------------------------
 
@@ -1649,6 +1668,8 @@ class LanceStore:
         once a purge is due (``_purge_due``)."""
         if self._purge_due():
             return True  # a deleted row's text is never left on disk for good
+        if self._long_reads:
+            return False  # (long_read) they go at the first cleanup after it
         if (
             self._purge_ended > self._cleaned_upto
             and time.time() - self._purge_ended >= self.keep_versions.total_seconds()
@@ -1830,10 +1851,13 @@ class LanceStore:
             started = time.perf_counter()
             wall = time.time()
             try:
+                # A long read (long_read) still needs its version's files: none deleted
+                older_than = None if self._long_reads else self.keep_versions
                 with self._rewrite_lock:
-                    rewrote = self._optimize_memories(self._table, self.keep_versions)
-                self._last_cleanup = wall
-                self._cleaned_upto = wall - self.keep_versions.total_seconds()
+                    rewrote = self._optimize_memories(self._table, older_than)
+                if older_than is not None:
+                    self._last_cleanup = wall
+                    self._cleaned_upto = wall - self.keep_versions.total_seconds()
                 if rewrote:
                     # Lance dates a version by its own commit: those this compaction
                     # committed, or found younger than keep_versions, go at the next cleanup.

@@ -33,6 +33,7 @@ import logging
 import random
 import threading
 import time
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -90,6 +91,8 @@ DELTA_MIN_ROWS = 2048
 # late-interaction rerank (as for a memory stored without token vectors). Below it, the
 # file is written before SERVING, as it takes seconds.
 OWED_TOKENS_MIN_ROWS = 50_000
+OWED_RETRY_FIRST_SECONDS = 60.0  # after a failed write of it, doubling up to the max
+OWED_RETRY_MAX_SECONDS = 900.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +191,8 @@ class Repository(HotIndex):
         # until the upkeep has written it, no map is saved (it would vouch for rows with
         # none), and Recalls rank without the rerank
         self.tokens_owed = False
+        self._owed_retry_at = 0.0  # (monotonic) after a failed write of it, none before this
+        self._owed_backoff = 0.0
         self.postings_start = ""  # set by open(): whether the saved postings were taken
         self.graphs_start = ""  # set by open(): whether saved graphs were taken ("": none saved)
         self._graph_files: set[str] = set()  # open(): the saved graphs' files taken
@@ -290,11 +295,11 @@ class Repository(HotIndex):
                     self._checkpointed = self._stamp()
                 return
             log.warning("the token file does not match the table after all (%s): rewriting", why)
-            if len(self._memories) >= OWED_TOKENS_MIN_ROWS:
+            if self._may_owe(len(self._memories)):
                 self._owe_tokens()
             else:
                 self._rewrite_tokens()
-        elif self._durable.count_rows() >= OWED_TOKENS_MIN_ROWS:
+        elif self._may_owe(self._durable.count_rows()):
             with self.bulk_load():
                 for memory, vector, _ in self._durable.scan(tokens=False):
                     self.put(memory, vector, None)
@@ -307,6 +312,13 @@ class Repository(HotIndex):
         if self.tokens_owed:
             why += "; written while serving"
         self.token_start = TokenStart(False, why)
+
+    def _may_owe(self, rows: int) -> bool:
+        """Whether a start that must write the token file over ``rows`` rows writes it
+        while serving: from ``OWED_TOKENS_MIN_ROWS`` on, unless the store is opened at its
+        last good version (``open_last_good``: its load reads every column anyway, and no
+        read while serving may roll the table back)."""
+        return rows >= OWED_TOKENS_MIN_ROWS and not self._durable.open_last_good
 
     def _owe_tokens(self) -> None:
         """Leave the token file to be written while serving (``write_owed_tokens``, the
@@ -678,15 +690,17 @@ class Repository(HotIndex):
         self._forget_token_records()
         self._use_token_file(TokenFile(self.dim, self._token_path))
         found = _write_tokens(self._durable, self._token_file)
-        live = 0
-        for memory_id, (offset, count, state) in found.items():
-            memory = self._memories.get(memory_id)
-            if memory is None or _state(memory, offset, count) != state:
-                continue
-            part = self._parts[memory.scope]
-            row = part.row_of[memory_id]
-            part.tok_off[row], part.tok_n[row] = offset, count
-            live += self._token_file.record_bytes(count)
+        parts = list(self._parts.values())
+        at, taken = found.taken(parts, by_place=False)
+        live, start = 0, 0
+        for part in parts:
+            n = len(part)
+            rows = np.flatnonzero(taken[start : start + n])
+            places = at[start + rows]
+            part.tok_off[rows] = found.offsets[places]
+            part.tok_n[rows] = found.counts[places]
+            live += int(found.counts[places].sum()) * self.dim + HEADER_BYTES * len(rows)
+            start += n
         self._token_file.live = live
 
     @property
@@ -1054,7 +1068,16 @@ class Repository(HotIndex):
         compact it once its dead bytes outweigh the live ones; then save its map if due
         (``checkpoint_tokens``). One task does all three: none runs during another."""
         if self.tokens_owed:
-            await self.write_owed_tokens()
+            if time.monotonic() < self._owed_retry_at:
+                return  # the last try failed: not again so soon (a full disk stays full)
+            try:
+                await self.write_owed_tokens()
+            except Exception:
+                self._owed_backoff = min(
+                    max(2 * self._owed_backoff, OWED_RETRY_FIRST_SECONDS), OWED_RETRY_MAX_SECONDS
+                )
+                self._owed_retry_at = time.monotonic() + self._owed_backoff
+                raise
         elif not await self.repair_tokens() and self._token_file.should_compact():
             await self.compact_tokens_async()
         await self.checkpoint_tokens()
@@ -1062,17 +1085,18 @@ class Repository(HotIndex):
     async def write_owed_tokens(self) -> None:
         """Write the token file open() left to be written while serving: the table's token
         vectors read on a thread into a new file, every row then pointed at its record
-        there (a row written, changed or followed meanwhile keeps the one it has). Then its
-        map is due at once."""
+        there (a row written, changed or followed meanwhile keeps the one it has). Its map
+        is then due at once (none was saved since the start)."""
         started = time.perf_counter()
         log.info("writing the token file while serving (%d rows)", len(self._memories))
-        await self._rebuild_tokens("write")
+        installed = await self._rebuild_tokens("write")
         self.tokens_owed = False
         log.info(
-            "wrote the token file while serving in %.1fs: Recalls rerank again",
+            "wrote the token file while serving in %.1fs (%.2fs of it on the event loop): "
+            "Recalls rerank again",
             time.perf_counter() - started,
+            installed,
         )
-        self._checkpoint_at = float("-inf")
 
     async def compact_tokens_async(self) -> None:
         """``compact_tokens`` with the copying on a thread: the loop keeps serving (and
@@ -1086,11 +1110,13 @@ class Repository(HotIndex):
             for row in np.flatnonzero(part.tok_n[: len(part)] >= 0).tolist()
         ]
         new = TokenFile(self.dim, path)
+        filling = _Filling(new)
         try:
-            found = await asyncio.to_thread(_copy_tokens, old, new, snapshot)
-            self._install_tokens(new, found, _where)
+            copy = functools.partial(_copy_tokens, old, new, snapshot)
+            found = await asyncio.to_thread(filling.run, copy)
+            self._install_tokens(new, found, by_place=True)
         except BaseException:
-            new.close()
+            filling.abandon()
             raise
 
     async def repair_tokens(self) -> bool:
@@ -1103,54 +1129,61 @@ class Repository(HotIndex):
         await self._rebuild_tokens("rebuild")
         return True
 
-    async def _rebuild_tokens(self, suffix: str) -> None:
+    async def _rebuild_tokens(self, suffix: str) -> float:
         """The table's token vectors read on a thread into a new file, then installed on
         the loop (``_install_tokens``: rows changed meanwhile keep what they point at, when
-        it still reads). Cancelled (a stop), the thread stops at its next row."""
+        it still reads); returns the install's seconds. Cancelled (a stop), the thread
+        stops at its next row."""
         old = self._token_file
         path = None if old.path is None else old.path.with_name(f"{old.path.name}.{suffix}")
         new = TokenFile(self.dim, path)
-        stop = threading.Event()
+        filling = _Filling(new)
         try:
-            found = await asyncio.to_thread(_write_tokens, self._durable, new, stop)
-            self._install_tokens(new, found, _state)
+            write = functools.partial(_write_tokens, self._durable, new)
+            found = await asyncio.to_thread(filling.run, write)
+            started = time.perf_counter()
+            self._install_tokens(new, found, by_place=False)
         except BaseException:
-            stop.set()
-            new.close()
+            filling.abandon()
             raise
+        return time.perf_counter() - started
 
-    def _install_tokens(
-        self,
-        new: TokenFile,
-        found: dict[str, tuple[int, int, object]],
-        stamp: Callable[[Memory, int, int], object],
-    ) -> None:
-        """Point every row at ``new``, filled on a thread as ``found`` says (id ->
-        offset, count, the stamp of the row as it was copied): that record where the row's
-        ``stamp`` (of the memory, its offset and count now) is still the same, else the
-        row's own record copied now from the old file, else none."""
+    def _install_tokens(self, new: TokenFile, found: _Found, by_place: bool) -> None:
+        """Point every row at ``new``, filled on a thread as ``found`` says: that record
+        where the row is still as it was copied (``_Found.taken``), else the row's own
+        record copied now from the old file, else none. Array work over all the rows at
+        once: at a million rows in 10,000 scopes the loop waits a fraction of a second,
+        where a Python step per row (or per scope) took seconds."""
         old = self._token_file
-        live = 0
-        for part in self._parts.values():
-            for row, memory_id in enumerate(part.ids):
-                memory = self._memories[memory_id]
-                hit = found.get(memory_id)
-                now = stamp(memory, int(part.tok_off[row]), int(part.tok_n[row]))
-                if hit is not None and hit[2] == now:
-                    part.tok_off[row], part.tok_n[row] = hit[0], hit[1]
-                elif part.tok_n[row] >= 0:
-                    tokens = old.read(memory_id, int(part.tok_off[row]), int(part.tok_n[row]))
-                    if tokens is None:
-                        part.tok_n[row] = -1
-                        continue
-                    part.tok_off[row] = new.append(memory_id, tokens)
-                else:
-                    continue
-                live += new.record_bytes(int(part.tok_n[row]))
-        new.live = live
+        parts = list(self._parts.values())
+        at, taken = found.taken(parts, by_place)
+        ends = np.cumsum([len(part) for part in parts])
+        starts = ends - np.array([len(part) for part in parts], dtype=np.int64)
+        counts = _column(parts, "tok_n", np.int32)
+        for i in np.flatnonzero(~taken & (counts >= 0)).tolist():
+            # written or changed meanwhile: its own record, copied from the old file
+            k = int(np.searchsorted(ends, i, side="right"))
+            part, row = parts[k], i - int(starts[k])
+            memory_id = part.ids[row]
+            tokens = old.read(memory_id, int(part.tok_off[row]), int(part.tok_n[row]))
+            if tokens is None:
+                part.tok_n[row] = -1
+            else:
+                part.tok_off[row] = new.append(memory_id, tokens)
+        offsets = found.offsets[np.where(taken, at, 0)] if len(found.offsets) else at
+        sizes = found.counts[np.where(taken, at, 0)] if len(found.counts) else at
+        for k, part in enumerate(parts):
+            lo, hi = int(starts[k]), int(ends[k])
+            mine = taken[lo:hi]
+            n = hi - lo
+            part.tok_off[:n] = np.where(mine, offsets[lo:hi], part.tok_off[:n])
+            part.tok_n[:n] = np.where(mine, sizes[lo:hi], part.tok_n[:n])
+        held = _column(parts, "tok_n", np.int32)
+        held = held[held >= 0].astype(np.int64)
+        new.live = int(held.sum()) * self.dim + HEADER_BYTES * len(held)
         damaged = old.damaged
         old.replace_with(new)
-        if stamp is _where:  # a compaction that met damage leaves it for the repair
+        if by_place:  # a compaction that met damage leaves it for the repair
             old.damaged = damaged
 
     # -- what Stats, health and metrics need ------------------------------------------
@@ -1356,28 +1389,118 @@ def _release_freed_memory() -> None:
     heap.release_free_pages()
 
 
-def _state(memory: Memory, offset: int, count: int) -> object:
-    """A row as the store's scan saw it (the repair, the token file written while serving):
-    ``token_map.row_state``."""
-    return row_state(memory.updated_at, memory.content_hash)
+class _Found:
+    """The records a thread wrote to a new token file (``_copy_tokens``, ``_write_tokens``):
+    per id, the record's offset and count, and which state of its row it was made from:
+    the row's updated_at and content hash (``token_map.row_state``, a file written from
+    the table), or the offset and count of the record it was copied from (a compaction).
+    Compact arrays: at a million rows, a tuple per row held ~330 MB."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self._offsets = array("q")
+        self._counts = array("q")
+        self._a = array("q")
+        self._b = array("Q")
+        self.offsets = np.zeros(0, np.int64)
+        self.counts = np.zeros(0, np.int64)
+
+    def add(self, memory_id: str, offset: int, count: int, a: int, b: int) -> None:
+        self.index[memory_id] = len(self._offsets)
+        self._offsets.append(offset)
+        self._counts.append(count)
+        self._a.append(a)
+        self._b.append(b)
+
+    def done(self) -> _Found:
+        self.offsets = np.frombuffer(self._offsets, dtype=np.int64)
+        self.counts = np.frombuffer(self._counts, dtype=np.int64)
+        return self
+
+    def taken(self, parts: list[_Partition], by_place: bool) -> tuple[np.ndarray, np.ndarray]:
+        """For every row of ``parts``, one partition after the other: its place here (-1:
+        none), and whether its record here is the row's as it is now (its updated_at and
+        content hash the same; ``by_place``: the record it points at the same)."""
+        n = sum(len(part) for part in parts)
+        ids = itertools.chain.from_iterable(part.ids for part in parts)
+        at = np.fromiter(map(self.index.get, ids, itertools.repeat(-1)), np.int64, n)
+        hit = at >= 0
+        a = np.frombuffer(self._a, dtype=np.int64)
+        b = np.frombuffer(self._b, dtype=np.uint64)
+        if by_place:  # (a row with none never matches: b_now 2**64 - 1)
+            a_now = _column(parts, "tok_off", np.int64)
+            b_now = _column(parts, "tok_n", np.int32).astype(np.int64).astype(np.uint64)
+        else:
+            a_now = _column(parts, "updated_us", np.int64)
+            b_now = _column(parts, "hashes", np.uint64)
+        taken = np.zeros(n, dtype=bool)
+        j = at[hit]
+        taken[hit] = (a[j] == a_now[hit]) & (b[j] == b_now[hit])
+        return at, taken
 
 
-def _where(memory: Memory, offset: int, count: int) -> object:
-    """Where a row's record was when the compaction copied it (none: -1)."""
-    return (offset, count) if count >= 0 else None
+class _Filling:
+    """A new token file filled on a thread (``run``) for the loop to install. Not installed
+    (the filling failed or was cancelled, or the install failed: ``abandon``), it is closed
+    and removed by whichever side holds it last: never by the loop while the thread may
+    still write to it (its descriptor's number may be another file's by then)."""
+
+    def __init__(self, new: TokenFile):
+        self.new = new
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+        self._returned = False
+        self._abandoned = False
+
+    def run(self, fill: Callable[[threading.Event], _Found]) -> _Found:
+        """On the thread: ``fill(stop)``, handing the file over to the loop if it still
+        wants it."""
+        try:
+            found = fill(self.stop)
+        except BaseException:
+            _discard(self.new)
+            raise
+        with self._lock:
+            if not self._abandoned:
+                self._returned = True
+                return found
+        _discard(self.new)
+        raise _Stopped
+
+    def abandon(self) -> None:
+        """On the loop: the file will not be installed; the thread stops at its next row."""
+        with self._lock:
+            self._abandoned = True
+            self.stop.set()
+            returned = self._returned
+        if returned:  # the thread is done with it
+            _discard(self.new)
+
+
+def _discard(new: TokenFile) -> None:
+    new.close()
+    if new.path is not None:
+        with contextlib.suppress(OSError):
+            new.path.unlink(missing_ok=True)
 
 
 def _copy_tokens(
-    old: TokenFile, new: TokenFile, snapshot: list[tuple[str, int, int]]
-) -> dict[str, tuple[int, int, object]]:
+    old: TokenFile,
+    new: TokenFile,
+    snapshot: list[tuple[str, int, int]],
+    stop: threading.Event | None = None,
+) -> _Found:
     """The snapshot's records copied from ``old`` into ``new`` (runs on a thread: only
-    reads of records the loop no longer writes, and appends to a file nobody else has)."""
-    found: dict[str, tuple[int, int, object]] = {}
+    reads of records the loop no longer writes, and appends to a file nobody else has).
+    Raises ``_Stopped`` once ``stop`` is set."""
+    found = _Found()
     for memory_id, offset, count in snapshot:
+        if stop is not None and stop.is_set():
+            raise _Stopped
         tokens = old.read(memory_id, offset, count)
         if tokens is not None:
-            found[memory_id] = (new.append(memory_id, tokens), count, (offset, count))
-    return found
+            found.add(memory_id, new.append(memory_id, tokens), count, offset, count)
+    return found.done()
 
 
 class _Stopped(Exception):
@@ -1386,22 +1509,20 @@ class _Stopped(Exception):
 
 def _write_tokens(
     durable: LanceStore, new: TokenFile, stop: threading.Event | None = None
-) -> dict[str, tuple[int, int, object]]:
+) -> _Found:
     """Every stored row's token vectors appended to ``new`` (runs on a thread; ``new`` is
-    nobody else's yet): id -> (offset, count, the row's state, ``token_map.row_state``).
-    Raises ``_Stopped`` once ``stop`` is set."""
-    found: dict[str, tuple[int, int, object]] = {}
-    for memory_id, updated_us, content_hash, tokens in durable.scan_token_rows():
-        if stop is not None and stop.is_set():
-            raise _Stopped
-        if tokens is not None:
-            offset = new.append(memory_id, tokens)
-            found[memory_id] = (
-                offset,
-                tokens.shape[0],
-                (updated_us, token_map.hash_bits(content_hash)),
-            )
-    return found
+    nobody else's yet), each with the row's state (``token_map.row_state``). Raises
+    ``_Stopped`` once ``stop`` is set."""
+    found = _Found()
+    hash_bits = token_map.hash_bits
+    with contextlib.closing(durable.scan_token_rows()) as rows:  # (its long read ends)
+        for memory_id, updated_us, content_hash, tokens in rows:
+            if stop is not None and stop.is_set():
+                raise _Stopped
+            if tokens is not None:
+                offset = new.append(memory_id, tokens)
+                found.add(memory_id, offset, tokens.shape[0], updated_us, hash_bits(content_hash))
+    return found.done()
 
 
 def quantize_tokens(tokens: np.ndarray | None, max_tokens: int) -> np.ndarray | None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import threading
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,11 +21,12 @@ import pytest
 
 from memoryd.core.errors import FailedPrecondition
 from memoryd.core.retrieval import LateInteractionReranker
-from memoryd.storage import repository
+from memoryd.storage import lance_store, repository
 from memoryd.storage.lance_store import LanceStore
 from memoryd.storage.repository import Repository
+from memoryd.storage.token_file import TokenFile
 
-from .test_storage import mem, unit
+from .test_storage import compacted, mem, unit
 from .test_token_file import DIM, FixedQuery, assert_tokens
 from .test_token_reuse import fill, map_of, open_repo, started, toks
 
@@ -128,6 +131,11 @@ async def test_a_stop_before_the_file_is_written_saves_no_map_and_the_next_start
     assert repo.tokens_owed
     await repo.shutdown()
     assert not map_of(tmp_path, "new").exists()  # it would vouch for rows with none
+    partial = tmp_path / "new" / "tokens.bin.write"
+    deadline = time.monotonic() + 10.0  # the thread stops at its next row
+    while partial.exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not partial.exists()  # no half-written copy left on the disk
 
     again = open_repo(tmp_path, data="new")
     try:
@@ -168,6 +176,113 @@ async def test_a_small_table_writes_the_file_before_serving(
     try:
         assert not repo.tokens_owed
         assert "while serving" not in started(repo)[1]
+        assert_tokens(repo, want)
+    finally:
+        repo.close()
+
+
+async def test_the_write_survives_compactions_and_cleanups_while_it_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read of the table takes minutes at a million rows, and Stores go on: the
+    compactions meanwhile must not delete the files of the version it reads (a local
+    store keeps versions 10 s), nor may a failed read be followed by a read of the whole
+    table into memory (helper-57's review)."""
+    monkeypatch.setattr(lance_store, "_SCAN_BATCH", 4)
+
+    def store() -> LanceStore:
+        return LanceStore(
+            str(tmp_path / "lancedb"),
+            table="m",
+            model_name="x",
+            dim=DIM,
+            compact_every=10**6,
+            keep_versions_seconds=0.2,
+        )
+
+    first = Repository(store(), token_path=tmp_path / "first" / "tokens.bin")
+    first.open()
+    want: dict[str, np.ndarray | None] = {}
+    for n in range(200):  # 40 small fragments of 5 rows
+        m = await first.add(mem(n, text=f"memory {n}"), unit(n, DIM), toks(n))
+        want[m.id] = toks(n)
+    first.close()
+
+    repo = Repository(store(), token_path=tmp_path / "new" / "tokens.bin")
+    repo.open()
+    assert repo.tokens_owed
+    durable = repo._durable
+    whole_reads: list[str] = []
+    read_all = durable._read_all
+    monkeypatch.setattr(
+        durable, "_read_all", lambda t, name: whole_reads.append(name) or read_all(t, name)
+    )
+    started, release = threading.Event(), threading.Event()
+    scan = durable.scan_token_rows
+
+    def paused_scan() -> Iterator[tuple[str, int, str, np.ndarray | None]]:
+        for i, row in enumerate(scan()):
+            if i == 1:
+                started.set()
+                release.wait(30)
+            yield row
+
+    monkeypatch.setattr(durable, "scan_token_rows", paused_scan)
+    writing = asyncio.create_task(repo.maintain_tokens())
+    try:
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        durable.compact_every = 1
+        for i in range(2):
+            m = await repo.add(mem(500 + i, text=f"meanwhile {i}"), unit(i, DIM), toks(500 + i))
+            want[m.id] = toks(500 + i)
+            await compacted(durable, i + 1)
+            await asyncio.sleep(0.5)  # older than keep_versions: a cleanup would take them
+        release.set()
+        await writing
+        assert not repo.tokens_owed
+        assert_tokens(repo, want)
+        assert whole_reads == []
+    finally:
+        release.set()
+        if not writing.done():
+            writing.cancel()
+        repo.close()
+
+
+async def test_a_failed_write_leaves_no_partial_file_and_is_not_retried_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails part way (the disk fills) removes its partial copy (12 GB at a
+    million rows), and the upkeep waits before it tries again instead of filling the
+    disk every 30 s; once it succeeds, every memory has its token vectors."""
+    want = await stored_elsewhere(tmp_path)
+    repo = open_repo(tmp_path, data="new")
+    append = TokenFile.append
+    writes = 0
+    full = True
+
+    def filling(self: TokenFile, memory_id: str, tokens: np.ndarray) -> int:
+        nonlocal writes
+        if self.path is not None and self.path.name.endswith(".write"):
+            writes += 1
+            if full and writes > 5:
+                raise OSError(28, "No space left on device")
+        return append(self, memory_id, tokens)
+
+    monkeypatch.setattr(TokenFile, "append", filling)
+    try:
+        with pytest.raises(OSError):
+            await repo.maintain_tokens()
+        assert repo.tokens_owed
+        left = tmp_path / "new" / "tokens.bin.write"
+        assert not left.exists(), f"{left.stat().st_size} bytes left behind"
+        full, tried = False, writes
+        await repo.maintain_tokens()  # the next upkeep, 30 s on: too soon
+        assert repo.tokens_owed and writes == tried
+        repo._owed_retry_at = 0.0  # the back-off is over
+        await repo.maintain_tokens()
+        assert not repo.tokens_owed
         assert_tokens(repo, want)
     finally:
         repo.close()
