@@ -89,7 +89,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -1102,7 +1102,7 @@ class LanceStore:
                 strict=True,
             )
 
-    def scan_token_rows(self) -> Iterator[tuple[str, int, str, np.ndarray | None]]:
+    def scan_token_rows(self) -> Generator[tuple[str, int, str, np.ndarray | None], None, None]:
         """Every stored row as ``read_token_rows`` gives it (id, updated_at in microseconds,
         content hash, token vectors), a batch at a time: for writing the token file while
         serving, which needs no row built as a Memory (nor the access log read)."""
