@@ -719,6 +719,8 @@ class LanceStore:
         self._purge_version = 0
         self._swept_version = 0
         self._sweep_at = 0.0
+        # a purge ended and the local sweep of files no version lists has not run since
+        self._sweep_owed = False
         self._more_to_compact = False  # the last step left planned tasks for the next
         self._lone_refusals = 0  # a large rewrite's commits refused in a row (LONE_TASK_ROWS)
         self.lone_refusals = 0  # ... and in all
@@ -1102,13 +1104,16 @@ class LanceStore:
                 strict=True,
             )
 
-    def scan_token_rows(self) -> Generator[tuple[str, int, str, np.ndarray | None], None, None]:
+    def scan_token_rows(
+        self, *, diagnose: bool = False
+    ) -> Generator[tuple[str, int, str, np.ndarray | None], None, None]:
         """Every stored row as ``read_token_rows`` gives it (id, updated_at in microseconds,
         content hash, token vectors), a batch at a time: for writing the token file while
-        serving, which needs no row built as a Memory (nor the access log read)."""
+        serving, which needs no row built as a Memory (nor the access log read).
+        ``diagnose``: as ``_stream``'s (the rewrite at start names the damage it meets)."""
         columns = ["id", "updated_at", "content_hash", "token_vectors"]
         with self.long_read():
-            for batch in self._stream(self._table, self._table_name, columns, diagnose=False):
+            for batch in self._stream(self._table, self._table_name, columns, diagnose=diagnose):
                 self.token_bytes_read += batch.column("token_vectors").nbytes
                 yield from zip(
                     batch.column("id").to_pylist(),
@@ -1779,14 +1784,13 @@ class LanceStore:
             if large:  # committed, beside them or after the refusals holding them off
                 self._lone_refusals = 0
         self._more_to_compact = more  # (a step that failed asks for no next one)
-        purged = False
         if self._purging is not None and not more:
             self._purged_at, self._purged_upto, _ = self._purging
             self._purging = None
-            purged = True
             self._purge_ended = time.time()
             self._purge_version = ds.latest_version
             self._sweep_at = self._purge_ended + self.keep_versions.total_seconds()
+            self._sweep_owed = True  # (a long read may put its cleanup off to a later pass)
         if older_than is not None:
             latest = ds.checkout_version(ds.latest_version)
             if self._lease is not None:
@@ -1800,7 +1804,7 @@ class LanceStore:
                 if all(n in gone for n, _ in stamps if n < self._purge_version):
                     # every version the last purge replaced (with the texts it purged)
                     self._swept_version = max(self._swept_version, self._purge_version)
-            elif purged and not self._shared:
+            elif self._sweep_owed and not self._shared:
                 # This daemon is the store's only writer (a local directory other daemons do
                 # not follow: shared, they may have files written and not yet committed,
                 # whose commit would then name files gone): files no version lists are those of
@@ -1809,6 +1813,7 @@ class LanceStore:
                 # their files under commit_lock, so none is deleted before its commit.
                 with self.commit_lock:
                     latest.cleanup_old_versions(older_than, delete_unverified=True)
+                self._sweep_owed = False
             else:
                 latest.cleanup_old_versions(older_than)
         return bool(rewrites)

@@ -689,7 +689,7 @@ class Repository(HotIndex):
         followed)."""
         self._forget_token_records()
         self._use_token_file(TokenFile(self.dim, self._token_path))
-        found = _write_tokens(self._durable, self._token_file)
+        found = _write_tokens(self._durable, self._token_file, diagnose=True)
         parts = list(self._parts.values())
         at, taken = found.taken(parts, by_place=False)
         live, start = 0, 0
@@ -1159,30 +1159,30 @@ class Repository(HotIndex):
         at, taken = found.taken(parts, by_place)
         ends = np.cumsum([len(part) for part in parts])
         starts = ends - np.array([len(part) for part in parts], dtype=np.int64)
-        counts = _column(parts, "tok_n", np.int32)
-        for i in np.flatnonzero(~taken & (counts >= 0)).tolist():
-            # written or changed meanwhile: its own record, copied from the old file
-            k = int(np.searchsorted(ends, i, side="right"))
-            part, row = parts[k], i - int(starts[k])
-            memory_id = part.ids[row]
-            tokens = old.read(memory_id, int(part.tok_off[row]), int(part.tok_n[row]))
-            if tokens is None:
-                part.tok_n[row] = -1
-            else:
-                part.tok_off[row] = new.append(memory_id, tokens)
         offsets = found.offsets[np.where(taken, at, 0)] if len(found.offsets) else at
         sizes = found.counts[np.where(taken, at, 0)] if len(found.counts) else at
-        for k, part in enumerate(parts):
-            lo, hi = int(starts[k]), int(ends[k])
-            mine = taken[lo:hi]
-            n = hi - lo
-            part.tok_off[:n] = np.where(mine, offsets[lo:hi], part.tok_off[:n])
-            part.tok_n[:n] = np.where(mine, sizes[lo:hi], part.tok_n[:n])
-        held = _column(parts, "tok_n", np.int32)
-        held = held[held >= 0].astype(np.int64)
+        # Every row's place in ``new`` worked out in arrays of their own: the index changes
+        # only once ``new`` is installed (an append or the rename failing leaves every row
+        # pointing into the file it reads from; helper-58's review).
+        all_off = np.where(taken, offsets, _column(parts, "tok_off", np.int64))
+        all_n = np.where(taken, sizes, _column(parts, "tok_n", np.int32)).astype(np.int32)
+        for i in np.flatnonzero(~taken & (all_n >= 0)).tolist():
+            # written or changed meanwhile: its own record, copied from the old file
+            k = int(np.searchsorted(ends, i, side="right"))
+            memory_id = parts[k].ids[i - int(starts[k])]
+            tokens = old.read(memory_id, int(all_off[i]), int(all_n[i]))
+            if tokens is None:
+                all_n[i] = -1
+            else:
+                all_off[i] = new.append(memory_id, tokens)
+        held = all_n[all_n >= 0].astype(np.int64)
         new.live = int(held.sum()) * self.dim + HEADER_BYTES * len(held)
         damaged = old.damaged
         old.replace_with(new)
+        for k, part in enumerate(parts):
+            lo, hi = int(starts[k]), int(ends[k])
+            part.tok_off[: hi - lo] = all_off[lo:hi]
+            part.tok_n[: hi - lo] = all_n[lo:hi]
         if by_place:  # a compaction that met damage leaves it for the repair
             old.damaged = damaged
 
@@ -1508,14 +1508,19 @@ class _Stopped(Exception):
 
 
 def _write_tokens(
-    durable: LanceStore, new: TokenFile, stop: threading.Event | None = None
+    durable: LanceStore,
+    new: TokenFile,
+    stop: threading.Event | None = None,
+    *,
+    diagnose: bool = False,
 ) -> _Found:
     """Every stored row's token vectors appended to ``new`` (runs on a thread; ``new`` is
     nobody else's yet), each with the row's state (``token_map.row_state``). Raises
-    ``_Stopped`` once ``stop`` is set."""
+    ``_Stopped`` once ``stop`` is set. ``diagnose``: a failed read says what is damaged
+    (at start; ``LanceStore.scan_token_rows``)."""
     found = _Found()
     hash_bits = token_map.hash_bits
-    with contextlib.closing(durable.scan_token_rows()) as rows:  # (its long read ends)
+    with contextlib.closing(durable.scan_token_rows(diagnose=diagnose)) as rows:
         for memory_id, updated_us, content_hash, tokens in rows:
             if stop is not None and stop.is_set():
                 raise _Stopped

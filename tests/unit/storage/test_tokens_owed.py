@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import shutil
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -220,8 +222,8 @@ async def test_the_write_survives_compactions_and_cleanups_while_it_reads(
     started, release = threading.Event(), threading.Event()
     scan = durable.scan_token_rows
 
-    def paused_scan() -> Iterator[tuple[str, int, str, np.ndarray | None]]:
-        for i, row in enumerate(scan()):
+    def paused_scan(**kw: bool) -> Iterator[tuple[str, int, str, np.ndarray | None]]:
+        for i, row in enumerate(scan(**kw)):
             if i == 1:
                 started.set()
                 release.wait(30)
@@ -286,3 +288,106 @@ async def test_a_failed_write_leaves_no_partial_file_and_is_not_retried_at_once(
         assert_tokens(repo, want)
     finally:
         repo.close()
+
+
+async def test_an_install_that_fails_leaves_every_row_pointing_into_the_file_it_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The install copies the records of rows written while the file was written; the disk
+    filling at one of those copies leaves the index as it was (every row reading from the
+    file in use), and the retry writes the file (helper-58's review)."""
+    want = await stored_elsewhere(tmp_path)
+    repo = open_repo(tmp_path, data="new")
+    durable = repo._durable
+    started, release = threading.Event(), threading.Event()
+    scan = durable.scan_token_rows
+
+    def paused_scan(**kw: bool) -> Iterator[tuple[str, int, str, np.ndarray | None]]:
+        for i, row in enumerate(scan(**kw)):
+            if i == 1:
+                started.set()
+                release.wait(30)
+            yield row
+
+    monkeypatch.setattr(durable, "scan_token_rows", paused_scan)
+    writing = asyncio.create_task(repo.maintain_tokens())
+    try:
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        for i in range(2):
+            m = await repo.add(mem(600 + i, text=f"meanwhile {i}"), unit(i, DIM), toks(600 + i))
+            want[m.id] = toks(600 + i)
+        append = TokenFile.append
+        on_the_loop = 0
+
+        def full(self: TokenFile, memory_id: str, tokens: np.ndarray) -> int:
+            nonlocal on_the_loop
+            if (
+                self.path is not None
+                and self.path.name.endswith(".write")
+                and threading.current_thread() is threading.main_thread()
+            ):
+                on_the_loop += 1
+                if on_the_loop > 1:
+                    raise OSError(28, "No space left on device")
+            return append(self, memory_id, tokens)
+
+        monkeypatch.setattr(TokenFile, "append", full)
+        release.set()
+        with pytest.raises(OSError):
+            await writing
+        assert repo.tokens_owed
+        assert_tokens(repo, {i: want[i] for i in list(want)[-2:]})  # as written meanwhile
+        assert not repo._token_file.damaged
+        monkeypatch.setattr(TokenFile, "append", append)
+        monkeypatch.setattr(durable, "scan_token_rows", scan)
+        repo._owed_retry_at = 0.0
+        await repo.maintain_tokens()
+        assert not repo.tokens_owed
+        assert_tokens(repo, want)
+    finally:
+        release.set()
+        if not writing.done():
+            writing.cancel()
+        repo.close()
+
+
+@pytest.mark.parametrize("reading", [False, True])
+async def test_a_purge_that_ends_during_the_long_read_still_sweeps_unlisted_files(
+    tmp_path: Path, reading: bool
+) -> None:
+    """Files no version lists (a rewrite a crash or a full disk left uncommitted) may hold
+    copies of forgotten rows: the sweep after a purge deletes them, also when the purge
+    ended while the token file's long read kept every version (helper-58's review)."""
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=DIM,
+        compact_every=10**6,
+        keep_versions_seconds=0.2,
+        purge_every_seconds=0.0,
+    )
+    store.start()
+    try:
+        await store.add(
+            [(mem(i, text=f"the door code is 9000-{i}"), unit(i), None) for i in range(50)]
+        )
+        data = tmp_path / "m.lance" / "data"
+        (source,) = list(data.glob("*.lance"))
+        planted = data / f"{uuid.uuid4().hex}.lance"  # an uncommitted rewrite's copy
+        shutil.copy(source, planted)
+        long = store.long_read()
+        if reading:
+            long.__enter__()
+        await store.delete([mem(7).id])
+        await compacted(store, 1)  # the purge ends
+        if reading:
+            long.__exit__(None, None, None)
+            await store.add([(mem(50), unit(50), None)])
+        deadline = time.monotonic() + 10.0
+        while planted.exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not planted.exists(), "a copy of the forgotten row stays (Lance: 7 days)"
+    finally:
+        store.close()
