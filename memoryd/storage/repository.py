@@ -691,17 +691,9 @@ class Repository(HotIndex):
         self._use_token_file(TokenFile(self.dim, self._token_path))
         found = _write_tokens(self._durable, self._token_file, diagnose=True)
         parts = list(self._parts.values())
-        at, taken = found.taken(parts, by_place=False)
-        live, start = 0, 0
-        for part in parts:
-            n = len(part)
-            rows = np.flatnonzero(taken[start : start + n])
-            places = at[start + rows]
-            part.tok_off[rows] = found.offsets[places]
-            part.tok_n[rows] = found.counts[places]
-            live += int(found.counts[places].sum()) * self.dim + HEADER_BYTES * len(rows)
-            start += n
-        self._token_file.live = live
+        offsets, counts, _ = found.places(parts, by_place=False)  # (the others have none)
+        self._token_file.live = self._live_bytes(counts)
+        _point_rows(parts, offsets, counts)
 
     @property
     def abandoned_compaction(self) -> bool:
@@ -1150,41 +1142,37 @@ class Repository(HotIndex):
 
     def _install_tokens(self, new: TokenFile, found: _Found, by_place: bool) -> None:
         """Point every row at ``new``, filled on a thread as ``found`` says: that record
-        where the row is still as it was copied (``_Found.taken``), else the row's own
+        where the row is still as it was copied (``_Found.places``), else the row's own
         record copied now from the old file, else none. Array work over all the rows at
         once: at a million rows in 10,000 scopes the loop waits a fraction of a second,
         where a Python step per row (or per scope) took seconds."""
         old = self._token_file
         parts = list(self._parts.values())
-        at, taken = found.taken(parts, by_place)
-        ends = np.cumsum([len(part) for part in parts])
-        starts = ends - np.array([len(part) for part in parts], dtype=np.int64)
-        offsets = found.offsets[np.where(taken, at, 0)] if len(found.offsets) else at
-        sizes = found.counts[np.where(taken, at, 0)] if len(found.counts) else at
         # Every row's place in ``new`` worked out in arrays of their own: the index changes
         # only once ``new`` is installed (an append or the rename failing leaves every row
         # pointing into the file it reads from; helper-58's review).
-        all_off = np.where(taken, offsets, _column(parts, "tok_off", np.int64))
-        all_n = np.where(taken, sizes, _column(parts, "tok_n", np.int32)).astype(np.int32)
-        for i in np.flatnonzero(~taken & (all_n >= 0)).tolist():
+        offsets, counts, taken = found.places(parts, by_place)
+        ends = np.cumsum([len(part) for part in parts])
+        for i in np.flatnonzero(~taken & (counts >= 0)).tolist():
             # written or changed meanwhile: its own record, copied from the old file
             k = int(np.searchsorted(ends, i, side="right"))
-            memory_id = parts[k].ids[i - int(starts[k])]
-            tokens = old.read(memory_id, int(all_off[i]), int(all_n[i]))
+            memory_id = parts[k].ids[i - (int(ends[k - 1]) if k else 0)]
+            tokens = old.read(memory_id, int(offsets[i]), int(counts[i]))
             if tokens is None:
-                all_n[i] = -1
+                counts[i] = -1
             else:
-                all_off[i] = new.append(memory_id, tokens)
-        held = all_n[all_n >= 0].astype(np.int64)
-        new.live = int(held.sum()) * self.dim + HEADER_BYTES * len(held)
+                offsets[i] = new.append(memory_id, tokens)
+        new.live = self._live_bytes(counts)
         damaged = old.damaged
         old.replace_with(new)
-        for k, part in enumerate(parts):
-            lo, hi = int(starts[k]), int(ends[k])
-            part.tok_off[: hi - lo] = all_off[lo:hi]
-            part.tok_n[: hi - lo] = all_n[lo:hi]
+        _point_rows(parts, offsets, counts)
         if by_place:  # a compaction that met damage leaves it for the repair
             old.damaged = damaged
+
+    def _live_bytes(self, counts: np.ndarray) -> int:
+        """The bytes of the records of rows with ``counts`` token vectors (-1: none)."""
+        held = counts[counts >= 0].astype(np.int64)
+        return int(held.sum()) * self.dim + HEADER_BYTES * len(held)
 
     # -- what Stats, health and metrics need ------------------------------------------
 
@@ -1417,26 +1405,46 @@ class _Found:
         self.counts = np.frombuffer(self._counts, dtype=np.int64)
         return self
 
-    def taken(self, parts: list[_Partition], by_place: bool) -> tuple[np.ndarray, np.ndarray]:
-        """For every row of ``parts``, one partition after the other: its place here (-1:
-        none), and whether its record here is the row's as it is now (its updated_at and
-        content hash the same; ``by_place``: the record it points at the same)."""
+    def places(
+        self, parts: list[_Partition], by_place: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every row of ``parts``, one partition after the other: its record's offset and
+        count (new arrays), here where the record here is the row's as it is now (its
+        updated_at and content hash the same; ``by_place``: the record it was copied from
+        the one it points at), else where it points now; and whether here."""
         n = sum(len(part) for part in parts)
         ids = itertools.chain.from_iterable(part.ids for part in parts)
         at = np.fromiter(map(self.index.get, ids, itertools.repeat(-1)), np.int64, n)
-        hit = at >= 0
+        offsets = _column(parts, "tok_off", np.int64)
+        counts = _column(parts, "tok_n", np.int32)
+        if by_place:  # (a row with none never matches: 2**64 - 1)
+            a_now, b_now = offsets, counts.astype(np.int64).astype(np.uint64)
+        else:
+            a_now, b_now = (
+                _column(parts, "updated_us", np.int64),
+                _column(parts, "hashes", np.uint64),
+            )
+        hit = np.flatnonzero(at >= 0)
+        j = at[hit]
         a = np.frombuffer(self._a, dtype=np.int64)
         b = np.frombuffer(self._b, dtype=np.uint64)
-        if by_place:  # (a row with none never matches: b_now 2**64 - 1)
-            a_now = _column(parts, "tok_off", np.int64)
-            b_now = _column(parts, "tok_n", np.int32).astype(np.int64).astype(np.uint64)
-        else:
-            a_now = _column(parts, "updated_us", np.int64)
-            b_now = _column(parts, "hashes", np.uint64)
         taken = np.zeros(n, dtype=bool)
-        j = at[hit]
         taken[hit] = (a[j] == a_now[hit]) & (b[j] == b_now[hit])
-        return at, taken
+        rows = np.flatnonzero(taken)
+        offsets[rows] = self.offsets[at[rows]]
+        counts[rows] = self.counts[at[rows]]
+        return offsets, counts, taken
+
+
+def _point_rows(parts: list[_Partition], offsets: np.ndarray, counts: np.ndarray) -> None:
+    """Each row of ``parts`` (one partition after the other) at its record: ``offsets``,
+    ``counts`` (``_Found.places``)."""
+    start = 0
+    for part in parts:
+        n = len(part)
+        part.tok_off[:n] = offsets[start : start + n]
+        part.tok_n[:n] = counts[start : start + n]
+        start += n
 
 
 class _Filling:

@@ -489,6 +489,21 @@ async def test_a_purge_ends_while_forgets_keep_coming(
     assert len(stored_ids(tmp_path)) == 500 - 10 - 120
 
 
+def purged_just_now(tmp_path: Path) -> LanceStore:
+    """A store whose last purge was just now (none is due until a Forget), compacting only
+    when asked, its versions kept 0.2 s."""
+    store = LanceStore(
+        str(tmp_path),
+        table="m",
+        model_name="x",
+        dim=8,
+        compact_every=10**6,
+        keep_versions_seconds=0.2,
+    )
+    store._purged_at, store._purged_upto = time.monotonic(), store._deleting_commits
+    return store
+
+
 async def test_a_large_fragments_purge_lets_forgets_through_and_ends_under_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -500,15 +515,7 @@ async def test_a_large_fragments_purge_lets_forgets_through_and_ends_under_them(
     Forgets off, so a steady trickle cannot put it off for good; the next large fragment
     runs beside them again (helper-51's review: it held them too)."""
     small_fragments(monkeypatch)
-    store = LanceStore(
-        str(tmp_path),
-        table="m",
-        model_name="x",
-        dim=8,
-        compact_every=10**6,
-        keep_versions_seconds=0.2,
-    )
-    store._purged_at, store._purged_upto = time.monotonic(), store._deleting_commits
+    store = purged_just_now(tmp_path)
     data = tmp_path / "m.lance" / "data"
     entered, go, firsts = hold_large_rewrites(monkeypatch)
 
@@ -582,15 +589,7 @@ async def test_stores_behind_a_held_forget_commit_meanwhile_but_not_one_of_its_i
     those Stores commit meanwhile; a Store naming an id a write before it names (the Import
     of the memory being forgotten, an Update's memory) still lands after that write."""
     small_fragments(monkeypatch)
-    store = LanceStore(
-        str(tmp_path),
-        table="m",
-        model_name="x",
-        dim=8,
-        compact_every=10**6,
-        keep_versions_seconds=0.2,
-    )
-    store._purged_at, store._purged_upto = time.monotonic(), store._deleting_commits
+    store = purged_just_now(tmp_path)
     entered, go, _ = hold_large_rewrites(monkeypatch)
     store.start()
     try:

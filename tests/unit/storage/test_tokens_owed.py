@@ -14,9 +14,10 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,6 +46,26 @@ async def stored_elsewhere(root: Path) -> dict[str, np.ndarray | None]:
     want = await fill(first)
     first.close()
     return want
+
+
+def pause_scan(
+    monkeypatch: pytest.MonkeyPatch, durable: LanceStore
+) -> tuple[threading.Event, threading.Event, Callable[..., Iterator[Any]]]:
+    """The table's read for the token file paused after its first rows (it takes minutes
+    at a million rows: writes go on meanwhile): set once paused, the event that resumes
+    it, and the read as it was."""
+    started, release = threading.Event(), threading.Event()
+    scan = durable.scan_token_rows
+
+    def paused(**kw: bool) -> Iterator[tuple[str, int, str, np.ndarray | None]]:
+        for i, row in enumerate(scan(**kw)):
+            if i == 1:
+                started.set()
+                release.wait(30)
+            yield row
+
+    monkeypatch.setattr(durable, "scan_token_rows", paused)
+    return started, release, scan
 
 
 async def test_a_first_start_serves_then_writes_the_token_file_with_the_writes_made_meanwhile(
@@ -219,17 +240,7 @@ async def test_the_write_survives_compactions_and_cleanups_while_it_reads(
     monkeypatch.setattr(
         durable, "_read_all", lambda t, name: whole_reads.append(name) or read_all(t, name)
     )
-    started, release = threading.Event(), threading.Event()
-    scan = durable.scan_token_rows
-
-    def paused_scan(**kw: bool) -> Iterator[tuple[str, int, str, np.ndarray | None]]:
-        for i, row in enumerate(scan(**kw)):
-            if i == 1:
-                started.set()
-                release.wait(30)
-            yield row
-
-    monkeypatch.setattr(durable, "scan_token_rows", paused_scan)
+    started, release, _ = pause_scan(monkeypatch, durable)
     writing = asyncio.create_task(repo.maintain_tokens())
     try:
         while not started.is_set():
@@ -299,17 +310,7 @@ async def test_an_install_that_fails_leaves_every_row_pointing_into_the_file_it_
     want = await stored_elsewhere(tmp_path)
     repo = open_repo(tmp_path, data="new")
     durable = repo._durable
-    started, release = threading.Event(), threading.Event()
-    scan = durable.scan_token_rows
-
-    def paused_scan(**kw: bool) -> Iterator[tuple[str, int, str, np.ndarray | None]]:
-        for i, row in enumerate(scan(**kw)):
-            if i == 1:
-                started.set()
-                release.wait(30)
-            yield row
-
-    monkeypatch.setattr(durable, "scan_token_rows", paused_scan)
+    started, release, scan = pause_scan(monkeypatch, durable)
     writing = asyncio.create_task(repo.maintain_tokens())
     try:
         while not started.is_set():
