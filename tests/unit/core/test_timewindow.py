@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import random
+import re._constants as sre
+import re._parser as sre_parse
 import unicodedata
 from datetime import UTC, datetime
 
 import pytest
 
+from memoryd.core import timewindow
 from memoryd.core.errors import InvalidArgument
 from memoryd.core.timewindow import resolve, zone
 
@@ -315,3 +319,60 @@ def test_a_thai_expression_inside_an_unsegmented_sentence_names_its_words() -> N
 )
 def test_ordinary_arabic_thai_and_vietnamese_sentences_resolve_nothing(sentence: str) -> None:
     assert window(sentence, REF) is None
+
+
+def _examples(items: object, rng: random.Random) -> str:
+    """One text the parsed pattern ``items`` matches (look-arounds aside), letters in a
+    random case."""
+    out = []
+    for op, av in items:  # type: ignore[attr-defined]
+        if op is sre.LITERAL:
+            c = chr(av)
+            out.append(c.upper() if rng.random() < 0.3 else c)
+        elif op is sre.IN:
+            picks = []
+            for kind, value in av:
+                if kind is sre.LITERAL:
+                    picks.append(chr(value))
+                elif kind is sre.RANGE:
+                    picks.append(chr(rng.randint(*value)))
+                elif kind is sre.CATEGORY:
+                    picks.append({sre.CATEGORY_DIGIT: "7", sre.CATEGORY_SPACE: " "}.get(value, "a"))
+            out.append(rng.choice(picks) if picks else " ")
+        elif op is sre.BRANCH:
+            out.append(_examples(rng.choice(av[1]), rng))
+        elif op is sre.SUBPATTERN:
+            out.append(_examples(av[-1], rng))
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            low, high, body = av
+            out.extend(_examples(body, rng) for _ in range(rng.randint(low, min(high, low + 2))))
+        elif op is sre.ANY:
+            out.append("a")
+    return "".join(out)
+
+
+def test_an_ascii_query_finds_what_every_latin_rule_would_find() -> None:
+    # An ASCII query searches only with the rules whose words it holds (a search costs a
+    # scan of every position); a rule skipped that way must never be one that matches.
+    rng = random.Random(7)
+    latin = [(p, span) for script, p, span in timewindow._RULES if script == "latin"]
+    hit: set[str] = set()
+    texts = 0
+    for pattern, _ in latin:
+        parsed = sre_parse.parse(pattern.pattern, pattern.flags)
+        for _ in range(40):
+            phrase = _examples(parsed, rng)
+            for text in (phrase, f"what did we do {phrase}?", f"so,{phrase}.", f"x{phrase}"):
+                if not text.isascii():
+                    continue
+                texts += 1
+                every = timewindow._search(latin, text)
+                assert [(span, m.group()) for m, span in timewindow.matches(text)] == [
+                    (span, m.group()) for m, span in every
+                ], text
+                hit.update(p.pattern for p, _ in latin if p.search(text))
+    # every rule an ASCII text can match was matched, so every rule's gate was tried
+    assert texts > 1000
+    assert {p.pattern for p, _, _ in timewindow._ASCII_RULES} <= hit
+    # and a rule left out of the ASCII rules is one no ASCII text matches
+    assert hit <= {p.pattern for p, _, _ in timewindow._ASCII_RULES}
