@@ -796,3 +796,61 @@ def maxsim(query_tokens: F32, doc_tokens: F32 | I8, doc_offsets: I64) -> F32:
             total += float(best)
         out[i] = np.float32(total / q)
     return out
+
+
+# --- 5. language identification ----------------------------------------------------------
+
+U16 = npt.NDArray[np.uint16]
+
+
+@numba.njit(cache=True, nogil=True)
+def nb_language_scores(
+    text: U8,
+    nextmove: npt.NDArray[np.uint32],
+    rowbase: I64,
+    output: npt.NDArray[np.int32],
+    ptc: U16,
+    lut: F32,
+    pc: F32,
+) -> tuple[F32, int]:
+    """A naive Bayes language model's log-scores of ``text`` (bytes), one per language.
+
+    The byte n-gram features are found by a walk of the model's automaton:
+    ``state = nextmove[rowbase[state] + byte]`` from state 0, and ``output[state] >= 0``
+    names a feature seen. The score of language c is
+    ``pc[c] + sum over distinct features f of log1p(count_f) * ptc[f, c]`` (``ptc`` float16
+    read as bits through ``lut``, as the float16 scans do). This is py3langid's
+    ``_raw_score`` in one call instead of a Python step per byte and a Counter. Returns
+    the scores and the number of distinct features (0: the scores are ``pc``).
+
+    The tables are the caller's to check: ``rowbase[s] + 255 < len(nextmove)`` and
+    ``nextmove[i] < len(rowbase) == len(output)``, ``output[s] < ptc.shape[0]``.
+    """
+    n = text.shape[0]
+    found = np.empty(n, dtype=np.int64)
+    m = 0
+    state = 0
+    for i in range(n):
+        state = nextmove[rowbase[state] + text[i]]
+        f = output[state]
+        if f >= 0:
+            found[m] = f
+            m += 1
+    scores = pc.copy()
+    if m == 0:
+        return scores, 0
+    found = np.sort(found[:m])
+    languages = ptc.shape[1]
+    distinct = 0
+    i = 0
+    while i < m:
+        f = found[i]
+        j = i + 1
+        while j < m and found[j] == f:
+            j += 1
+        weight = np.log1p(np.float32(j - i))
+        for c in range(languages):
+            scores[c] += weight * lut[ptc[f, c]]
+        distinct += 1
+        i = j
+    return scores, distinct

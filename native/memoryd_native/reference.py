@@ -9,6 +9,7 @@ different orders, so bit-for-bit agreement holds only where every sum is exact.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from memoryd_native.kernels import (
     F32,
@@ -249,3 +250,25 @@ def maxsim(query_tokens: F32, doc_tokens: F32, doc_offsets: I64) -> F32:
         best = (query_tokens @ tokens.T).max(axis=1).astype(np.float64)
         out[i] = np.float32(best.sum() / q)
     return out
+
+
+def nb_language_scores(
+    text: U8,
+    nextmove: npt.NDArray[np.uint32],
+    rowbase: I64,
+    output: npt.NDArray[np.int32],
+    ptc: npt.NDArray[np.uint16],
+    lut: F32,
+    pc: F32,
+) -> tuple[F32, int]:
+    counts: dict[int, int] = {}
+    state = 0
+    for byte in text.tolist():
+        state = int(nextmove[rowbase[state] + byte])
+        if output[state] >= 0:
+            counts[int(output[state])] = counts.get(int(output[state]), 0) + 1
+    if not counts:
+        return pc.copy(), 0
+    idx = np.array(sorted(counts), dtype=np.int64)
+    weights = np.log1p(np.array([counts[int(f)] for f in idx], dtype=np.float32))
+    return (weights @ lut[ptc[idx]] + pc).astype(np.float32), len(counts)

@@ -55,4 +55,14 @@ def warm_up() -> float:
     K.bm25_sparse(rows, scores, starts, np.ones(1), scores, 1.0, 1.2, 0.75, np.zeros(n, np.float32))
     K.maxsim(matrix, matrix, np.array([0, 2, 4], dtype=np.int64))
     K.maxsim(matrix, (matrix * 127).astype(np.int8), np.array([0, 2, 4], dtype=np.int64))
+    # language identification: the text as production passes it (read-only bytes)
+    K.nb_language_scores(
+        np.frombuffer(b"warm up", dtype=np.uint8),
+        np.zeros(256, dtype=np.uint32),
+        np.zeros(1, dtype=np.int64),
+        np.full(1, -1, dtype=np.int32),
+        np.zeros((1, 2), dtype=np.uint16),
+        K.F16_TO_F32,
+        np.zeros(2, dtype=np.float32),
+    )
     return time.perf_counter() - start

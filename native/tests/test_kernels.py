@@ -557,7 +557,7 @@ import numpy as np
 from memoryd_native import kernels as K, warm_up
 
 assert warm_up() >= 0.0
-names = ["topk_dot", "topk_scores", "fuse_and_boost", "mmr_select", "maxsim"]
+names = ["topk_dot", "topk_scores", "fuse_and_boost", "mmr_select", "maxsim", "nb_language_scores"]
 before = {name: len(getattr(K, name).signatures) for name in names}
 
 rng = np.random.default_rng(0)
@@ -576,6 +576,16 @@ K.fuse_and_boost(
 )
 K.mmr_select(matrix[idx], (matrix @ query)[idx], 5, 0.7)
 K.maxsim(matrix[:4], matrix[4:40], np.cumsum([0, 10, 0, 26]))
+states = 3
+K.nb_language_scores(
+    np.frombuffer("Grüße aus Köln".encode(), dtype=np.uint8),
+    rng.integers(0, states, states * 256).astype(np.uint32),
+    np.arange(states, dtype=np.int64) * 256,
+    np.array([-1, 0, 1], dtype=np.int32),
+    rng.standard_normal((2, 44)).astype(np.float16).view(np.uint16),
+    K.F16_TO_F32,
+    np.zeros(44, dtype=np.float32),
+)
 print(json.dumps([name for name in names if len(getattr(K, name).signatures) != before[name]]))
 """
 
@@ -654,3 +664,61 @@ def test_bm25_sparse_refuses_bad_postings_and_keeps_the_scratch_clean() -> None:
         with pytest.raises(ValueError):
             kernels.bm25_sparse(rows, tf, st_, weights, lengths, 1.0, 1.2, 0.75, scratch)
         assert not scratch.any()
+
+
+# --- nb_language_scores ----------------------------------------------------------------------
+
+
+@FAST
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    states=st.integers(1, 12),
+    features=st.integers(1, 30),
+    languages=st.integers(1, 8),
+    text=st.binary(max_size=300),
+)
+def test_nb_language_scores_match_the_twin_on_random_automata(
+    seed: int, states: int, features: int, languages: int, text: bytes
+) -> None:
+    """Any automaton and text: the same number of distinct features, and the same scores
+    to float32 rounding (the twin sums with BLAS, in another order)."""
+    rng = np.random.default_rng(seed)
+    tables = (
+        np.frombuffer(text, dtype=np.uint8),
+        rng.integers(0, states, states * 256).astype(np.uint32),
+        np.arange(states, dtype=np.int64) * 256,
+        rng.integers(-1, features, states).astype(np.int32),
+        rng.standard_normal((features, languages)).astype(np.float16).view(np.uint16),
+        kernels.F16_TO_F32,
+        rng.standard_normal(languages).astype(np.float32),
+    )
+    got, got_distinct = kernels.nb_language_scores(*tables)
+    want, want_distinct = reference.nb_language_scores(*tables)
+    assert got_distinct == want_distinct
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_nb_language_scores_by_hand() -> None:
+    # two states: byte "a" leads to state 1 (feature 0), anything else to state 0 (none)
+    nextmove = np.zeros(512, dtype=np.uint32)
+    nextmove[ord("a")] = nextmove[256 + ord("a")] = 1
+    tables = (
+        np.arange(2, dtype=np.int64) * 256,
+        np.array([-1, 0], dtype=np.int32),
+        np.array([[1.0, -2.0]], dtype=np.float16).view(np.uint16),
+        kernels.F16_TO_F32,
+        np.array([0.5, 0.25], dtype=np.float32),
+    )
+    for impl in (kernels, reference):
+        scores, distinct = impl.nb_language_scores(
+            np.frombuffer(b"xaxa", np.uint8), nextmove, *tables
+        )
+        assert distinct == 1  # one feature, seen twice: weight log1p(2)
+        np.testing.assert_allclose(
+            scores, [0.5 + math.log1p(2), 0.25 - 2 * math.log1p(2)], rtol=1e-6
+        )
+        scores, distinct = impl.nb_language_scores(
+            np.frombuffer(b"xyz", np.uint8), nextmove, *tables
+        )
+        assert distinct == 0 and scores.tolist() == [0.5, 0.25]
