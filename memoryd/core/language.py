@@ -3,7 +3,7 @@
 ``detect(text)`` returns an ISO 639-1 code. Scripts that name their language settle it
 without a model (kana: ja, Hangul: ko, Han alone: zh, Thai: th, Greek: el); everything
 else goes to py3langid (a naive Bayes model over byte n-grams, 4.5 MB, shipped in its
-wheel; its scores summed by a numba kernel, ~13-35 us for a sentence here) restricted to
+wheel; its scores summed by a numba kernel, 13-24 us a question here, ~100 us cold) restricted to
 the languages memoryd can analyse. A text the model is unsure of (probability under
 ``MIN_CONFIDENCE``, which short chat lines like "Bye!" are) gets the script's default:
 the configured default language for Latin script, Russian for Cyrillic, Arabic for
@@ -162,10 +162,10 @@ _tables: _Tables | None = None
 
 def _classify(text: str) -> tuple[str, float]:
     """py3langid's ``classify`` (probabilities, its label aliases folded) with the walk
-    and the sum in one numba call: 13 us a LoCoMo question against 29-31 us, 33 us
-    against 57-58 us with the caches cold (bench/RESULTS.md). The same language as the
-    library's on each of the 1,536 questions (a test holds them to it on sentences in 19
-    languages); the probabilities differ from its by float32 rounding."""
+    and the sum in one numba call: 13-24 us a question against 35-63 us back to back,
+    97-134 us against 156-223 us with the caches cold (``bench/language_id.py``), and the
+    same language as the library's on each of 6,000 questions in six languages (a test
+    holds them to it on sentences in 19); the probabilities differ by float32 rounding."""
     ident = _model()
     tables = _tables
     if tables is None:
