@@ -777,7 +777,8 @@ def _folds_to_ascii(c: str) -> bool:
 
 # The rules an ASCII query runs (the Latin script's), each with the strings that gate it:
 # its search runs only when the lower-cased query holds one (a search starts with a look
-# behind and so scans every position: ~90 us per query for the 53 rules, ~10 gated).
+# behind and so scans every position: ~85 us per question for the 53 rules, ~17 gated;
+# bench/timeexpr.py). Other queries search for a rule's strings with its own flags first.
 _ASCII_RULES: tuple[tuple[re.Pattern[str], Span, tuple[str, ...] | None], ...] = tuple(
     (pattern, span, needles)
     for script, pattern, span in _RULES
@@ -785,10 +786,28 @@ _ASCII_RULES: tuple[tuple[re.Pattern[str], Span, tuple[str, ...] | None], ...] =
 )
 
 
+def _gate(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """A search for the strings one of which every match of ``pattern`` holds, with its
+    flags (so the same case rules), or None when no such strings are known: a literal
+    search skips the positions that cannot start one, where ``pattern``'s own begins with
+    a look behind and tries every position."""
+    found = _best(_needle_sets(sre_parse.parse(pattern.pattern, pattern.flags)))
+    if found is None:
+        return None
+    alternatives = sorted(found, key=lambda s: (-len(s), s))
+    return re.compile("|".join(map(re.escape, alternatives)), pattern.flags)
+
+
+# Every rule with its gate (the non-ASCII path: ASCII queries use _ASCII_RULES)
+_GATED = [(script, pattern, span, _gate(pattern)) for script, pattern, span in _RULES]
+
+
 @lru_cache(maxsize=64)
-def _rules_for(scripts: frozenset[str]) -> tuple[tuple[re.Pattern[str], Span], ...]:
-    """The rules, in order, a query written in ``scripts`` can match."""
-    return tuple((pattern, span) for script, pattern, span in _RULES if script in scripts)
+def _rules_for(
+    scripts: frozenset[str],
+) -> tuple[tuple[re.Pattern[str], Span, re.Pattern[str] | None], ...]:
+    """The rules, in order, a query written in ``scripts`` can match, with their gates."""
+    return tuple((p, span, gate) for script, p, span, gate in _GATED if script in scripts)
 
 
 @lru_cache(maxsize=1024)
@@ -810,7 +829,12 @@ def matches(query: str) -> tuple[tuple[re.Match[str], Span], ...]:
     scripts = frozenset(name for name, letters in _SCRIPTS.items() if letters.search(text))
     if "arabic" in scripts:
         text = _AR_MARKS.sub("", text)
-    return _search(_rules_for(scripts), text)
+    rules = [
+        (pattern, span)
+        for pattern, span, gate in _rules_for(scripts)
+        if gate is None or gate.search(text)
+    ]
+    return _search(rules, text)
 
 
 def _search(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import re._constants as sre
 import re._parser as sre_parse
 import unicodedata
@@ -346,33 +347,65 @@ def _examples(items: object, rng: random.Random) -> str:
         elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
             low, high, body = av
             out.extend(_examples(body, rng) for _ in range(rng.randint(low, min(high, low + 2))))
+        elif op is sre.GROUPREF_EXISTS:  # (?(group)yes|no): the group is seldom there
+            out.append(_examples(av[2] if av[2] is not None else av[1], rng))
         elif op is sre.ANY:
             out.append("a")
     return "".join(out)
 
 
-def test_an_ascii_query_finds_what_every_latin_rule_would_find() -> None:
-    # An ASCII query searches only with the rules whose words it holds (a search costs a
-    # scan of every position); a rule skipped that way must never be one that matches.
+def _every_rule(query: str) -> list[tuple[object, str]]:
+    """What ``matches`` found before its rules were gated: every rule of the query's
+    scripts searched (the Latin ones for an ASCII query)."""
+    if query.isascii():
+        text, scripts = query, {"latin"}
+    else:
+        text = unicodedata.normalize("NFC", query)
+        scripts = {name for name, letters in timewindow._SCRIPTS.items() if letters.search(text)}
+        if "arabic" in scripts:
+            text = timewindow._AR_MARKS.sub("", text)
+    rules = [(p, span) for script, p, span in timewindow._RULES if script in scripts]
+    return [(span, m.group()) for m, span in timewindow._search(rules, text)]
+
+
+def test_a_query_finds_what_every_rule_of_its_scripts_would_find() -> None:
+    # A rule searches only a query holding one of its words (a search that starts with a
+    # look behind tries every position); a rule skipped that way must never be one that
+    # matches, in any script, in ASCII or not.
     rng = random.Random(7)
-    latin = [(p, span) for script, p, span in timewindow._RULES if script == "latin"]
     hit: set[str] = set()
+    ascii_hit: set[str] = set()
     texts = 0
-    for pattern, _ in latin:
+    for _, pattern, _ in timewindow._RULES:
         parsed = sre_parse.parse(pattern.pattern, pattern.flags)
         for _ in range(40):
             phrase = _examples(parsed, rng)
             for text in (phrase, f"what did we do {phrase}?", f"so,{phrase}.", f"x{phrase}"):
-                if not text.isascii():
-                    continue
                 texts += 1
-                every = timewindow._search(latin, text)
-                assert [(span, m.group()) for m, span in timewindow.matches(text)] == [
-                    (span, m.group()) for m, span in every
-                ], text
-                hit.update(p.pattern for p, _ in latin if p.search(text))
-    # every rule an ASCII text can match was matched, so every rule's gate was tried
-    assert texts > 1000
-    assert {p.pattern for p, _, _ in timewindow._ASCII_RULES} <= hit
-    # and a rule left out of the ASCII rules is one no ASCII text matches
-    assert hit <= {p.pattern for p, _, _ in timewindow._ASCII_RULES}
+                every = _every_rule(text)
+                assert [(span, m.group()) for m, span in timewindow.matches(text)] == every, text
+                found = {p.pattern for p, _ in _rules_of(text) if p.search(_normal(text))}
+                hit |= found
+                if text.isascii():
+                    ascii_hit |= found
+    assert texts > 10_000
+    # every rule was matched, so every rule's gate was tried with a text it lets through
+    assert hit == {p.pattern for _, p, _ in timewindow._RULES}
+    # and a rule left out of the ASCII rules is one no ASCII text matched
+    assert ascii_hit == {p.pattern for p, _, _ in timewindow._ASCII_RULES}
+
+
+def _normal(query: str) -> str:
+    if query.isascii():
+        return query
+    text = unicodedata.normalize("NFC", query)
+    return timewindow._AR_MARKS.sub("", text) if "arabic" in _scripts(text) else text
+
+
+def _scripts(text: str) -> set[str]:
+    return {name for name, letters in timewindow._SCRIPTS.items() if letters.search(text)}
+
+
+def _rules_of(query: str) -> list[tuple[re.Pattern[str], object]]:
+    scripts = {"latin"} if query.isascii() else _scripts(unicodedata.normalize("NFC", query))
+    return [(p, span) for script, p, span in timewindow._RULES if script in scripts]
