@@ -1457,12 +1457,17 @@ class _Filling:
         self.new = new
         self.stop = threading.Event()
         self._lock = threading.Lock()
+        self._started = False
         self._returned = False
         self._abandoned = False
 
     def run(self, fill: Callable[[threading.Event], _Found]) -> _Found:
         """On the thread: ``fill(stop)``, handing the file over to the loop if it still
         wants it."""
+        with self._lock:
+            if self._abandoned:  # given up before the thread began: the loop removed it
+                raise _Stopped
+            self._started = True
         try:
             found = fill(self.stop)
         except BaseException:
@@ -1480,8 +1485,10 @@ class _Filling:
         with self._lock:
             self._abandoned = True
             self.stop.set()
-            returned = self._returned
-        if returned:  # the thread is done with it
+            # the thread is done with it, or never began (a stop cancelled the call before
+            # the executor ran it: nothing else would close and remove the file)
+            mine = self._returned or not self._started
+        if mine:
             _discard(self.new)
 
 

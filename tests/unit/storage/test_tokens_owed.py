@@ -392,3 +392,51 @@ async def test_a_purge_that_ends_during_the_long_read_still_sweeps_unlisted_file
         assert not planted.exists(), "a copy of the forgotten row stays (Lance: 7 days)"
     finally:
         store.close()
+
+
+def test_a_filling_given_up_before_its_thread_began_leaves_no_file(tmp_path: Path) -> None:
+    # A stop can cancel the write before the executor ran it: the loop then closes and
+    # removes the new file itself, and a thread that begins late touches nothing.
+    new = TokenFile(DIM, tmp_path / "tokens.bin.write")
+    new.append("m1", toks(3))
+    assert new.path is not None and new.path.exists()
+    filling = repository._Filling(new)
+    filling.abandon()
+    assert not new.path.exists()
+    called = []
+    with pytest.raises(repository._Stopped):
+        filling.run(lambda stop: called.append(stop) or repository._Found())  # type: ignore[func-returns-value]
+    assert called == []
+
+
+def test_a_filling_given_up_while_its_thread_runs_is_removed_by_the_thread(tmp_path: Path) -> None:
+    new = TokenFile(DIM, tmp_path / "tokens.bin.write")
+    filling = repository._Filling(new)
+    inside, release = threading.Event(), threading.Event()
+
+    def fill(stop: threading.Event) -> repository._Found:
+        new.append("m1", toks(3))
+        inside.set()
+        release.wait(10)
+        return repository._Found()
+
+    outcome: list[BaseException] = []
+    thread = threading.Thread(
+        target=lambda: outcome.append(_raised(lambda: filling.run(fill))), daemon=True
+    )
+    thread.start()
+    assert inside.wait(10)
+    filling.abandon()  # the thread still writes: the loop must not remove the file
+    assert new.path is not None and new.path.exists()
+    release.set()
+    thread.join(10)
+    assert isinstance(outcome[0], repository._Stopped)
+    assert not new.path.exists()
+
+
+def _raised(call: Callable[[], object]) -> BaseException:
+    try:
+        call()
+    except BaseException as e:
+        return e
+    raise AssertionError("no exception")
