@@ -788,14 +788,16 @@ _ASCII_RULES: tuple[tuple[re.Pattern[str], Span, tuple[str, ...] | None], ...] =
 
 def _gate(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
     """A search for the strings one of which every match of ``pattern`` holds, with its
-    flags (so the same case rules), or None when no such strings are known: a literal
-    search skips the positions that cannot start one, where ``pattern``'s own begins with
-    a look behind and tries every position."""
+    flags and IGNORECASE (the same case rules or looser), or None when no such strings are
+    known: a literal search skips the positions that cannot start one, where
+    ``pattern``'s own begins with a look behind and tries every position."""
     found = _best(_needle_sets(sre_parse.parse(pattern.pattern, pattern.flags)))
     if found is None:
         return None
     alternatives = sorted(found, key=lambda s: (-len(s), s))
-    return re.compile("|".join(map(re.escape, alternatives)), pattern.flags)
+    # IGNORECASE always: a string from a (?i:...) part of a case-sensitive pattern is
+    # matched in any case there (a gate may let more through, never less)
+    return re.compile("|".join(map(re.escape, alternatives)), pattern.flags | re.IGNORECASE)
 
 
 # Every rule with its gate (the non-ASCII path: ASCII queries use _ASCII_RULES)

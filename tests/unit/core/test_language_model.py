@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 
 from memoryd.core import language
@@ -83,3 +86,29 @@ def test_tables_that_would_walk_outside_themselves_are_refused() -> None:
     Broken.tk_nextmove = good.nextmove
     Broken.tk_output = [*ident.tk_output[:-1], ident.nb_ptc.shape[0]]  # a feature past the table
     assert language._Tables.of(Broken()) is None
+
+
+def test_tables_with_numbers_past_their_types_are_refused_not_raised() -> None:
+    # a start of row so large that adding to it overflows, a feature past int32, a state
+    # that is negative: each leaves the library's own classify in place (None), not an
+    # error on every detect
+    ident = language._model()
+    good = language._tables
+    assert good is not None
+
+    def odd(rowbase: list[int], output: list[int], nextmove: object) -> SimpleNamespace:
+        return SimpleNamespace(
+            nb_ptc=ident.nb_ptc,
+            nb_pc=ident.nb_pc,
+            nb_classes=ident.nb_classes,
+            _norm_probs=True,
+            _rowbase=rowbase,
+            tk_output=output,
+            tk_nextmove=nextmove,
+        )
+
+    one_state = np.zeros(256, dtype=np.uint32)  # every byte leads back to state 0
+    assert language._Tables.of(odd([0], [-1], one_state)) is not None
+    assert language._Tables.of(odd([2**63 - 1], [-1], one_state)) is None
+    assert language._Tables.of(odd([0], [2**31], one_state)) is None
+    assert language._Tables.of(odd([0], [-1], [-1] * 256)) is None

@@ -322,9 +322,10 @@ def test_ordinary_arabic_thai_and_vietnamese_sentences_resolve_nothing(sentence:
     assert window(sentence, REF) is None
 
 
-def _examples(items: object, rng: random.Random) -> str:
+def _examples(items: object, rng: random.Random, turn: int) -> str:
     """One text the parsed pattern ``items`` matches (look-arounds aside), letters in a
-    random case."""
+    random case; each branch takes its alternative number ``turn`` (modulo their number),
+    so that consecutive turns go through every alternative (every month of a month rule)."""
     out = []
     for op, av in items:  # type: ignore[attr-defined]
         if op is sre.LITERAL:
@@ -341,14 +342,16 @@ def _examples(items: object, rng: random.Random) -> str:
                     picks.append({sre.CATEGORY_DIGIT: "7", sre.CATEGORY_SPACE: " "}.get(value, "a"))
             out.append(rng.choice(picks) if picks else " ")
         elif op is sre.BRANCH:
-            out.append(_examples(rng.choice(av[1]), rng))
+            out.append(_examples(av[1][turn % len(av[1])], rng, turn))
         elif op is sre.SUBPATTERN:
-            out.append(_examples(av[-1], rng))
+            out.append(_examples(av[-1], rng, turn))
         elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
             low, high, body = av
-            out.extend(_examples(body, rng) for _ in range(rng.randint(low, min(high, low + 2))))
+            out.extend(
+                _examples(body, rng, turn) for _ in range(rng.randint(low, min(high, low + 2)))
+            )
         elif op is sre.GROUPREF_EXISTS:  # (?(group)yes|no): the group is seldom there
-            out.append(_examples(av[2] if av[2] is not None else av[1], rng))
+            out.append(_examples(av[2] if av[2] is not None else av[1], rng, turn))
         elif op is sre.ANY:
             out.append("a")
     return "".join(out)
@@ -378,8 +381,8 @@ def test_a_query_finds_what_every_rule_of_its_scripts_would_find() -> None:
     texts = 0
     for _, pattern, _ in timewindow._RULES:
         parsed = sre_parse.parse(pattern.pattern, pattern.flags)
-        for _ in range(40):
-            phrase = _examples(parsed, rng)
+        for turn in range(40):
+            phrase = _examples(parsed, rng, turn)
             for text in (phrase, f"what did we do {phrase}?", f"so,{phrase}.", f"x{phrase}"):
                 texts += 1
                 every = _every_rule(text)
@@ -409,3 +412,11 @@ def _scripts(text: str) -> set[str]:
 def _rules_of(query: str) -> list[tuple[re.Pattern[str], object]]:
     scripts = {"latin"} if query.isascii() else _scripts(unicodedata.normalize("NFC", query))
     return [(p, span) for script, p, span in timewindow._RULES if script in scripts]
+
+
+def test_a_gate_is_never_stricter_about_case_than_its_pattern() -> None:
+    # a case-insensitive part of a case-sensitive pattern: its gate takes any case too
+    pattern = re.compile(r"(?i:ab)c")
+    gate = timewindow._gate(pattern)
+    assert gate is not None and pattern.search("ABc é") and gate.search("ABc é")
+    assert timewindow._ascii_needles(pattern) == ("ab",)  # lower-cased text: any case
