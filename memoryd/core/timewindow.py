@@ -24,7 +24,9 @@ words (ba ngày trước), "tháng 3" / "tháng Ba". A count before "week" ("3 �
 Each rule runs only on a query that holds a letter of its script (Thai, Arabic, Cyrillic,
 Han/kana/Hangul, ASCII for the Latin-script languages, and for Vietnamese any Latin letter
 beyond ASCII): an English query does not run the Thai rules, nor a Thai query the English
-ones (bench/timeexpr.py measures the cost per query).
+ones; and a rule searches only a query that holds one of the words every match of it
+needs (worked out from its pattern at import; bench/timeexpr.py measures the cost per
+query: ~16 us an English question, 8-80 us in the other languages).
 
 Why not dateparser (checked, 1.5.0): it returns a point in time rather than the span an
 expression names ("in March" -> March 15, "last week" -> 7 days ago), read "we" in "what
