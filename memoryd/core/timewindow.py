@@ -717,9 +717,6 @@ def resolve(query: str, reference: datetime, tz: ZoneInfo) -> TimeWindow | None:
     return None
 
 
-_LATIN = frozenset({"latin"})
-
-
 def _needle_sets(items: sre_parse.SubPattern | list[tuple[object, object]]) -> list[set[str]]:
     """Sets of strings of which every match of the parsed ``items`` holds at least one
     (each set on its own suffices): the runs of literal characters of the parts every
