@@ -156,7 +156,15 @@ class BatchingEmbedder:
         # Queries go first, but a Store text that has waited doc_max_wait seconds goes next
         # whatever is queued: under a stream of Recalls, Stores still move.
         self.doc_max_wait = doc_max_wait
-        self._cond = threading.Condition()
+        # Worker 0 waits on a condition of its own (the same lock): a query wakes it alone
+        # when it waits, not every worker to find the query is not theirs (the second
+        # worker's futile wake cost a query ~0.06 ms here: bench/RESULTS.md, "Hot path,
+        # fifth pass"); Store texts wake another worker first.
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # the other workers wait here
+        self._cond_first = threading.Condition(lock)  # worker 0 waits here
+        self._first_waiting = False
+        self._others_waiting = 0
         self._queries = _FairQueue()
         self._docs = _FairQueue()
         self._docs_last = False  # the last run taken was of Store texts
@@ -190,6 +198,7 @@ class BatchingEmbedder:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+            self._cond_first.notify_all()
         for t in self._threads:
             t.join(timeout=10)
         self._threads.clear()
@@ -246,10 +255,15 @@ class BatchingEmbedder:
         future.add_done_callback(lambda _f: self._inflight.pop(key, None))
         with self._cond:
             (self._queries if priority == QUERY else self._docs).put(principals.TENANT.get(), job)
-            if priority == QUERY:  # every worker looks: one may leave it to worker 0 (_takes)
-                self._cond.notify_all()
-            else:  # Store texts are any worker's
+            if priority == QUERY:
+                if self._first_waiting:  # worker 0 takes it (_takes)
+                    self._cond_first.notify()
+                else:  # worker 0 is in a run (or gone): another takes it
+                    self._cond.notify_all()
+            elif self._others_waiting:  # Store texts are any worker's: worker 0 last
                 self._cond.notify()
+            else:
+                self._cond_first.notify()
         return future
 
     def _takes(self, worker: int) -> bool:
@@ -277,7 +291,7 @@ class BatchingEmbedder:
             while not self._takes(worker):
                 if self._stopping and not self._queries and not self._docs:
                     return None
-                self._cond.wait()
+                self._wait(worker)
             now = time.monotonic()
             # A Store text that waited doc_max_wait goes next, but never twice in a row
             # while queries wait: under a backlog of Stores the oldest has always waited
@@ -304,6 +318,21 @@ class BatchingEmbedder:
                 DeadlineExceeded("the call's deadline passed while its text waited for the model"),
             )
         return jobs
+
+    def _wait(self, worker: int) -> None:
+        """Wait (the lock held) to be woken: worker 0 on its own condition."""
+        if worker == 0:
+            self._first_waiting = True
+            try:
+                self._cond_first.wait()
+            finally:
+                self._first_waiting = False
+        else:
+            self._others_waiting += 1
+            try:
+                self._cond.wait()
+            finally:
+                self._others_waiting -= 1
 
     def _run(self, model: BatchModel, worker: int) -> None:
         while True:

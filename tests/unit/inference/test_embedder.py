@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -294,3 +296,68 @@ async def test_queries_run_on_the_first_worker_while_it_is_free_and_on_another_w
         release.set()
         embedder.close()
     assert not any(t.is_alive() for t in threads)
+
+
+class _CountingModel:
+    """Stands in for OnnxEmbedder: records its texts; each run takes a little while."""
+
+    name, dim = "counting", 4
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed_full(self, texts: list[str], *, tokens: bool = True):  # type: ignore[no-untyped-def]
+        time.sleep(0.0005)
+        self.texts.extend(texts)
+        n = len(texts)
+        return np.ones((n, 4), np.float32) / 2, [np.ones((1, 4), np.float32)] * n
+
+
+async def _both_waiting(embedder: BatchingEmbedder) -> None:
+    for _ in range(1000):
+        with embedder._cond:
+            if embedder._first_waiting and embedder._others_waiting == 1:
+                return
+        await asyncio.sleep(0.005)
+    raise AssertionError("the workers never both waited")
+
+
+async def test_a_store_text_goes_to_another_worker_while_the_first_waits() -> None:
+    # worker 0 is kept for the next query: a Store text wakes another worker when one waits
+    first, second = _CountingModel(), _CountingModel()
+    models = iter([first, second])
+    embedder = BatchingEmbedder(lambda: next(models), workers=2)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        await _both_waiting(embedder)
+        await asyncio.wait_for(embedder.embed_document("a store text"), 10)
+        assert (first.texts, second.texts) == ([], ["a store text"])
+        await _both_waiting(embedder)
+        await asyncio.wait_for(embedder.embed_query("a query"), 10)
+        assert (first.texts, second.texts) == (["a query"], ["a store text"])
+    finally:
+        embedder.close()
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+async def test_every_text_of_a_mixed_burst_is_answered(workers: int) -> None:
+    # queries and Store texts arriving together from many callers, in any order: none is
+    # left waiting (a wake-up lost between the workers' two conditions would hang here)
+    models = [_CountingModel() for _ in range(workers)]
+    found = iter(models)
+    embedder = BatchingEmbedder(lambda: next(found), workers=workers, doc_batch=3)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    rng = random.Random(workers)
+    try:
+        for burst in range(5):
+            calls = []
+            for i in range(120):
+                embed = embedder.embed_query if rng.random() < 0.5 else embedder.embed_document
+                calls.append(asyncio.ensure_future(embed(f"{burst} {i}")))
+                if rng.random() < 0.1:
+                    await asyncio.sleep(rng.random() * 0.002)
+            await asyncio.wait_for(asyncio.gather(*calls), 30)
+        texts = [t for m in models for t in m.texts]
+        assert sorted(texts) == sorted(f"{b} {i}" for b in range(5) for i in range(120))
+    finally:
+        embedder.close()
