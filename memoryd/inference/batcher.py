@@ -311,6 +311,14 @@ class BatchingEmbedder:
                 self._first_running = bool(jobs)
                 if jobs and self._queries:  # left for a worker that declined them
                     self._cond.notify_all()
+            if jobs and docs_due and self._docs:
+                # More Store texts than this run takes: one more worker for them (a burst
+                # submitted in one go woke one worker: the notices after the first found
+                # that worker still counted as waiting; helper-60's review)
+                if self._others_waiting:
+                    self._cond.notify()
+                else:
+                    self._cond_first.notify()
         for j in expired:
             j.loop.call_soon_threadsafe(
                 _set_exception,

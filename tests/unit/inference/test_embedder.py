@@ -303,11 +303,12 @@ class _CountingModel:
 
     name, dim = "counting", 4
 
-    def __init__(self) -> None:
+    def __init__(self, seconds: float = 0.0005) -> None:
         self.texts: list[str] = []
+        self.seconds = seconds
 
     def embed_full(self, texts: list[str], *, tokens: bool = True):  # type: ignore[no-untyped-def]
-        time.sleep(0.0005)
+        time.sleep(self.seconds)
         self.texts.extend(texts)
         n = len(texts)
         return np.ones((n, 4), np.float32) / 2, [np.ones((1, 4), np.float32)] * n
@@ -359,5 +360,27 @@ async def test_every_text_of_a_mixed_burst_is_answered(workers: int) -> None:
             await asyncio.wait_for(asyncio.gather(*calls), 30)
         texts = [t for m in models for t in m.texts]
         assert sorted(texts) == sorted(f"{b} {i}" for b in range(5) for i in range(120))
+    finally:
+        embedder.close()
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+async def test_a_burst_of_store_texts_runs_on_every_worker(workers: int) -> None:
+    # Store texts submitted in one go (a re-embedding, a bulk import): every worker takes
+    # runs of them, worker 0 included while no query waits
+    models = [_CountingModel(seconds=0.02) for _ in range(workers)]
+    found = iter(models)
+    embedder = BatchingEmbedder(lambda: next(found), workers=workers, doc_batch=4)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        for _ in range(1000):
+            with embedder._cond:
+                if embedder._first_waiting and embedder._others_waiting == workers - 1:
+                    break
+            await asyncio.sleep(0.005)
+        texts = [f"store text {i}" for i in range(8 * workers)]
+        await asyncio.wait_for(asyncio.gather(*map(embedder.embed_document, texts)), 30)
+        assert sorted(t for m in models for t in m.texts) == sorted(texts)
+        assert all(m.texts for m in models), [len(m.texts) for m in models]
     finally:
         embedder.close()
