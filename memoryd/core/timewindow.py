@@ -750,15 +750,19 @@ def _best(sets: list[set[str]]) -> set[str] | None:
     return max(sets, key=lambda s: min(map(len, s)), default=None)
 
 
-def _ascii_needles(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
-    """Lower-case strings of which an ASCII text must hold one for ``pattern`` (compiled
-    with IGNORECASE) to match it: () when it never can, None when no such strings are
-    known (the rule always runs). A string with a letter that matches no ASCII letter in
-    any case cannot be in an ASCII text (so a part every match needs, all of whose strings
-    are such, rules the pattern out); one with a letter that can (the Kelvin sign and a
-    long s match k and s) is not used."""
+def _needles_of(pattern: re.Pattern[str]) -> list[set[str]]:
+    return _needle_sets(sre_parse.parse(pattern.pattern, pattern.flags))
+
+
+def _ascii_needles(sets: list[set[str]]) -> tuple[str, ...] | None:
+    """Lower-case strings of which an ASCII text must hold one for a pattern (compiled
+    with IGNORECASE) whose ``_needles_of`` are ``sets`` to match it: () when it never
+    can, None when no such strings are known (the rule always runs). A string with a
+    letter that matches no ASCII letter in any case cannot be in an ASCII text (so a part
+    every match needs, all of whose strings are such, rules the pattern out); one with a
+    letter that can (the Kelvin sign and a long s match k and s) is not used."""
     usable = []
-    for strings in _needle_sets(sre_parse.parse(pattern.pattern, pattern.flags)):
+    for strings in sets:
         if any(_folds_to_ascii(c) for s in strings for c in s if not c.isascii()):
             continue
         ascii = {s.lower() for s in strings if s.isascii()}
@@ -778,19 +782,21 @@ def _folds_to_ascii(c: str) -> bool:
 # its search runs only when the lower-cased query holds one (a search starts with a look
 # behind and so scans every position: ~85 us per question for the 53 rules, ~17 gated;
 # bench/timeexpr.py). Other queries search for a rule's strings with its own flags first.
+_NEEDLES = [_needles_of(pattern) for _, pattern, _ in _RULES]  # one parse per rule
 _ASCII_RULES: tuple[tuple[re.Pattern[str], Span, tuple[str, ...] | None], ...] = tuple(
     (pattern, span, needles)
-    for script, pattern, span in _RULES
-    if script == "latin" and (needles := _ascii_needles(pattern)) != ()
+    for (script, pattern, span), sets in zip(_RULES, _NEEDLES, strict=True)
+    if script == "latin" and (needles := _ascii_needles(sets)) != ()
 )
 
 
-def _gate(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
-    """A search for the strings one of which every match of ``pattern`` holds, with its
+def _gate(pattern: re.Pattern[str], sets: list[set[str]]) -> re.Pattern[str] | None:
+    """A search for the strings one of which every match of ``pattern`` holds (its
+    ``_needles_of`` are ``sets``), with its
     flags and IGNORECASE (the same case rules or looser), or None when no such strings are
     known: a literal search skips the positions that cannot start one, where
     ``pattern``'s own begins with a look behind and tries every position."""
-    found = _best(_needle_sets(sre_parse.parse(pattern.pattern, pattern.flags)))
+    found = _best(sets)
     if found is None:
         return None
     alternatives = sorted(found, key=lambda s: (-len(s), s))
@@ -800,7 +806,10 @@ def _gate(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
 
 
 # Every rule with its gate (the non-ASCII path: ASCII queries use _ASCII_RULES)
-_GATED = [(script, pattern, span, _gate(pattern)) for script, pattern, span in _RULES]
+_GATED = [
+    (script, pattern, span, _gate(pattern, sets))
+    for (script, pattern, span), sets in zip(_RULES, _NEEDLES, strict=True)
+]
 
 
 @lru_cache(maxsize=64)
