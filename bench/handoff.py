@@ -34,9 +34,9 @@ class Stamped:
         self.model, self.name, self.dim = model, model.name, model.dim
         self.start = self.end = 0.0
 
-    def embed_full(self, texts: list[str], *, tokens: bool = True):  # type: ignore[no-untyped-def]
+    def embed_full(self, texts: list[str], *, tokens: bool = True, started=None):  # type: ignore[no-untyped-def]
         self.start = time.perf_counter()
-        out = self.model.embed_full(texts, tokens=tokens)
+        out = self.model.embed_full(texts, tokens=tokens, started=started)
         self.end = time.perf_counter()
         return out
 

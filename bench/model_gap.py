@@ -67,10 +67,10 @@ class Timed:
         self.name, self.dim = model.name, model.dim
         self.last = 0.0
 
-    def embed_full(self, texts: list[str], *, tokens: bool = True):  # type: ignore[no-untyped-def]
-        started = time.perf_counter()
-        out = self.model.embed_full(texts, tokens=tokens)
-        self.last = time.perf_counter() - started
+    def embed_full(self, texts: list[str], *, tokens: bool = True, started=None):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        out = self.model.embed_full(texts, tokens=tokens, started=started)
+        self.last = time.perf_counter() - t0
         return out
 
 

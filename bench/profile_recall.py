@@ -19,15 +19,19 @@ of any unary call there), and the client's own protobuf work on the same message
         request conversion           api.convert.recall_request
         policy and validation        MemoryService.access, validate.recall_request,
                                      Access.readable
-        query embedding              the embedder's embed_query[_with_tokens]: the
-                                     hand-off to its thread, the model (a miss) or its cache
+        query embedding              MemoryService._ranked less Retriever.recall: the
+                                     hand-off to the embedder's thread, the model (a miss)
+                                     or its cache
           model in the worker        a miss: OnnxEmbedder.embed_full's own run, timed on
                                      the embedder's thread
           hand-off                   the rest: the queue, two thread wake-ups, the cache
+          beside the model           a miss: Retriever.prepare (time expression, query
+                                     analysis, BM25 leg), run while the model runs
         candidates                   HotIndex.candidates, of which
-          query analysis             Analyzer.query_terms (language, tokens, stems)
+          query analysis             Analyzer.query_terms (language, tokens, stems); a
+                                     miss: within "beside the model"
           vector leg                 HotIndex._vector_topk (exact scan, q8 or HNSW)
-          BM25 leg                   bm25_touched + topk_scores
+          BM25 leg                   bm25_touched + topk_scores; a miss: as query analysis
           assembly                   the rest: union, gathering vectors, exact scores, ranks
         fusion                       Retriever._fuse
         rerank                       LateInteractionReranker.score, of which
@@ -76,8 +80,8 @@ TIMED = (
     ("memoryd.core.service", "MemoryService.access", "policy and validation"),
     ("memoryd.core.validate", "recall_request", "policy and validation"),
     ("memoryd.core.policy", "Access.readable", "policy and validation"),
-    ("memoryd.inference.batcher", "BatchingEmbedder.embed_query", "query embedding"),
-    ("memoryd.inference.batcher", "BatchingEmbedder.embed_query_with_tokens", "query embedding"),
+    ("memoryd.core.service", "MemoryService._ranked", "ranked"),
+    ("memoryd.core.retrieval", "Retriever.prepare", "beside the model"),
     ("memoryd.storage.hot_index", "HotIndex.candidates", "candidates"),
     ("memoryd.storage.lexical", "Analyzer.query_terms", "query analysis"),
     ("memoryd.storage.hot_index", "HotIndex._vector_topk", "vector leg"),
@@ -154,19 +158,38 @@ def _time_the_model() -> None:
             last[1] = time.perf_counter() - started
             last[0] += 1
 
-    cached = batcher.BatchingEmbedder._cached
+    begin = batcher.BatchingEmbedder.begin_query
 
-    @functools.wraps(cached)
-    async def timed_cached(self: Any, *args: Any, **kwargs: Any) -> Any:
+    @functools.wraps(begin)
+    def timed_begin(self: Any, *args: Any, **kwargs: Any) -> Any:
         runs = last[0]
-        value = await cached(self, *args, **kwargs)
+        pending = begin(self, *args, **kwargs)
         record = CALL.get()
-        if record is not None and last[0] == runs + 1:
-            record[MODEL] = record.get(MODEL, 0.0) + last[1]
-        return value
+        if record is None or pending.ready:
+            return pending
+
+        async def taken() -> Any:
+            value = await pending
+            if last[0] == runs + 1:
+                record[MODEL] = record.get(MODEL, 0.0) + last[1]
+            return value
+
+        return _Pending(taken())
 
     OnnxEmbedder.embed_full = timed_model  # type: ignore[method-assign]
-    batcher.BatchingEmbedder._cached = timed_cached  # type: ignore[method-assign]
+    batcher.BatchingEmbedder.begin_query = timed_begin  # type: ignore[method-assign]
+
+
+class _Pending:
+    """A coroutine as the service takes a ``PendingQuery`` (``ready``, awaitable)."""
+
+    ready = False
+
+    def __init__(self, coroutine: Any):
+        self.coroutine = coroutine
+
+    def __await__(self) -> Any:
+        return self.coroutine.__await__()
 
 
 def install_timers(records: list[dict[str, float]], profiler: Any) -> None:
@@ -260,10 +283,11 @@ ROWS = (
     ("query embedding (hand-off + model or cache)", "query embedding", 2),
     ("the model, timed in the worker (miss)", MODEL, 3),
     ("hand-off to the worker and back, cache", "hand-off", 3),
+    ("beside the model (miss): time expression, analysis, BM25 leg", "beside the model", 3),
     ("candidates", "candidates", 2),
-    ("query analysis", "query analysis", 3),
+    ("query analysis (a miss: beside the model)", "query analysis", 3),
     ("vector leg", "vector leg", 3),
-    ("BM25 leg", "BM25 leg", 3),
+    ("BM25 leg (a miss: beside the model)", "BM25 leg", 3),
     ("assembly", "assembly", 3),
     ("fusion", "fusion", 2),
     ("rerank (late interaction)", "rerank", 2),
@@ -283,8 +307,13 @@ def derive(record: dict[str, float], round_trip: float, client: float) -> dict[s
     r["client stub"] = client
     r["transport"] = round_trip - g("handler", 0.0) - client
     r["interceptors"] = g("handler", 0.0) - g("servicer", 0.0)
-    r["hand-off"] = g("query embedding", 0.0) - g(MODEL, 0.0)
-    legs = g("query analysis", 0.0) + g("vector leg", 0.0) + g("BM25 leg", 0.0)
+    # The query embedding: from the Recall's pipeline starting to its vector (on a miss
+    # the query's text work runs meanwhile, on this thread, beside the model).
+    r["query embedding"] = g("ranked", 0.0) - g("retriever", 0.0)
+    r["hand-off"] = r["query embedding"] - g(MODEL, 0.0)
+    legs = g("vector leg", 0.0)
+    if not g("beside the model", 0.0):  # else the other legs ran there, not in candidates
+        legs += g("query analysis", 0.0) + g("BM25 leg", 0.0)
     r["assembly"] = g("candidates", 0.0) - legs
     r["boosts"] = g("retriever", 0.0) - g("candidates", 0.0) - g("fusion", 0.0) - g("rerank", 0.0)
     named = (

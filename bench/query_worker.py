@@ -41,10 +41,10 @@ class Timed:
         self.model, self.worker, self.log = model, worker, log
         self.name, self.dim = model.name, model.dim
 
-    def embed_full(self, texts: list[str], *, tokens: bool = True):  # type: ignore[no-untyped-def]
-        started = time.perf_counter()
-        out = self.model.embed_full(texts, tokens=tokens)
-        self.log.append((self.worker, time.perf_counter() - started))
+    def embed_full(self, texts: list[str], *, tokens: bool = True, started=None):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        out = self.model.embed_full(texts, tokens=tokens, started=started)
+        self.log.append((self.worker, time.perf_counter() - t0))
         return out
 
 

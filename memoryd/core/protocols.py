@@ -97,10 +97,29 @@ class MemoryReader(Protocol):
         vector: bool = True,
         created_after: datetime | None = None,
         created_before: datetime | None = None,
+        prepared: object = None,
     ) -> Candidates:
         """Hybrid candidates (best ``pool`` by cosine and by BM25), scored on both legs;
         only memories created in [created_after, created_before) when those are given.
-        ``Candidates.query_language`` is the language the query was analysed in."""
+        ``Candidates.query_language`` is the language the query was analysed in.
+        ``prepared``: ``lexical_leg``'s answer for the same arguments, used when nothing
+        it read has changed since (else worked out again)."""
+        ...
+
+    def lexical_leg(
+        self,
+        query_text: str,
+        scopes: Iterable[str],
+        pool: int,
+        *,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+        lexical: bool = True,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+    ) -> object:
+        """What ``candidates`` needs of the query's text alone (analysis, filters, the
+        best ``pool`` by BM25), worked out ahead: opaque, for ``candidates``' ``prepared``."""
         ...
 
     def page(

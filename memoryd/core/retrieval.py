@@ -51,8 +51,8 @@ from memoryd.core.errors import FailedPrecondition, InvalidArgument
 from memoryd.core.language import detect
 from memoryd.core.protocols import Embedder, MemoryReader, Reranker
 from memoryd.core.records import Candidates, Category, Explain, Memory, ScoredMemory
+from memoryd.core.timewindow import TimeWindow, zone
 from memoryd.core.timewindow import resolve as resolve_time
-from memoryd.core.timewindow import zone
 
 log = logging.getLogger(__name__)
 
@@ -208,20 +208,21 @@ class Retriever:
         config: RetrievalConfig | None = None,
         explain: bool = False,
         when: TimeArgs | None = None,
+        prepared: Prepared | None = None,
     ) -> list[ScoredMemory]:
         """``when.created_after``/``created_before`` filter by created_at; a time
         expression in the query, resolved against ``when.reference_time`` (default ``now``)
         in ``when.timezone`` (default: the retriever's), boosts the memories created in
-        its window (``time_boost``)."""
+        its window (``time_boost``). ``prepared``: ``prepare``'s answer for the same
+        arguments (the work that needs no query vector, done while it was computed)."""
         time_args = when or TimeArgs()
         created_after, created_before = time_args.created_after, time_args.created_before
-        reference_time, timezone = time_args.reference_time, time_args.timezone
         cfg = config or self.config
         pool = cfg.candidate_pool or max(cfg.pool_min, cfg.pool_factor * limit)
         window = (
-            resolve_time(query_text, reference_time or now, timezone or self.timezone or UTC_ZONE)
-            if time_args.time_expressions and cfg.time_boost > 0.0
-            else None
+            prepared.window
+            if prepared is not None
+            else self._window(query_text, cfg, time_args, now)
         )
         t0 = time.perf_counter()
         with tracing.span("candidates", pool=pool) as stage:
@@ -236,6 +237,7 @@ class Retriever:
                 vector=cfg.fusion != Fusion.BM25_ONLY,
                 created_after=created_after,
                 created_before=created_before,
+                prepared=prepared.leg if prepared is not None else None,
             )
             stage.set_attribute("memoryd.candidates", len(cands))
         n = len(cands)
@@ -330,6 +332,49 @@ class Retriever:
                 )
             hits.append(ScoredMemory(cands.memories[i], float(final[i]), ex))
         return hits
+
+    def prepare(
+        self,
+        *,
+        query_text: str,
+        scopes: frozenset[str],
+        limit: int,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+        config: RetrievalConfig | None = None,
+        when: TimeArgs | None = None,
+    ) -> Prepared:
+        """The part of ``recall`` that needs the query's text but not its vector: its
+        time expression, its analysis and the BM25 leg (``MemoryReader.lexical_leg``).
+        A Recall whose embedding is computed runs it meanwhile, on the other core; the
+        store checks that nothing it read changed before ``recall`` uses it."""
+        time_args = when or TimeArgs()
+        cfg = config or self.config
+        pool = cfg.candidate_pool or max(cfg.pool_min, cfg.pool_factor * limit)
+        with tracing.span("prepare", pool=pool):
+            window = self._window(query_text, cfg, time_args, now)
+            leg = self.store.lexical_leg(
+                query_text,
+                scopes,
+                pool,
+                now=now,
+                categories=categories,
+                lexical=cfg.fusion != Fusion.VECTOR_ONLY,
+                created_after=time_args.created_after,
+                created_before=time_args.created_before,
+            )
+        return Prepared(window, leg)
+
+    def _window(
+        self, query_text: str, cfg: RetrievalConfig, time_args: TimeArgs, now: datetime
+    ) -> TimeWindow | None:
+        if not time_args.time_expressions or cfg.time_boost <= 0.0:
+            return None
+        return resolve_time(
+            query_text,
+            time_args.reference_time or now,
+            time_args.timezone or self.timezone or UTC_ZONE,
+        )
 
     def time_arguments(self, q: TimeQuery) -> TimeArgs:
         """A request's time fields as ``recall``'s ``when``, checked."""
@@ -513,6 +558,15 @@ class TimeArgs:
     reference_time: datetime | None = None
     timezone: ZoneInfo | None = None
     time_expressions: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """``Retriever.prepare``'s answer: the query's time window and the store's lexical
+    leg (opaque here: the store checks it)."""
+
+    window: TimeWindow | None
+    leg: object
 
 
 def _aware(value: datetime | None, name: str) -> datetime | None:

@@ -152,12 +152,30 @@ class MemoryService:
     ) -> list[ScoredMemory]:
         """The recall pipeline over ``scopes``: the scores Recall shows."""
         started = time.perf_counter()
+        # One model pass gives the token vectors too; the reranker reads them from the
+        # embedder's cache.
+        tokens = config.rerank == Rerank.LATE_INTERACTION and self.retriever.has(
+            Rerank.LATE_INTERACTION
+        )
+        prepared = None
         with tracing.span("embed", kind="query"):
-            if config.rerank == Rerank.LATE_INTERACTION and self.retriever.has(
-                Rerank.LATE_INTERACTION
-            ):
-                # One model pass gives the token vectors too; the reranker reads them from
-                # the embedder's cache.
+            begin = getattr(self.embedder, "begin_query", None)  # (BatchingEmbedder's)
+            if begin is not None:
+                pending = begin(query, tokens=tokens)
+                if not pending.ready:
+                    # The model runs on its own thread (and core): meanwhile the query's
+                    # text is analysed and its BM25 leg found here, not after it.
+                    prepared = self.retriever.prepare(
+                        query_text=query,
+                        scopes=scopes,
+                        limit=limit,
+                        now=now,
+                        categories=categories,
+                        config=config,
+                        when=when,
+                    )
+                vector = (await pending)[0]
+            elif tokens:
                 vector, _ = await self.embedder.embed_query_with_tokens(query)
             else:
                 vector = await self.embedder.embed_query(query)
@@ -173,6 +191,7 @@ class MemoryService:
             config=config,
             explain=explain,
             when=when,
+            prepared=prepared,
         )
 
     # -- Forget ------------------------------------------------------------------------

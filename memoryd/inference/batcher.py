@@ -29,9 +29,9 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -46,6 +46,10 @@ Embedding = tuple[np.ndarray, np.ndarray | None]  # pooled vector, token vectors
 
 QUERY, DOCUMENT = 0, 1
 
+# begin_query's longest block for a worker to start on its text (seconds): it takes
+# ~0.05 ms (bench/handoff.py); past this the caller goes on without it.
+HANDOVER_WAIT = 0.002
+
 
 class BatchModel(Protocol):
     """What a worker thread runs: ``onnx_embedder.OnnxEmbedder`` or
@@ -57,8 +61,15 @@ class BatchModel(Protocol):
     dim: int
 
     def embed_full(
-        self, texts: list[str], *, tokens: bool = True
-    ) -> tuple[np.ndarray, list[np.ndarray]]: ...
+        self,
+        texts: list[str],
+        *,
+        tokens: bool = True,
+        started: Callable[[], None] | None = None,
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``started``, when given, is called once the texts are ready for the model and
+        before it runs (the point from which the model no longer needs the GIL)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -69,6 +80,36 @@ class _Job:
     loop: asyncio.AbstractEventLoop
     queued_at: float = 0.0
     deadline: float | None = None  # monotonic; None = someone waits without a deadline
+    # Set when the model starts on the job, for a caller that waits for that (begin_query)
+    started: threading.Event | None = None
+
+
+class PendingQuery:
+    """A query embedding asked for with ``begin_query``: ``ready`` when it came from the
+    cache; await it for the vector and token vectors (or None without tokens)."""
+
+    __slots__ = ("_embedder", "_future", "_key", "_value")
+
+    def __init__(
+        self,
+        embedder: BatchingEmbedder,
+        key: tuple[str, bool],
+        future: asyncio.Future[Embedding] | None,
+        value: Embedding | None,
+    ):
+        self._embedder, self._key, self._future, self._value = embedder, key, future, value
+
+    @property
+    def ready(self) -> bool:
+        return self._value is not None
+
+    def __await__(self) -> Generator[Any, None, Embedding]:
+        if self._value is None:
+            assert self._future is not None
+            # shield: a cancelled caller must not cancel a computation others share.
+            self._value = yield from asyncio.shield(self._future).__await__()
+            self._embedder._cache.put(self._key, self._value)
+        return self._value
 
 
 class _FairQueue:
@@ -226,16 +267,33 @@ class BatchingEmbedder:
         return vector, tokens
 
     async def _cached(self, text: str, *, tokens: bool) -> Embedding:
-        hit = self._cache.get((text, tokens))
+        return await self.begin_query(text, tokens=tokens, wait_for_model=0.0)
+
+    def begin_query(
+        self, text: str, *, tokens: bool, wait_for_model: float = HANDOVER_WAIT
+    ) -> PendingQuery:
+        """A query's embedding, from the cache or submitted to the model now, so that the
+        caller can do other work (its query's text analysis) while the model runs.
+
+        When the text goes to a worker that waits, this blocks until that worker has the
+        text ready for the model, at most ``wait_for_model`` seconds (the worker's ~0.05
+        ms from wake-up to the model's run): the caller's own work then runs beside the
+        model, not beside the worker's Python steps before it, which it would hold back
+        by holding the GIL."""
+        key = (text, tokens)
+        hit = self._cache.get(key)
         tracing.note("cache_hit", hit is not None)
         if hit is not None:
-            return hit
-        # shield: a cancelled caller must not cancel a computation others share.
-        value = await asyncio.shield(self._submit(text, tokens=tokens, priority=QUERY))
-        self._cache.put((text, tokens), value)
-        return value
+            return PendingQuery(self, key, None, hit)
+        future = self._submit(text, tokens=tokens, priority=QUERY, started=wait_for_model > 0.0)
+        job = self._inflight.get(key)
+        if job is not None and job.started is not None and job.future is future:
+            job.started.wait(wait_for_model)
+        return PendingQuery(self, key, future, None)
 
-    def _submit(self, text: str, *, tokens: bool, priority: int) -> asyncio.Future[Embedding]:
+    def _submit(
+        self, text: str, *, tokens: bool, priority: int, started: bool = False
+    ) -> asyncio.Future[Embedding]:
         if not self._threads:
             raise NotReady("the embedder is not loaded yet")
         key = (text, tokens)
@@ -257,6 +315,8 @@ class BatchingEmbedder:
             (self._queries if priority == QUERY else self._docs).put(principals.TENANT.get(), job)
             if priority == QUERY:
                 if self._first_waiting:  # worker 0 takes it (_takes)
+                    if started and not self._docs:  # it starts at once: worth waiting for
+                        job.started = threading.Event()
                     self._cond_first.notify()
                 else:  # worker 0 is in a run (or gone): another takes it
                     self._cond.notify_all()
@@ -351,9 +411,18 @@ class BatchingEmbedder:
                 continue
             try:
                 want_tokens = any(j.tokens for j in jobs)
-                vectors, token_vectors = model.embed_full(
-                    [j.text for j in jobs], tokens=want_tokens
-                )
+                events = [j.started for j in jobs if j.started is not None]
+                if events:
+                    try:
+                        vectors, token_vectors = model.embed_full(
+                            [j.text for j in jobs], tokens=want_tokens, started=_setter(events)
+                        )
+                    finally:
+                        _setter(events)()
+                else:
+                    vectors, token_vectors = model.embed_full(
+                        [j.text for j in jobs], tokens=want_tokens
+                    )
             except Exception as e:  # the model failed: fail these requests, keep serving
                 self._left_run(worker)
                 log.exception("embedding batch of %d failed", len(jobs))
@@ -372,6 +441,14 @@ class BatchingEmbedder:
         if worker == 0:
             with self._cond:
                 self._first_running = False
+
+
+def _setter(events: list[threading.Event]) -> Callable[[], None]:
+    def started() -> None:
+        for event in events:
+            event.set()
+
+    return started
 
 
 def _set_result(future: asyncio.Future[Embedding], value: Embedding) -> None:

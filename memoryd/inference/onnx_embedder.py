@@ -11,6 +11,7 @@ owns one per worker thread and feeds it batches.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,10 +129,15 @@ class OnnxEmbedder:
         return self.embed_full(texts, tokens=False)[0]
 
     def embed_full(
-        self, texts: list[str], *, tokens: bool = True
+        self,
+        texts: list[str],
+        *,
+        tokens: bool = True,
+        started: Callable[[], None] | None = None,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Pooled vectors, and (if ``tokens``) each text's L2-normalised token vectors
-        (special tokens and padding left out) for late-interaction scoring."""
+        (special tokens and padding left out) for late-interaction scoring. ``started``
+        is called before the first model run (``batcher.BatchModel``)."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32), []
         encodings = self._tokenizer.encode_batch(texts)
@@ -148,6 +154,9 @@ class OnnxEmbedder:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)
+            if started is not None:
+                started()
+                started = None
             (states,) = self._session.run([self._output], feeds)
             if vectors is None:
                 vectors = np.empty((len(texts), states.shape[2]), dtype=np.float32)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -282,8 +283,14 @@ class UseEmbedder:
         return self.embed_full(texts, tokens=False)[0]
 
     def embed_full(
-        self, texts: list[str], *, tokens: bool = True
+        self,
+        texts: list[str],
+        *,
+        tokens: bool = True,
+        started: Callable[[], None] | None = None,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
+        if started is not None:  # (numpy: the model's own steps release the GIL little)
+            started()
         vectors = np.zeros((len(texts), DIM), dtype=np.float32)
         token_vectors: list[np.ndarray] = [_NO_TOKENS] * len(texts)
         group: list[list[int]] = []

@@ -39,7 +39,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -155,6 +155,9 @@ class _Partition:
         self.record_bytes = 0  # texts and summaries of its memories
         self.rows_seen = 0  # its rows at the last look of trim_idle_rows
         self.order = _Order()  # its rows in creation order (listing)
+        # Counts the changes a query's lexical leg depends on (rows, terms, what the mask
+        # reads), so one worked out while the query's embedding ran is known still true.
+        self.version = 0
         # The last filter mask without a category filter, reused while nothing changed and
         # no row's expiry falls between the time it was made and the query's time.
         self._mask: np.ndarray | None = None
@@ -183,6 +186,7 @@ class _Partition:
 
     def _resize(self, cap: int) -> None:
         keep = min(cap, len(self.ids))
+        self.version += 1
         for name in (
             "vectors",
             "expires",
@@ -212,6 +216,7 @@ class _Partition:
         """Insert or overwrite; ``terms`` None keeps the row's indexed terms (text unchanged);
         ``old_created``: the overwritten record's created_at. Returns the row."""
         self._mask = None
+        self.version += 1
         memory_id = memory.id
         row = self.row_of.get(memory_id)
         if row is None:
@@ -261,6 +266,7 @@ class _Partition:
     def remove(self, memory: Memory) -> None:
         row = self.row_of.pop(memory.id)
         self._mask = None
+        self.version += 1
         self.order.remove(order_key(memory.created_at, memory.id))
         self.lexical.move_last_into(row)
         last = len(self.ids) - 1
@@ -289,6 +295,7 @@ class _Partition:
     def set_hidden(self, row: int, hidden: bool) -> None:
         self.hidden[row] = 1 if hidden else 0
         self._mask = None
+        self.version += 1
 
     def mask(self, now_ts: float, categories: frozenset[Category]) -> np.ndarray:
         """uint8 per row: not expired at ``now_ts``, not superseded, in ``categories``
@@ -332,6 +339,59 @@ class _Partition:
             self.hashes,
         )
         return sum(c.nbytes for c in columns) + (self.ann.nbytes() if self.ann else 0)
+
+
+_EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float32))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LexicalLeg:
+    """``HotIndex.lexical_leg``'s answer (read-only arrays shared with the index)."""
+
+    key: tuple[object, ...]  # the arguments it was worked out for
+    held: tuple[_Partition | None, ...]  # the partition of each scope (sorted) then
+    versions: tuple[int, ...]  # and its version then (-1: none)
+    parts: list[_Partition]  # the non-empty ones, in scope order
+    masks: list[np.ndarray]
+    lex_parts: list[tuple[np.ndarray, np.ndarray]]
+    touched: list[tuple[np.ndarray, np.ndarray]]
+    query_language: str
+
+    def holds(self, index: HotIndex, key: tuple[object, ...]) -> bool:
+        """Whether it is what ``index.lexical_leg`` would answer now for ``key``
+        (``_leg_key`` of the arguments)."""
+        if key != self.key:
+            return False
+        parts = index._parts
+        names: tuple[str, ...] = self.key[1]  # type: ignore[assignment]
+        for name, part, version in zip(names, self.held, self.versions, strict=True):
+            now_part = parts.get(name)
+            if now_part is not part or (part is not None and part.version != version):
+                return False
+        return True
+
+
+def _leg_key(
+    query_text: str,
+    scopes: Iterable[str],
+    pool: int,
+    now: datetime,
+    categories: frozenset[Category],
+    lexical: bool,
+    created_after: datetime | None,
+    created_before: datetime | None,
+) -> tuple[object, ...]:
+    """A lexical leg's arguments as ``LexicalLeg.key`` keeps them (scopes sorted)."""
+    return (
+        query_text,
+        tuple(sorted(set(scopes))),
+        pool,
+        now.timestamp(),
+        categories,
+        lexical,
+        created_after.timestamp() if created_after else -math.inf,
+        created_before.timestamp() if created_before else math.inf,
+    )
 
 
 class HotIndex:
@@ -414,6 +474,7 @@ class HotIndex:
             for memory_id in pending:
                 self._refresh(memory_id)
             for part in self._parts.values():
+                part.version += 1  # (its postings may have been given or analysed)
                 if part.order.stale:
                     part.order.sort()
                 if part.codes_stale:
@@ -504,6 +565,7 @@ class HotIndex:
             for row in range(len(lexical), len(part)):
                 memory = memories[part.ids[row]]
                 lexical.set(row, terms(memory.text, memory.language), memory.language)
+            part.version += 1
 
     def _drop_tokens(self, part: _Partition, row: int) -> None:
         count = int(part.tok_n[row])
@@ -744,9 +806,8 @@ class HotIndex:
         found.sort(key=lambda t: (-t[0], t[1]))
         return [(self._memories[i], s) for s, i in found[:k]]
 
-    def candidates(
+    def lexical_leg(
         self,
-        query: np.ndarray,
         query_text: str,
         scopes: Iterable[str],
         pool: int,
@@ -754,16 +815,20 @@ class HotIndex:
         now: datetime,
         categories: frozenset[Category] = frozenset(),
         lexical: bool = True,
-        vector: bool = True,
         created_after: datetime | None = None,
         created_before: datetime | None = None,
-    ) -> Candidates:
-        """Hybrid candidates: the union of the best ``pool`` by cosine and the best
-        ``pool`` by BM25 over the scopes, each re-scored exactly on both legs; only
-        memories created in [created_after, created_before) when those are given."""
-        q = np.ascontiguousarray(query, dtype=np.float32)
+    ) -> LexicalLeg:
+        """What ``candidates`` works out from the query's text alone (its analysis, each
+        partition's filter mask and best ``pool`` by BM25), to be handed to it as
+        ``prepared``: a Recall does this while its query's embedding runs. It holds as
+        long as none of the partitions searched changes."""
+        key = _leg_key(
+            query_text, scopes, pool, now, categories, lexical, created_after, created_before
+        )
         now_ts = now.timestamp()
-        parts = [p for s in sorted(set(scopes)) if (p := self._parts.get(s)) is not None and p]
+        names: tuple[str, ...] = key[1]  # type: ignore[assignment]
+        held = tuple(self._parts.get(s) for s in names)
+        parts = [p for p in held if p is not None and p]
         weights: dict[str, float] = {}
         query_language, query_counts = self.analyzer.query_terms(query_text, _main_languages(parts))
         if lexical and parts:
@@ -777,10 +842,9 @@ class HotIndex:
                     )
         else:
             avgdl = 0.0
-        vec_parts: list[tuple[np.ndarray, np.ndarray]] = []  # per partition: rows, scores
-        lex_parts: list[tuple[np.ndarray, np.ndarray]] = []
+        masks: list[np.ndarray] = []
+        lex_parts: list[tuple[np.ndarray, np.ndarray]] = []  # per partition: rows, scores
         touched: list[tuple[np.ndarray, np.ndarray]] = []  # rows with a query term, scores
-        empty = (np.zeros(0, np.int64), np.zeros(0, np.float32))
         after = created_after.timestamp() if created_after else -math.inf
         before = created_before.timestamp() if created_before else math.inf
         for part in parts:
@@ -788,15 +852,73 @@ class HotIndex:
             if created_after or created_before:
                 created = part.created[: len(part)]
                 mask = mask & ((created >= after) & (created < before)).astype(np.uint8)
-            vec_parts.append(self._vector_topk(part, q, mask, pool) if vector else empty)
+            masks.append(mask)
             if weights:
                 rows, scores = bm25_touched(part.lexical, weights, avgdl)
                 idx, sc = topk_scores(scores, mask[rows], pool)
                 lex_parts.append((rows[idx], sc))
                 touched.append((rows, scores))
             else:
-                lex_parts.append(empty)
-                touched.append(empty)
+                lex_parts.append(_EMPTY)
+                touched.append(_EMPTY)
+        return LexicalLeg(
+            key=key,
+            held=held,
+            versions=tuple(-1 if p is None else p.version for p in held),
+            parts=parts,
+            masks=masks,
+            lex_parts=lex_parts,
+            touched=touched,
+            query_language=query_language,
+        )
+
+    def candidates(
+        self,
+        query: np.ndarray,
+        query_text: str,
+        scopes: Iterable[str],
+        pool: int,
+        *,
+        now: datetime,
+        categories: frozenset[Category] = frozenset(),
+        lexical: bool = True,
+        vector: bool = True,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        prepared: object = None,
+    ) -> Candidates:
+        """Hybrid candidates: the union of the best ``pool`` by cosine and the best
+        ``pool`` by BM25 over the scopes, each re-scored exactly on both legs; only
+        memories created in [created_after, created_before) when those are given.
+        ``prepared``: this query's ``lexical_leg``, used if it still holds (else it is
+        worked out again)."""
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        leg = prepared if isinstance(prepared, LexicalLeg) else None
+        if leg is None or not leg.holds(
+            self,
+            _leg_key(
+                query_text, scopes, pool, now, categories, lexical, created_after, created_before
+            ),
+        ):
+            leg = self.lexical_leg(
+                query_text,
+                scopes,
+                pool,
+                now=now,
+                categories=categories,
+                lexical=lexical,
+                created_after=created_after,
+                created_before=created_before,
+            )
+        parts, query_language = leg.parts, leg.query_language
+        touched = leg.touched
+        vec_parts: list[tuple[np.ndarray, np.ndarray]] = [
+            self._vector_topk(part, q, mask, pool) if vector else _EMPTY
+            for part, mask in zip(parts, leg.masks, strict=True)
+        ]
+        lex_parts = leg.lex_parts
+        if len(parts) == 1:
+            return self._one_part(parts[0], vec_parts[0], lex_parts[0], touched[0], q, leg, vector)
         # The union of the best ``pool`` of each leg, vector hits first, each leg best
         # first with ties by (partition, row); as (partition, row) pairs.
         vec_pi, vec_rows = _best(vec_parts, pool)
@@ -839,6 +961,48 @@ class HotIndex:
             vectors=vectors,
             created=created,
             query_language=query_language,
+        )
+
+    def _one_part(
+        self,
+        part: _Partition,
+        vec_hits: tuple[np.ndarray, np.ndarray],
+        lex_hits: tuple[np.ndarray, np.ndarray],
+        touched: tuple[np.ndarray, np.ndarray],
+        q: np.ndarray,
+        leg: LexicalLeg,
+        vector: bool,
+    ) -> Candidates:
+        """``candidates``' assembly when one partition is searched (a Recall of one agent
+        without shared scopes): the same answer without merging partitions, in a few
+        array operations (the general path's ~30 cost ~0.2 ms a Recall)."""
+        vec_rows = vec_hits[0].astype(np.int64, copy=False)
+        lex_rows = lex_hits[0].astype(np.int64, copy=False)
+        if lex_rows.size:
+            seen = set(vec_rows.tolist())
+            extra = [r for r in lex_rows.tolist() if r not in seen]
+            rows = np.concatenate([vec_rows, np.array(extra, dtype=np.int64)])
+        else:
+            rows = vec_rows
+        n = rows.size
+        ids, memories = part.ids, self._memories
+        vectors = part.vectors[rows].astype(np.float32)
+        lex = np.zeros(n, dtype=np.float32)
+        t_rows, t_scores = touched
+        if t_rows.size and n:  # a candidate's BM25 is its score among the touched rows, or 0
+            pos = np.minimum(np.searchsorted(t_rows, rows), t_rows.size - 1)
+            found = t_rows[pos] == rows
+            lex[found] = t_scores[pos[found]]
+        vec = (vectors @ q).astype(np.float32) if n else np.zeros(0, dtype=np.float32)
+        return Candidates(
+            memories=[memories[ids[r]] for r in rows.tolist()],
+            vector_scores=vec,
+            lexical_scores=lex,
+            vector_rank=_ranks(vec, np.full(n, vector, dtype=bool)),
+            lexical_rank=_ranks(lex, lex > 0),
+            vectors=vectors,
+            created=part.created[rows],
+            query_language=leg.query_language,
         )
 
     def visible(

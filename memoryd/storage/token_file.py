@@ -165,30 +165,39 @@ class TokenFile:
         """Several records, each ``(memory_id, offset, count)`` as ``read`` takes them, back
         to back: ``(tokens int8 [sum of counts, dim], starts int64 [n + 1])``, record i's
         vectors at rows starts[i]:starts[i + 1] (``maxsim``'s layout). Each is read with one
-        ``os.preadv`` straight into its place (its header into a scratch buffer), not
-        copied out of a bytes object of its own and concatenated again. None (and
-        ``damaged``) if any record is not what the caller expects."""
-        starts = np.zeros(len(records) + 1, dtype=np.int64)
-        np.cumsum([count for _, _, count in records], out=starts[1:])
-        flat = np.empty(int(starts[-1]) * self.dim, dtype=np.int8)
+        ``os.preadv`` straight into its place (its header into one scratch buffer), not
+        copied out of a bytes object of its own and concatenated again; the bookkeeping in
+        plain Python around them (numpy calls for 20 records cost more than the records'
+        reads: bench/RESULTS.md, "Hot path, sixth pass"). None (and ``damaged``) if any
+        record is not what the caller expects."""
+        starts = [0]
+        total = 0
+        for _, _, count in records:
+            total += count
+            starts.append(total)
+        flat = np.empty(total * self.dim, dtype=np.int8)
+        if not self._read_each(records, flat, starts):
+            return None
+        return flat.reshape(-1, self.dim), np.array(starts, dtype=np.int64)
+
+    def _read_each(
+        self, records: Sequence[tuple[str, int, int]], flat: np.ndarray, starts: list[int]
+    ) -> bool:
+        """``read_many``'s records into ``flat``; False (and ``damaged``) at the first that
+        is not what the caller expects."""
         into = flat.data  # a memoryview; int8: an element is a byte
-        headers = bytearray(HEADER_BYTES * len(records))
-        heads = memoryview(headers)
-        at = 0
-        for i, (memory_id, offset, count) in enumerate(records):
-            size = count * self.dim
-            head = i * HEADER_BYTES
+        header = bytearray(HEADER_BYTES)
+        dim, fd, holds = self.dim, self._fd, self._holds
+        for (memory_id, offset, count), start in zip(records, starts, strict=False):
+            at, size = start * dim, count * dim
             try:
-                got = os.preadv(
-                    self._fd, [heads[head : head + HEADER_BYTES], into[at : at + size]], offset
-                )
+                got = os.preadv(fd, [header, into[at : at + size]], offset)
             except OSError:
                 got = -1
-            if got != HEADER_BYTES + size or not self._holds(headers, head, memory_id, count):
+            if got != HEADER_BYTES + size or not holds(header, 0, memory_id, count):
                 self._found_damaged(memory_id, offset)
-                return None
-            at += size
-        return flat.reshape(-1, self.dim), starts
+                return False
+        return True
 
     def _holds(self, data: bytes | bytearray, at: int, memory_id: str, count: int) -> bool:
         """Whether the header at ``data[at:]`` is ``memory_id``'s record of ``count`` tokens."""

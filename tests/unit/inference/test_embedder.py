@@ -158,7 +158,9 @@ class _GatedModel:
         self.started = threading.Event()
         self.gate = threading.Event()
 
-    def embed_full(self, texts: list[str], *, tokens: bool = True):  # type: ignore[no-untyped-def]
+    def embed_full(self, texts: list[str], *, tokens: bool = True, started=None):  # type: ignore[no-untyped-def]
+        if started is not None:
+            started()
         if not self.runs:
             self.started.set()
             self.gate.wait(10)
@@ -307,7 +309,9 @@ class _CountingModel:
         self.texts: list[str] = []
         self.seconds = seconds
 
-    def embed_full(self, texts: list[str], *, tokens: bool = True):  # type: ignore[no-untyped-def]
+    def embed_full(self, texts: list[str], *, tokens: bool = True, started=None):  # type: ignore[no-untyped-def]
+        if started is not None:
+            started()
         time.sleep(self.seconds)
         self.texts.extend(texts)
         n = len(texts)
@@ -382,5 +386,77 @@ async def test_a_burst_of_store_texts_runs_on_every_worker(workers: int) -> None
         await asyncio.wait_for(asyncio.gather(*map(embedder.embed_document, texts)), 30)
         assert sorted(t for m in models for t in m.texts) == sorted(texts)
         assert all(m.texts for m in models), [len(m.texts) for m in models]
+    finally:
+        embedder.close()
+
+
+class _StartingModel:
+    """Stands in for OnnxEmbedder: notes when it was told its run started; each run takes
+    ``seconds`` after that (or raises ``fail``)."""
+
+    name, dim = "starting", 4
+
+    def __init__(self, seconds: float = 0.05, fail: Exception | None = None) -> None:
+        self.seconds, self.fail = seconds, fail
+        self.started_at: list[float] = []
+        self.runs = 0
+
+    def embed_full(self, texts: list[str], *, tokens: bool = True, started=None):  # type: ignore[no-untyped-def]
+        self.runs += 1
+        if self.fail is not None:
+            raise self.fail
+        if started is not None:
+            self.started_at.append(time.monotonic())
+            started()
+        time.sleep(self.seconds)
+        n = len(texts)
+        return np.ones((n, 4), np.float32) / 2, [np.ones((1, 4), np.float32)] * n
+
+
+async def test_begin_query_returns_once_the_model_runs_and_the_vector_after_it() -> None:
+    """A Recall's query goes to the model at once and its caller goes on (to the query's
+    text analysis) only once the model started on it, so its work runs beside the model,
+    not ahead of the worker; the vector comes when the model is done; the same text again
+    comes from the cache without a run."""
+    model = _StartingModel(seconds=0.05)
+    embedder = BatchingEmbedder(lambda: model, workers=1)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        await asyncio.sleep(0.05)  # the worker waits
+        pending = embedder.begin_query("where is the cat", tokens=True, wait_for_model=5.0)
+        returned = time.monotonic()
+        assert not pending.ready and len(model.started_at) == 1
+        assert model.started_at[0] <= returned < model.started_at[0] + model.seconds
+        vector, tokens = await pending
+        assert time.monotonic() >= model.started_at[0] + model.seconds
+        assert vector.shape == (4,) and tokens is not None and tokens.shape == (1, 4)
+        again = embedder.begin_query("where is the cat", tokens=True, wait_for_model=5.0)
+        assert again.ready and model.runs == 1
+        np.testing.assert_array_equal((await again)[0], vector)
+    finally:
+        embedder.close()
+
+
+async def test_begin_query_does_not_wait_for_a_busy_worker_nor_a_failed_run() -> None:
+    """When its worker is in another run the caller goes on at once (its loop is not held
+    for a run it is not in); a run that fails before starting frees the caller at once and
+    its error reaches the await."""
+    async with held("query", "first", doc_max_wait=10.0) as (fake, embedder, first):
+        began = time.monotonic()
+        pending = embedder.begin_query("second", tokens=False, wait_for_model=5.0)
+        assert time.monotonic() - began < 1.0 and not pending.ready
+        fake.gate.set()
+        await first
+        assert (await pending)[0].shape == (4,)
+    model = _StartingModel(fail=RuntimeError("the model broke"))
+    embedder = BatchingEmbedder(lambda: model, workers=1)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        await asyncio.sleep(0.05)
+        began = time.monotonic()
+        pending = embedder.begin_query("where is the cat", tokens=False, wait_for_model=5.0)
+        assert time.monotonic() - began < 1.0
+        with pytest.raises(RuntimeError, match="the model broke"):
+            await pending
     finally:
         embedder.close()

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from memoryd.core.records import Category, Memory
+from memoryd.core.records import Candidates, Category, Memory
 from memoryd.storage.hot_index import HotIndex
 from memoryd.storage.lexical import K1, B, idf
 
@@ -200,3 +200,74 @@ def test_row_arrays_left_unused_by_a_burst_are_given_back_once_it_pauses() -> No
         index.put(mem(j, "s", f"memory {j}"), unit(rng))
     assert len(index.visible(["s"], now=NOW)) == i + 500
     assert index.get(f"m{i + 499:04d}") is not None
+
+
+def _same(a: Candidates, b: Candidates) -> None:
+    assert [m.id for m in a.memories] == [m.id for m in b.memories]
+    np.testing.assert_array_equal(a.vector_scores, b.vector_scores)
+    np.testing.assert_array_equal(a.lexical_scores, b.lexical_scores)
+    np.testing.assert_array_equal(a.lexical_rank, b.lexical_rank)
+
+
+CHANGES = {
+    "nothing": lambda index, rng: None,
+    "a row added": lambda index, rng: index.put(
+        mem(500, "agent:a", "coffee tea coffee"), unit(rng)
+    ),
+    "a row deleted (the last moves into its place)": lambda index, rng: index.remove("m0000"),
+    "a row superseded": lambda index, rng: index.put(
+        mem(501, "agent:a", "tea morning", supersedes="m0003"), unit(rng)
+    ),
+    "a row's text updated": lambda index, rng: index.put(
+        mem(6, "agent:a", "coffee coffee paris"), unit(rng)
+    ),
+    "a searched scope's first row": lambda index, rng: index.put(
+        mem(502, "shared:new", "coffee"), unit(rng)
+    ),
+    "row arrays trimmed": lambda index, rng: index._parts["agent:a"].trim(room=1),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_lexical_leg_worked_out_ahead_gives_what_a_fresh_one_gives_after_any_change(
+    change: str,
+) -> None:
+    """A Recall works out its lexical leg while its query is embedded and hands it to
+    ``candidates``; whatever was written meanwhile, the candidates are those of a leg
+    worked out afresh (the changed one is worked out again), never rows that moved."""
+    rng = np.random.default_rng(11)
+    index = HotIndex(DIM)
+    for i in range(40):
+        index.put(mem(i, ["agent:a", "agent:b"][i % 2], " ".join(rng.choice(WORDS, 4))), unit(rng))
+    q, text, scopes = unit(rng), "coffee tea morning", ["agent:a", "shared:new"]
+    leg = index.lexical_leg(text, scopes, 6, now=NOW)
+    CHANGES[change](index, rng)
+    _same(index.candidates(q, text, scopes, 6, now=NOW, prepared=leg),
+          index.candidates(q, text, scopes, 6, now=NOW))  # fmt: skip
+
+
+def test_a_lexical_leg_is_used_only_for_the_arguments_it_was_worked_out_for() -> None:
+    """Another agent's scopes, time, categories, pool or text: worked out afresh, so a leg
+    never carries one caller's rows into another's candidates."""
+    rng = np.random.default_rng(12)
+    index = HotIndex(DIM)
+    for i in range(40):
+        index.put(mem(i, ["agent:a", "agent:b"][i % 2], " ".join(rng.choice(WORDS, 4))), unit(rng))
+    q, text = unit(rng), "coffee tea morning"
+    leg = index.lexical_leg(text, ["agent:a"], 6, now=NOW)
+    for kwargs in (
+        {"scopes": ["agent:b"]},
+        {"text": "piano garden"},
+        {"pool": 3},
+        {"now": NOW + timedelta(days=1)},
+        {"categories": frozenset({Category.PREFERENCE})},
+        {"created_after": NOW - timedelta(days=1)},
+    ):
+        args = {"text": text, "scopes": ["agent:a"], "pool": 6, "now": NOW, **kwargs}
+        call = dict(args)
+        t, s, p = call.pop("text"), call.pop("scopes"), call.pop("pool")
+        got = index.candidates(q, t, s, p, prepared=leg, **call)  # type: ignore[arg-type]
+        want = index.candidates(q, t, s, p, **call)  # type: ignore[arg-type]
+        _same(got, want)
+        if kwargs.get("scopes"):
+            assert {m.scope for m in got.memories} == {"agent:b"}
