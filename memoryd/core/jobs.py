@@ -13,6 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from memoryd.core.errors import StorageFull
 
@@ -64,3 +65,17 @@ class Jobs:
             else:
                 self.runs[job.name] += 1
             await asyncio.sleep(job.every)
+
+
+def post(loop: asyncio.AbstractEventLoop, callback: Callable[..., object], *args: Any) -> bool:
+    """Hand ``callback(*args)`` to ``loop`` from another thread (a worker's answer to the
+    caller that waits on that loop); whether it was handed. A loop closed meanwhile (its
+    caller gone: an embedding program's ``asyncio.run`` returned) drops it: the worker
+    thread must not die of one caller's loop, or every later caller's work would wait
+    for a thread that is no longer there."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:  # "Event loop is closed"
+        log.debug("a caller's event loop closed before its answer came: dropped")
+        return False
+    return True

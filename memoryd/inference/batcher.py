@@ -37,6 +37,7 @@ import numpy as np
 
 from memoryd.core import principals, tracing
 from memoryd.core.errors import DeadlineExceeded, NotReady, Overloaded
+from memoryd.core.jobs import post
 
 log = logging.getLogger(__name__)
 
@@ -380,7 +381,8 @@ class BatchingEmbedder:
                 else:
                     self._cond_first.notify()
         for j in expired:
-            j.loop.call_soon_threadsafe(
+            post(
+                j.loop,
                 _set_exception,
                 j.future,
                 DeadlineExceeded("the call's deadline passed while its text waited for the model"),
@@ -427,14 +429,14 @@ class BatchingEmbedder:
                 self._left_run(worker)
                 log.exception("embedding batch of %d failed", len(jobs))
                 for j in jobs:
-                    j.loop.call_soon_threadsafe(_set_exception, j.future, e)
+                    post(j.loop, _set_exception, j.future, e)
                 continue
             self._left_run(worker)
             self.batches += 1
             self.batched_texts += len(jobs)
             for i, j in enumerate(jobs):
                 result = (vectors[i], token_vectors[i] if j.tokens else None)
-                j.loop.call_soon_threadsafe(_set_result, j.future, result)
+                post(j.loop, _set_result, j.future, result)
 
     def _left_run(self, worker: int) -> None:
         """Worker 0 is out of its run (before its results go back): queries are its own."""

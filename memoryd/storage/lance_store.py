@@ -101,6 +101,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memoryd.core.errors import ConfigError, DataCorrupt, StorageFull, StoreUnavailable
+from memoryd.core.jobs import post
 from memoryd.core.records import Category, KeyRecord, Memory, StoreOutcome, stored_memory
 from memoryd.storage import damage, heap
 from memoryd.storage.lease import MaintenanceLease
@@ -1301,7 +1302,7 @@ class LanceStore:
                 self._recovered()
         for g in group:
             assert g.loop is not None and g.future is not None
-            g.loop.call_soon_threadsafe(_resolve, g.future, error)
+            post(g.loop, _resolve, g.future, error)
         return error is None
 
     def _hold_rewrites(self, group: list[_Op]) -> None:

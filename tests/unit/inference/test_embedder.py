@@ -460,3 +460,34 @@ async def test_begin_query_does_not_wait_for_a_busy_worker_nor_a_failed_run() ->
             await pending
     finally:
         embedder.close()
+
+
+def test_a_caller_whose_event_loop_closed_does_not_stop_the_worker() -> None:
+    """A program embedding memoryd may call it from a loop that ends (``asyncio.run``
+    returns) while its text is in the model: the answer has nowhere to go. The worker drops
+    it and goes on; before, handing it to the closed loop raised in the worker's thread,
+    the thread died, and every later caller's text waited for ever."""
+    fake = _GatedModel()
+    embedder = BatchingEmbedder(lambda: fake, workers=1)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        gone = asyncio.new_event_loop()
+
+        async def submit_and_leave() -> None:
+            task = asyncio.ensure_future(embedder.embed_query("asked from a loop that ends"))
+            assert await asyncio.to_thread(fake.started.wait, 10)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+        gone.run_until_complete(submit_and_leave())
+        gone.close()
+        fake.gate.set()  # the run ends; its answer is for the closed loop
+
+        async def ask() -> np.ndarray:
+            return await asyncio.wait_for(embedder.embed_query("asked afterwards"), 5.0)
+
+        assert asyncio.run(ask()).shape == (4,)
+        assert fake.runs == [["asked from a loop that ends"], ["asked afterwards"]]
+    finally:
+        embedder.close()

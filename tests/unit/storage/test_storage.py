@@ -120,6 +120,47 @@ async def test_concurrent_writes_share_commits_and_round_trip(tmp_path: Path) ->
     assert m3.created_at == rows[3].created_at and m3.category == Category.FACT
 
 
+def test_a_writer_whose_event_loop_closed_does_not_stop_the_commits(tmp_path: Path) -> None:
+    """A program embedding memoryd may write from a loop that ends (``asyncio.run``
+    returns) while its commit runs: the answer has nowhere to go. The committer drops it
+    and goes on; before, handing it to the closed loop raised in the committer's thread,
+    the thread died, and every later write waited for ever."""
+    store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)
+    real_add = store._table.add
+    entered, go = threading.Event(), threading.Event()
+
+    def held_add(data: Any, *args: Any, **kw: Any) -> Any:
+        entered.set()
+        go.wait(10)
+        return real_add(data, *args, **kw)
+
+    store._table.add = held_add
+    store.start()
+    try:
+        gone = asyncio.new_event_loop()
+
+        async def write_and_leave() -> None:
+            task = asyncio.ensure_future(store.add([(mem(1), unit(1), None)]))
+            assert await asyncio.to_thread(entered.wait, 10)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+        gone.run_until_complete(write_and_leave())
+        gone.close()
+        go.set()  # the commit ends; its answer is for the closed loop
+
+        async def write_afterwards() -> None:
+            await asyncio.wait_for(store.add([(mem(2), unit(2), None)]), 10)
+
+        asyncio.run(write_afterwards())
+        assert store.count_rows() == 2  # the first write committed too, unanswered
+    finally:
+        go.set()
+        store.close()
+    assert stored_ids(tmp_path) == sorted([mem(1).id, mem(2).id])
+
+
 async def test_every_stored_field_reads_back_as_written(tmp_path: Path) -> None:
     """What a restart loads is the record written: every field, updated or not, linked or
     not, and each record's lists its own (one reader changing a list it was handed cannot
