@@ -45,7 +45,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from memoryd_native import quantize_rows, topk_dot_f16, topk_dot_q8_f16, topk_scores
+from memoryd_native import (
+    quantize_rows,
+    ranks_desc,
+    topk_dot_f16,
+    topk_dot_q8_f16,
+    topk_scores,
+    widen_rows,
+)
 
 from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory, with_access
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
@@ -944,7 +951,7 @@ class HotIndex:
             if at.size == 0:
                 continue
             rows = cand_rows[at]
-            vectors[at] = part.vectors[rows]
+            vectors[at] = widen_rows(part.vectors, rows)
             created[at] = part.created[rows]
             t_rows, t_scores = touched[pi]
             if t_rows.size:  # a candidate's BM25 is its score among the touched rows, or 0
@@ -986,7 +993,7 @@ class HotIndex:
             rows = vec_rows
         n = rows.size
         ids, memories = part.ids, self._memories
-        vectors = part.vectors[rows].astype(np.float32)
+        vectors = widen_rows(part.vectors, rows)
         lex = np.zeros(n, dtype=np.float32)
         t_rows, t_scores = touched
         if t_rows.size and n:  # a candidate's BM25 is its score among the touched rows, or 0
@@ -1268,11 +1275,7 @@ def _best(per_part: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.nda
 
 def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
     """0-based rank by score desc (ties by position) where present, else -1."""
-    order = np.lexsort((np.arange(len(scores)), -scores))
-    out = np.full(len(scores), -1, dtype=np.int64)
-    kept = order[present[order]]
-    out[kept] = np.arange(len(kept))
-    return out
+    return ranks_desc(np.ascontiguousarray(scores, dtype=np.float32), present)
 
 
 def _main_languages(parts: list[_Partition]) -> list[str]:

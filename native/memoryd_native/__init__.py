@@ -24,11 +24,13 @@ from memoryd_native.kernels import (
     mmr_select,
     nb_language_scores,
     quantize_rows,
+    ranks_desc,
     topk_dot,
     topk_dot_f16,
     topk_dot_q8,
     topk_dot_q8_f16,
     topk_scores,
+    widen_rows,
 )
 from memoryd_native.warmup import warm_up
 
@@ -51,10 +53,12 @@ __all__ = [
     "mmr_select",
     "nb_language_scores",
     "quantize_rows",
+    "ranks_desc",
     "topk_dot",
     "topk_dot_f16",
     "topk_dot_q8",
     "topk_dot_q8_f16",
     "topk_scores",
     "warm_up",
+    "widen_rows",
 ]

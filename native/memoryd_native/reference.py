@@ -57,6 +57,22 @@ def topk_dot(matrix: F32, query: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     return topk_scores(scores, mask, k)
 
 
+def widen_rows(matrix: npt.NDArray[np.float16], rows: I64) -> F32:
+    """Twin of ``kernels.widen_rows``."""
+    return matrix[rows].astype(np.float32)
+
+
+def ranks_desc(scores: F32, present: Mask) -> I64:
+    """Twin of ``kernels.ranks_desc``."""
+    if present.shape[0] != scores.shape[0]:
+        raise ValueError("present differs in length from scores")
+    order = np.lexsort((np.arange(len(scores)), -scores))
+    out = np.full(len(scores), -1, dtype=np.int64)
+    kept = order[np.asarray(present, dtype=bool)[order]]
+    out[kept] = np.arange(len(kept))
+    return out
+
+
 def topk_dot_q8(
     matrix: F32, codes: object, scales: object, l1: object, query: F32, mask: Mask, k: int
 ) -> tuple[I64, F32]:

@@ -50,6 +50,9 @@ def warm_up() -> float:
     )
 
     K.mmr_select(matrix, scores, k, 0.5)
+    # the candidates' rows (float16 in the hot index) and their ranks by each leg
+    K.widen_rows(matrix.astype(np.float16), np.arange(n, dtype=np.int64))
+    K.ranks_desc(scores, np.ones(n, dtype=np.bool_))
     rows = np.arange(n, dtype=np.int64)
     starts = np.array([0, n], dtype=np.int64)
     K.bm25_sparse(rows, scores, starts, np.ones(1), scores, 1.0, 1.2, 0.75, np.zeros(n, np.float32))

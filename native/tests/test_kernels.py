@@ -549,6 +549,51 @@ def test_maxsim_by_hand(impl: Any) -> None:
         impl.maxsim(query, tokens, np.array([0, 5], dtype=np.int64))
 
 
+# --- the candidates' rows and ranks ----------------------------------------------------------
+
+
+def test_widen_rows_gives_every_float16_value_exactly() -> None:
+    # all 65,536 bit patterns: zeros of both signs, subnormals, infinities and NaNs too
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    matrix = every.reshape(-1, 256)
+    rows = np.arange(matrix.shape[0], dtype=np.int64)[::-1].copy()
+    got = kernels.widen_rows(matrix, rows)
+    assert got.dtype == np.float32 and got.shape == (256, 256)
+    np.testing.assert_array_equal(
+        got.view(np.uint32), reference.widen_rows(matrix, rows).view(np.uint32)
+    )
+
+
+@FAST
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 60), d=st.sampled_from([1, 7, 384]))
+def test_widen_rows_of_embeddings_are_numpys_conversion(seed: int, n: int, d: int) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = (rng.standard_normal((100, d)) * 0.05).astype(np.float16)
+    matrix[rng.integers(0, 100, 5), rng.integers(0, d, 5)] = np.float16(3e-6)  # subnormal
+    rows = rng.integers(0, 100, n).astype(np.int64)  # repeats allowed
+    np.testing.assert_array_equal(
+        kernels.widen_rows(matrix, rows), reference.widen_rows(matrix, rows)
+    )
+    with pytest.raises(IndexError):
+        kernels.widen_rows(matrix, np.array([100], dtype=np.int64))
+
+
+@FAST
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 200), distinct=st.integers(1, 20))
+def test_ranks_desc_is_the_stable_order_of_the_present_entries(
+    seed: int, n: int, distinct: int
+) -> None:
+    # few distinct scores: many ties, which go by the lower index; zeros of both signs tie
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(-distinct, distinct, n).astype(np.float32) / np.float32(distinct)
+    scores[rng.random(n) < 0.1] = -0.0
+    for present in (rng.random(n) < 0.7, np.ones(n, dtype=bool), np.zeros(n, dtype=bool)):
+        got = kernels.ranks_desc(scores, present)
+        np.testing.assert_array_equal(got, reference.ranks_desc(scores, present))
+        kept = np.flatnonzero(present)
+        assert sorted(got[kept].tolist()) == list(range(kept.size))
+
+
 # --- warm-up ---------------------------------------------------------------------------------
 
 _PRODUCTION_CALLS = """
@@ -557,7 +602,10 @@ import numpy as np
 from memoryd_native import kernels as K, warm_up
 
 assert warm_up() >= 0.0
-names = ["topk_dot", "topk_scores", "fuse_and_boost", "mmr_select", "maxsim", "nb_language_scores"]
+names = [
+    "topk_dot", "topk_scores", "fuse_and_boost", "mmr_select", "maxsim", "nb_language_scores",
+    "_widen_rows", "ranks_desc",
+]
 before = {name: len(getattr(K, name).signatures) for name in names}
 
 rng = np.random.default_rng(0)
@@ -575,6 +623,10 @@ K.fuse_and_boost(
     np.empty((n, K.N_STAGES), np.float32), np.empty(n, np.uint8),
 )
 K.mmr_select(matrix[idx], (matrix @ query)[idx], 5, 0.7)
+half = matrix.astype(np.float16)
+vec = K.widen_rows(half, np.array([5, 1, 900], dtype=np.int64)) @ query
+K.ranks_desc(vec.astype(np.float32), np.full(3, True))
+K.ranks_desc(vec.astype(np.float32), vec > 0)
 K.maxsim(matrix[:4], matrix[4:40], np.cumsum([0, 10, 0, 26]))
 states = 3
 K.nb_language_scores(
