@@ -102,6 +102,10 @@ class RetrievalConfig:
     foreign_dense_trust: float = 0.0
     time_boost: float = 0.1
 
+    def pool(self, limit: int) -> int:
+        """How many candidates each leg brings for a Recall of ``limit``."""
+        return self.candidate_pool or max(self.pool_min, self.pool_factor * limit)
+
     def with_overrides(self, overrides: Mapping[str, object]) -> RetrievalConfig:
         known = {f.name for f in fields(self)}
         unknown = set(overrides) - known
@@ -218,7 +222,7 @@ class Retriever:
         time_args = when or TimeArgs()
         created_after, created_before = time_args.created_after, time_args.created_before
         cfg = config or self.config
-        pool = cfg.candidate_pool or max(cfg.pool_min, cfg.pool_factor * limit)
+        pool = cfg.pool(limit)
         window = (
             prepared.window
             if prepared is not None
@@ -350,7 +354,7 @@ class Retriever:
         store checks that nothing it read changed before ``recall`` uses it."""
         time_args = when or TimeArgs()
         cfg = config or self.config
-        pool = cfg.candidate_pool or max(cfg.pool_min, cfg.pool_factor * limit)
+        pool = cfg.pool(limit)
         with tracing.span("prepare", pool=pool):
             window = self._window(query_text, cfg, time_args, now)
             leg = self.store.lexical_leg(

@@ -953,11 +953,7 @@ class HotIndex:
             rows = cand_rows[at]
             vectors[at] = widen_rows(part.vectors, rows)
             created[at] = part.created[rows]
-            t_rows, t_scores = touched[pi]
-            if t_rows.size:  # a candidate's BM25 is its score among the touched rows, or 0
-                pos = np.minimum(np.searchsorted(t_rows, rows), t_rows.size - 1)
-                found = t_rows[pos] == rows
-                lex[at[found]] = t_scores[pos[found]]
+            lex[at] = _bm25_of(touched[pi], rows)
         vec = vectors @ q if n else np.zeros(0, dtype=np.float32)
         return Candidates(
             memories=memories,
@@ -994,12 +990,7 @@ class HotIndex:
         n = rows.size
         ids, memories = part.ids, self._memories
         vectors = widen_rows(part.vectors, rows)
-        lex = np.zeros(n, dtype=np.float32)
-        t_rows, t_scores = touched
-        if t_rows.size and n:  # a candidate's BM25 is its score among the touched rows, or 0
-            pos = np.minimum(np.searchsorted(t_rows, rows), t_rows.size - 1)
-            found = t_rows[pos] == rows
-            lex[found] = t_scores[pos[found]]
+        lex = _bm25_of(touched, rows)
         vec = (vectors @ q).astype(np.float32) if n else np.zeros(0, dtype=np.float32)
         return Candidates(
             memories=[memories[ids[r]] for r in rows.tolist()],
@@ -1271,6 +1262,18 @@ def _best(per_part: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.nda
     scores = np.concatenate([s for _, s in per_part]).astype(np.float32)
     order = np.lexsort((rows, pis, -scores))[:k]
     return pis[order], rows[order]
+
+
+def _bm25_of(touched: tuple[np.ndarray, np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """The BM25 score of each of ``rows``: its score among the query's touched rows
+    (``touched``: rows ascending, their scores), or 0."""
+    t_rows, t_scores = touched
+    lex = np.zeros(rows.size, dtype=np.float32)
+    if t_rows.size and rows.size:
+        pos = np.minimum(np.searchsorted(t_rows, rows), t_rows.size - 1)
+        found = t_rows[pos] == rows
+        lex[found] = t_scores[pos[found]]
+    return lex
 
 
 def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
