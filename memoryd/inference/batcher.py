@@ -299,19 +299,21 @@ class BatchingEmbedder:
             raise NotReady("the embedder is not loaded yet")
         key = (text, tokens)
         deadline = principals.DEADLINE.get()
+        loop = asyncio.get_running_loop()
         pending = self._inflight.get(key)
-        if pending is not None:
+        # Shared only with a caller on the same loop: another loop cannot await its future
+        # (and a closed one's never resolves: its answer was dropped, ``_run``).
+        if pending is not None and pending.loop is loop:
             with self._cond:  # the text is computed for whoever waits longest
                 if pending.deadline is not None:
                     pending.deadline = None if deadline is None else max(deadline, pending.deadline)
             return pending.future
         if self._queries.size + self._docs.size >= self._max_queue:
             raise Overloaded("embedding queue is full; retry later", retry_after=0.5)
-        loop = asyncio.get_running_loop()
         future: asyncio.Future[Embedding] = loop.create_future()
         job = _Job(text, tokens, future, loop, time.monotonic(), deadline)
         self._inflight[key] = job
-        future.add_done_callback(lambda _f: self._inflight.pop(key, None))
+        future.add_done_callback(lambda _f: self._done(key, job))
         with self._cond:
             (self._queries if priority == QUERY else self._docs).put(principals.TENANT.get(), job)
             if priority == QUERY:
@@ -326,6 +328,18 @@ class BatchingEmbedder:
             else:
                 self._cond_first.notify()
         return future
+
+    def _done(self, key: tuple[str, bool], job: _Job) -> None:
+        """``job`` is answered (or its answer dropped): no longer shared, unless another
+        job has taken its text's place meanwhile."""
+        if self._inflight.get(key) is job:
+            self._inflight.pop(key, None)
+
+    def _answer(self, job: _Job, callback: Callable[..., None], value: object) -> None:
+        """Hand ``job``'s result (or error) to its caller's loop; if that loop has closed,
+        the job is no longer shared (``_done`` would never run there)."""
+        if not post(job.loop, callback, job.future, value):
+            self._done((job.text, job.tokens), job)
 
     def _takes(self, worker: int) -> bool:
         """Whether ``worker`` takes a run now. Queries go to worker 0 whenever it is
@@ -381,10 +395,9 @@ class BatchingEmbedder:
                 else:
                     self._cond_first.notify()
         for j in expired:
-            post(
-                j.loop,
+            self._answer(
+                j,
                 _set_exception,
-                j.future,
                 DeadlineExceeded("the call's deadline passed while its text waited for the model"),
             )
         return jobs
@@ -429,14 +442,14 @@ class BatchingEmbedder:
                 self._left_run(worker)
                 log.exception("embedding batch of %d failed", len(jobs))
                 for j in jobs:
-                    post(j.loop, _set_exception, j.future, e)
+                    self._answer(j, _set_exception, e)
                 continue
             self._left_run(worker)
             self.batches += 1
             self.batched_texts += len(jobs)
             for i, j in enumerate(jobs):
                 result = (vectors[i], token_vectors[i] if j.tokens else None)
-                post(j.loop, _set_result, j.future, result)
+                self._answer(j, _set_result, result)
 
     def _left_run(self, worker: int) -> None:
         """Worker 0 is out of its run (before its results go back): queries are its own."""

@@ -487,7 +487,48 @@ def test_a_caller_whose_event_loop_closed_does_not_stop_the_worker() -> None:
         async def ask() -> np.ndarray:
             return await asyncio.wait_for(embedder.embed_query("asked afterwards"), 5.0)
 
+        async def ask_again() -> np.ndarray:  # the same text: its dropped job is not shared
+            return await asyncio.wait_for(embedder.embed_query("asked from a loop that ends"), 5)
+
         assert asyncio.run(ask()).shape == (4,)
-        assert fake.runs == [["asked from a loop that ends"], ["asked afterwards"]]
+        assert asyncio.run(ask_again()).shape == (4,)
+        assert fake.runs == [
+            ["asked from a loop that ends"],
+            ["asked afterwards"],
+            ["asked from a loop that ends"],
+        ]
     finally:
+        embedder.close()
+
+
+def test_callers_on_two_event_loops_asking_the_same_text_are_each_answered() -> None:
+    """Two threads with event loops of their own (a program calling memoryd from each)
+    ask for the same text at once: each gets its answer. A future of one loop cannot be
+    awaited on another, so the text is not shared across them (it was: the second caller
+    failed with "attached to a different loop")."""
+    fake = _GatedModel()
+    embedder = BatchingEmbedder(lambda: fake, workers=1)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        first: list[Any] = []
+
+        async def ask() -> np.ndarray:
+            return await asyncio.wait_for(embedder.embed_query("the same text"), 5)
+
+        thread = threading.Thread(target=lambda: first.append(asyncio.run(ask())))
+        thread.start()
+        assert fake.started.wait(10)
+
+        async def ask_too() -> np.ndarray:
+            task = asyncio.ensure_future(ask())
+            await asyncio.sleep(0.05)  # queued behind the first loop's run
+            fake.gate.set()
+            return await task
+
+        assert asyncio.run(ask_too()).shape == (4,)
+        thread.join(10)
+        assert len(first) == 1 and first[0].shape == (4,)
+        assert fake.runs == [["the same text"], ["the same text"]]
+    finally:
+        fake.gate.set()
         embedder.close()
