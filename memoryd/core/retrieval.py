@@ -45,6 +45,7 @@ from memoryd_native import (
     maxsim,
     mmr_select,
 )
+from memoryd_native.kernels import P_DECAY_HALF_LIFE, P_LENGTH_WEIGHT, P_RECENCY_WEIGHT
 
 from memoryd.core import tracing
 from memoryd.core.errors import FailedPrecondition, InvalidArgument
@@ -276,17 +277,30 @@ class Retriever:
                 time_boost[inside] = cfg.time_boost
                 blended = np.ascontiguousarray(blended + time_boost, dtype=np.float32)
             # From the index's created column and attribute getters, not a datetime
-            # subtraction and four list comprehensions per candidate (~3x cheaper at 80).
-            age_days = ((now.timestamp() - cands.created) / SECONDS_PER_DAY).astype(np.float32)
+            # subtraction and four list comprehensions per candidate (~3x cheaper at 80);
+            # a column only when a boost that reads it is on (by default recency, length
+            # and decay are off: the kernel reads neither ages, access counts nor lengths).
+            params = _boost_params(cfg, min_score)
+            zeros_i = np.zeros(n, np.int64)
             mems = cands.memories
             importance = np.fromiter(map(_IMPORTANCE, mems), np.float32, n)
-            access = np.fromiter(map(_ACCESS_COUNT, mems), np.int64, n)
-            text_len = np.fromiter(map(len, map(_TEXT, mems)), np.int64, n)
+            decay = params[P_DECAY_HALF_LIFE] > 0.0
+            age_days = (
+                ((now.timestamp() - cands.created) / SECONDS_PER_DAY).astype(np.float32)
+                if decay or params[P_RECENCY_WEIGHT] != 0.0
+                else np.zeros(n, np.float32)
+            )
+            access = np.fromiter(map(_ACCESS_COUNT, mems), np.int64, n) if decay else zeros_i
+            text_len = (
+                np.fromiter(map(len, map(_TEXT, mems)), np.int64, n)
+                if params[P_LENGTH_WEIGHT] > 0.0
+                else zeros_i
+            )
             stages = np.zeros((n, N_STAGES), dtype=np.float32)
             keep = np.zeros(n, dtype=np.uint8)
             final, _ = fuse_and_boost(
-                blended, np.zeros(n, np.int64), np.zeros(n, np.float32), np.full(n, -1, np.int64),
-                age_days, importance, access, text_len, _boost_params(cfg, min_score), stages, keep,
+                blended, zeros_i, np.zeros(n, np.float32), np.full(n, -1, np.int64),
+                age_days, importance, access, text_len, params, stages, keep,
             )  # fmt: skip
 
         t3 = time.perf_counter()

@@ -107,6 +107,41 @@ async def test_each_results_time_decay_follows_its_own_age(
         assert h.explain.after_decay == pytest.approx(h.explain.after_length * want, rel=1e-4)
 
 
+async def test_length_and_reinforced_decay_follow_each_results_own_text_and_accesses(
+    service: MemoryService,
+    clock,  # type: ignore[no-untyped-def]
+) -> None:
+    """The length stage divides by 1 + w * log2(chars / anchor) past the anchor, by each
+    memory's own text; the decay's half-life stretches with each memory's own access
+    count (reinforcement). Both columns are read only when their stage is on."""
+    short = await put(service, "roadmap planning", created_at=clock.now)
+    long = await put(service, "roadmap planning " + "and more words " * 11, created_at=clock.now)
+    for _ in range(3):  # the short one is recalled (touched) three times more
+        await recall(service, "roadmap planning", limit=1, options={"fusion": "bm25"})
+    clock.advance(days=10)
+    options = {
+        "length_weight": 0.5,
+        "length_anchor_chars": 50.0,
+        "decay_half_life_days": 10.0,
+        "decay_floor": 0.0,
+        "reinforcement": 1.0,
+    }
+    hits = await recall(service, "roadmap planning", limit=2, options=options, explain=True)
+    by_id = {h.memory.id: h for h in hits}
+    assert set(by_id) == {short.id, long.id}
+    s, lg = by_id[short.id].explain, by_id[long.id].explain
+    assert s.after_length == pytest.approx(s.after_importance, rel=1e-6)  # under the anchor
+    ratio = len(long.text) / 50.0
+    assert lg.after_length == pytest.approx(
+        lg.after_importance / (1 + 0.5 * math.log2(ratio)), rel=1e-5
+    )
+    for hit, e in ((by_id[short.id], s), (by_id[long.id], lg)):
+        counted = hit.memory.access_count  # as ranked (this Recall's own touch is not in it)
+        half_life = 10.0 * (1 + math.log1p(counted))
+        assert e.after_decay == pytest.approx(e.after_length * 2.0 ** (-10.0 / half_life), rel=1e-4)
+    assert by_id[short.id].memory.access_count > by_id[long.id].memory.access_count
+
+
 async def test_scores_are_best_first_and_limit_is_a_bound(service: MemoryService) -> None:
     for text in FILLER:
         await put(service, text)
