@@ -308,8 +308,8 @@ class Retriever:
         survivors = np.flatnonzero(keep)
         if survivors.size == 0:
             return []
-        order = survivors[np.lexsort((survivors, -final[survivors]))]
-        mmr_pos = np.full(n, -1, dtype=np.int64)
+        order = survivors[np.argsort(-final[survivors], kind="stable")]  # ties: lower first
+        mmr_pos = np.full(n, -1, dtype=np.int64) if explain else _NO_POSITIONS
         if cfg.mmr_lambda < 1.0 and order.size > 1:
             with tracing.span("mmr"):
                 picked = mmr_select(
@@ -319,7 +319,8 @@ class Retriever:
                     cfg.mmr_lambda,
                 )
             chosen = order[picked]
-            mmr_pos[chosen] = np.arange(chosen.size)
+            if explain:
+                mmr_pos[chosen] = np.arange(chosen.size)
             self.observe("mmr", time.perf_counter() - t3)
         else:
             chosen = order[:limit]
@@ -462,7 +463,7 @@ class Retriever:
         if reranker is None:
             return fused, f"fallback:{cfg.rerank.value} is not configured"
         n = len(cands)
-        top = np.lexsort((np.arange(n), -fused))[: cfg.rerank_top]
+        top = np.argsort(-fused, kind="stable")[: cfg.rerank_top]  # ties: the lower index first
         try:
             # A deadline on this task, not wait_for's task of its own: the in-process
             # reranker answers without suspending, and a task costs a loop round.
@@ -484,17 +485,18 @@ class Retriever:
             log.warning("reranker %s returned unusable scores; using fused order", cfg.rerank)
             return fused, "fallback:bad-scores"
         w = cfg.rerank_weight
-        blended = fused.copy()
-        blended[top] = (1.0 - w) * fused[top] + w * np.clip(scores, 0.0, 1.0)
-        rest = np.ones(n, dtype=bool)
-        rest[top] = False
-        if rest.any():
-            floor = np.float32(blended[top].min())
-            blended[rest] = np.minimum(blended[rest], np.nextafter(floor, np.float32(-np.inf)))
+        reranked = (1.0 - w) * fused[top] + w * np.clip(scores, 0.0, 1.0)
+        if n > top.size:  # the others, capped just below the lowest reranked score
+            floor = np.float32(reranked.min())
+            blended = np.minimum(fused, np.nextafter(floor, np.float32(-np.inf)))
+        else:
+            blended = fused.copy()
+        blended[top] = reranked
         return np.ascontiguousarray(blended, dtype=np.float32), cfg.rerank.value
 
 
 _IMPORTANCE = attrgetter("importance")
+_NO_POSITIONS = np.zeros(0, dtype=np.int64)  # MMR positions, kept only for explain
 _ACCESS_COUNT = attrgetter("access_count")
 _TEXT = attrgetter("text")
 
