@@ -35,6 +35,9 @@ from memoryd_native import (
     FUSION_RRF,
     FUSION_WEIGHTED,
     N_STAGES,
+    P_DECAY_HALF_LIFE,
+    P_LENGTH_WEIGHT,
+    P_RECENCY_WEIGHT,
     S_DECAY,
     S_FUSED,
     S_IMPORTANCE,
@@ -45,7 +48,6 @@ from memoryd_native import (
     maxsim,
     mmr_select,
 )
-from memoryd_native.kernels import P_DECAY_HALF_LIFE, P_LENGTH_WEIGHT, P_RECENCY_WEIGHT
 
 from memoryd.core import tracing
 from memoryd.core.errors import FailedPrecondition, InvalidArgument
@@ -496,9 +498,9 @@ class Retriever:
 
 
 _IMPORTANCE = attrgetter("importance")
-_NO_POSITIONS = np.zeros(0, dtype=np.int64)  # MMR positions, kept only for explain
 _ACCESS_COUNT = attrgetter("access_count")
 _TEXT = attrgetter("text")
+_NO_POSITIONS = np.zeros(0, dtype=np.int64)  # MMR positions, kept only for explain
 
 
 # The kernel settings of a configuration, packed once: packing and checking them cost more

@@ -925,7 +925,9 @@ class HotIndex:
         ]
         lex_parts = leg.lex_parts
         if len(parts) == 1:
-            return self._one_part(parts[0], vec_parts[0], lex_parts[0], touched[0], q, leg, vector)
+            return self._one_part(
+                parts[0], vec_parts[0], lex_parts[0], touched[0], q, query_language, vector
+            )
         # The union of the best ``pool`` of each leg, vector hits first, each leg best
         # first with ties by (partition, row); as (partition, row) pairs.
         vec_pi, vec_rows = _best(vec_parts, pool)
@@ -973,7 +975,7 @@ class HotIndex:
         lex_hits: tuple[np.ndarray, np.ndarray],
         touched: tuple[np.ndarray, np.ndarray],
         q: np.ndarray,
-        leg: LexicalLeg,
+        query_language: str,
         vector: bool,
     ) -> Candidates:
         """``candidates``' assembly when one partition is searched (a Recall of one agent
@@ -1000,7 +1002,7 @@ class HotIndex:
             lexical_rank=_ranks(lex, lex > 0),
             vectors=vectors,
             created=part.created[rows],
-            query_language=leg.query_language,
+            query_language=query_language,
         )
 
     def visible(
