@@ -64,6 +64,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -91,9 +92,8 @@ DISTRIBUTIONS = {
     "faiss": "faiss-cpu",
 }
 DEFAULT_SIZES = "10000,100000,1000x100"
-QUICK = {
-    "sizes": "300,4x50", "queries": 30, "warmup": 3, "runs": 1, "conversations": 1, "settle": 3.0,
-}  # fmt: skip
+QUICK = {"sizes": "300,4x50", "queries": 30, "warmup": 3, "runs": 1, "conversations": 1}
+QUICK_SETTLE = 3.0  # --quick's --settle unless given
 K = 10
 ONE_AGENT = "peers-one"
 # A store has settled after a load once its process used under SETTLE_CPU of a core in
@@ -101,6 +101,9 @@ ONE_AGENT = "peers-one"
 SETTLE_CPU = 0.03
 SETTLE_WINDOW = 1.0
 SETTLE_QUIET = 5.0
+# memoryd's own delayed upkeep after a burst: the index's unused rows trimmed 10-20 s after
+# the last Store (repository.ROW_TRIM_SECONDS), so its quiet spell must outlast that
+SETTLE_QUIET_MEMORYD = 25.0
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,7 @@ class LayoutResult:
     size: int = 0  # the layout's memories (rows may be fewer: memoryd's dedupe)
     agents: int = 1
     settle_seconds: float = 0.0  # how long its process was busy after the load (settle)
+    at_rest: bool = True  # False: still busy when --settle ran out, timed anyway
 
     @property
     def ingest_rate(self) -> float:
@@ -475,6 +479,7 @@ class Side(abc.ABC):
     def __init__(self, job: Job):
         self.job = job
         self.settled = 0.0
+        self.at_rest = True  # idle when timed (settle did not give up at its cap)
 
     @abc.abstractmethod
     def load(self, li: int) -> float:
@@ -496,21 +501,24 @@ class Side(abc.ABC):
     def close(self) -> None: ...
 
 
-def settle(pid: int | None, cap: float, quiet: float = SETTLE_QUIET) -> float:
-    """Wait until the process holding a store is idle after a load, and return how long
-    that took: every system is timed at rest, as VectorDBBench times search after its
-    optimize step (memoryd compacts and saves after a burst of Stores: "Hot path, seventh
-    pass" in RESULTS.md; a peer may index in threads of its own). Idle: under
-    ``SETTLE_CPU`` of a core for ``quiet`` seconds in a row; at most ``cap`` seconds."""
+def settle(pid: int | None, cap: float, quiet: float = SETTLE_QUIET) -> tuple[float, bool]:
+    """Wait until the process holding a store is idle after a load: every system is timed
+    at rest, as VectorDBBench times search after its optimize step (memoryd compacts and
+    saves after a burst of Stores: "Hot path, seventh pass" in RESULTS.md; a peer may
+    index in threads of its own). Idle: under ``SETTLE_CPU`` of a core for ``quiet``
+    seconds in a row; at most ``cap`` seconds. Returns how long it stayed busy, and
+    whether it came to rest (False: still busy at the cap)."""
     if cap <= 0:
-        return 0.0
+        return 0.0, True
     quiet = min(quiet, cap)
+    rested = True
     started = time.monotonic()
     calm_since = started
     last = harness.cpu_seconds(pid)
     while last is not None and time.monotonic() - calm_since < quiet:
         if time.monotonic() - started >= cap:
             harness.log(f"pid {pid} still busy after {cap:.0f}s of settling; timing it anyway")
+            rested = False
             break
         time.sleep(SETTLE_WINDOW)
         now = harness.cpu_seconds(pid)
@@ -519,7 +527,7 @@ def settle(pid: int | None, cap: float, quiet: float = SETTLE_QUIET) -> float:
         if now - last > SETTLE_CPU * SETTLE_WINDOW:
             calm_since = time.monotonic()
         last = now
-    return max(0.0, calm_since - started)
+    return max(0.0, calm_since - started), rested
 
 
 class PeerSide(Side):
@@ -555,7 +563,7 @@ class PeerSide(Side):
         self.added = (len(ids), time.perf_counter() - t0)
         self.held = layout.total
         self.lat = []
-        self.settled = settle(os.getpid(), job.settle)
+        self.settled, self.at_rest = settle(os.getpid(), job.settle)
         return self.settled
 
     def run(self, li: int, run: int) -> None:
@@ -579,7 +587,7 @@ class PeerSide(Side):
             LayoutResult(
                 self.job.system, layout.label, self.held, self.added[0], self.added[1], rss(),
                 self.base, latency_runs(self.lat), size=layout.total, agents=layout.agents,
-                settle_seconds=self.settled,
+                settle_seconds=self.settled, at_rest=self.at_rest,
             )
         ]  # fmt: skip
 
@@ -634,10 +642,15 @@ class MemorydSide(Side):
             self.pipelines.append(("memoryd", None, job.queries))
         if job.vector_too or job.only_vector:
             self.pipelines.append(("memoryd-vector", harness.VECTOR_ONLY, job.vector_queries))
+        self.quiet = SETTLE_QUIET_MEMORYD
         self.daemon.start()
-        harness.log(f"memoryd pid {self.daemon.pid} on {self.daemon.address}")
-        self.base = harness.proc_status(self.daemon.pid).get("VmRSS", 0)
-        self.client: Any = MemoryClient(self.daemon.address, timeout=60.0, retries=0)
+        try:
+            harness.log(f"memoryd pid {self.daemon.pid} on {self.daemon.address}")
+            self.base = harness.proc_status(self.daemon.pid).get("VmRSS", 0)
+            self.client: Any = MemoryClient(self.daemon.address, timeout=60.0, retries=0)
+        except BaseException:
+            self.daemon.stop()
+            raise
         self.held = 0
         self.rows = 0
         self.loaded: Any = None
@@ -654,7 +667,7 @@ class MemorydSide(Side):
         self.loaded, self.items = loaded, len(items)
         self.rows = int(harness.stats(self.daemon.address, ONE_AGENT).store_rows)
         self.lat = {name: [] for name, _, _ in self.pipelines}
-        self.settled = settle(self.daemon.pid, self.job.settle)
+        self.settled, self.at_rest = settle(self.daemon.pid, self.job.settle, self.quiet)
         return self.settled
 
     def run(self, li: int, run: int) -> None:
@@ -676,6 +689,7 @@ class MemorydSide(Side):
             LayoutResult(
                 name, layout.label, self.rows, self.items, loaded.seconds, now, self.base,
                 latency_runs(lat), note, layout.total, layout.agents, self.settled,
+                self.at_rest,
             )
             for name, lat in self.lat.items()
         ]  # fmt: skip
@@ -716,12 +730,13 @@ def worker(job_path: Path, reply_fd: int) -> None:
     raw = json.loads(job_path.read_text())
     raw["layouts"] = [Layout(**x) for x in raw["layouts"]]
     job = Job(**raw)
-    with os.fdopen(reply_fd, "w") as replies:
+    replies = os.fdopen(reply_fd, "w")
 
-        def reply(value: Any) -> None:
-            replies.write(json.dumps({"value": value}) + "\n")
-            replies.flush()
+    def reply(value: Any) -> None:
+        replies.write(json.dumps({"value": value}) + "\n")
+        replies.flush()
 
+    try:
         side: Side = MemorydSide(job) if job.system == "memoryd" else PeerSide(job)
         try:
             reply(None)  # ready
@@ -743,8 +758,12 @@ def worker(job_path: Path, reply_fd: int) -> None:
                     raise SystemExit(f"unknown step {kind!r}")
         finally:
             side.close()
-        with contextlib.suppress(BrokenPipeError):  # (the parent may be gone: interrupted)
-            reply(None)  # closed
+        reply(None)  # closed
+    except BrokenPipeError:
+        pass  # the parent is gone (interrupted): the store is closed all the same
+    finally:
+        with contextlib.suppress(OSError):
+            replies.close()
 
 
 # -- the parent -----------------------------------------------------------------------
@@ -835,38 +854,60 @@ class Child:
         read, write = os.pipe()
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(path)]
         self.proc = subprocess.Popen(
-            [*cmd, "--reply-fd", str(write)], stdin=subprocess.PIPE, text=True, pass_fds=(write,)
+            [*cmd, "--reply-fd", str(write)],
+            stdin=subprocess.PIPE,
+            text=True,
+            pass_fds=(write,),
+            # a group of its own, its daemon in it: whatever befalls the worker, close()
+            # can end both (a SIGKILLed worker left its daemon serving)
+            start_new_session=True,
         )
         os.close(write)
         self.replies = os.fdopen(read)
-        self._reply()  # started: its model, library, empty store (or daemon) in place
+        try:
+            self._reply()  # started: its model, library, empty store (or daemon) in place
+        except BaseException:
+            self.close()
+            raise
 
     def ask(self, step: str, **args: Any) -> Any:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"step": step, **args}) + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(json.dumps({"step": step, **args}) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self._failed()
         return self._reply()
 
     def _reply(self) -> Any:
         line = self.replies.readline()
         if not line:
-            code = self.proc.wait()
-            raise SystemExit(f"{self.system} failed (exit {code}); its output is above")
+            self._failed()
         return json.loads(line)["value"]
 
+    def _failed(self) -> None:
+        code = self.proc.wait()
+        raise SystemExit(f"{self.system} failed (exit {code}); its output is above")
+
     def close(self) -> None:
-        """Stop it: its store closed (memoryd's daemon stopped), the process gone."""
+        """Stop it: its store closed (memoryd's daemon stopped), the process gone, and
+        anything left in its group (a daemon whose worker died) killed. Never raises."""
         try:
             if self.proc.poll() is None:
                 self.ask("close")
+        except (OSError, SystemExit, ValueError):
+            pass  # it died or broke off: ended below
         finally:
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
+            with contextlib.suppress(OSError):
+                if self.proc.stdin is not None:
+                    self.proc.stdin.close()
             try:
                 self.proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.replies.close()
 
 
@@ -996,20 +1037,28 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic memories")
     p.add_argument("--json", type=Path, help="write every figure here (default bench/out/)")
     p.add_argument("--out", type=Path, help="also append the markdown report to this file")
-    p.add_argument("--settle", type=float, default=120.0,
+    p.add_argument("--settle", type=float,
                    help="after each load, wait until the store's process is idle, at most "
-                        "this many seconds (0: time at once)")  # fmt: skip
+                        f"this many seconds (default 120, {QUICK_SETTLE:g} with --quick; "
+                        "0: time at once)")  # fmt: skip
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--reply-fd", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         worker(args.worker, args.reply_fd)
         return
+    # a SIGTERM ends the run as Ctrl-C does: through the finally blocks that stop the
+    # workers (each in a session of its own, out of reach of a terminal's signals)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
     if min(args.runs, args.queries, args.batch) < 1 or args.warmup < 0:
         p.error("--runs, --queries and --batch take 1 or more, --warmup 0 or more")
+    if args.settle is None:
+        args.settle = QUICK_SETTLE if args.quick else 120.0
+    if not (math.isfinite(args.settle) and args.settle >= 0):
+        p.error("--settle takes a number of seconds, 0 or more")
     try:
         layouts = parse_layouts(args.sizes)
     except ValueError as e:
@@ -1108,7 +1157,9 @@ def main() -> None:
                             quality[child.system] = q
             finally:
                 for child in children:
-                    child.close()
+                    child.close()  # never raises: each one is closed
+        order_of = {s: i for i, s in enumerate(SYSTEMS)}
+        results.sort(key=lambda r: (order_of[r.system], [x.label for x in layouts].index(r.layout)))
         model["query_ms_rounds"] = rounds
         model["query_p50_between_runs"] = statistics.median(rounds)
     finally:
@@ -1132,7 +1183,10 @@ def main() -> None:
             (r for r in results if r.layout == layout.label), key=lambda r: order[r.system]
         )
         settled = ", ".join(
-            f"{r.system} {r.settle_seconds:.0f} s" for r in rows if r.system != "memoryd-vector"
+            f"{r.system} {r.settle_seconds:.0f} s"
+            + ("" if r.at_rest else " (still busy: timed at the cap)")
+            for r in rows
+            if r.system != "memoryd-vector" or not any(x.system == "memoryd" for x in rows)
         )
         sections.append(f"**{layout.label}**: {args.runs} run(s) of {args.queries} queries "
                         f"(+{args.warmup} warm-up), the systems' runs interleaved, medians of "
@@ -1181,5 +1235,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         main()
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -104,6 +104,7 @@ class Daemon:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 cmd,
+                stdin=subprocess.DEVNULL,  # not the caller's (bench/peers.py's is its step pipe)
                 stdout=subprocess.PIPE,
                 stderr=log,
                 env=child_env(self.env, inherit_memoryd=self.inherit_memoryd_env),
