@@ -81,6 +81,7 @@ import locomo
 import numpy as np
 
 SYSTEMS = ("memoryd", "memoryd-vector", "chromadb", "qdrant", "lancedb", "hnswlib", "faiss")
+ORDER = {s: i for i, s in enumerate(SYSTEMS)}  # the report's and the JSON's order
 # The PyPI distribution each system's version is read from.
 DISTRIBUTIONS = {
     "memoryd": "memoryd",
@@ -642,7 +643,6 @@ class MemorydSide(Side):
             self.pipelines.append(("memoryd", None, job.queries))
         if job.vector_too or job.only_vector:
             self.pipelines.append(("memoryd-vector", harness.VECTOR_ONLY, job.vector_queries))
-        self.quiet = SETTLE_QUIET_MEMORYD
         self.daemon.start()
         try:
             harness.log(f"memoryd pid {self.daemon.pid} on {self.daemon.address}")
@@ -653,6 +653,7 @@ class MemorydSide(Side):
             raise
         self.held = 0
         self.rows = 0
+        self.items = 0  # Stores sent for the layout
         self.loaded: Any = None
         self.lat: dict[str, list[Latency]] = {}
 
@@ -667,7 +668,7 @@ class MemorydSide(Side):
         self.loaded, self.items = loaded, len(items)
         self.rows = int(harness.stats(self.daemon.address, ONE_AGENT).store_rows)
         self.lat = {name: [] for name, _, _ in self.pipelines}
-        self.settled, self.at_rest = settle(self.daemon.pid, self.job.settle, self.quiet)
+        self.settled, self.at_rest = settle(self.daemon.pid, self.job.settle, SETTLE_QUIET_MEMORYD)
         return self.settled
 
     def run(self, li: int, run: int) -> None:
@@ -809,14 +810,14 @@ def embed_all(embedder: Any, texts: Sequence[str], batch: int = 32) -> np.ndarra
     return out
 
 
-def query_p50(embedder: Any, queries: Sequence[str]) -> float:
-    """The model alone on ``queries``, one at a time back to back: p50 ms."""
+def query_ms(embedder: Any, queries: Sequence[str]) -> dict[str, float]:
+    """The model alone on ``queries``, one at a time back to back (``harness.summary_ms``)."""
     one = []
     for q in queries:
         t0 = time.perf_counter()
         embedder.embed([q])
         one.append(time.perf_counter() - t0)
-    return harness.summary_ms(one)["p50"]
+    return harness.summary_ms(one)
 
 
 def model_figures(embedder: Any, texts: Sequence[str], queries: Sequence[str]) -> dict[str, Any]:
@@ -829,16 +830,11 @@ def model_figures(embedder: Any, texts: Sequence[str], queries: Sequence[str]) -
     for i in range(0, len(sample), batch):
         embedder.embed(sample[i : i + batch])
     rate = len(sample) / (time.perf_counter() - t0)
-    one = []
-    for q in queries:
-        t0 = time.perf_counter()
-        embedder.embed([q])
-        one.append(time.perf_counter() - t0)
     return {
         "model": embedder.name,
         "doc_batch": batch,
         "texts_per_s": rate,
-        "query_ms": harness.summary_ms(one),
+        "query_ms": query_ms(embedder, queries),
         "workers": settings.embedder.workers,
         "intra_op_threads": settings.embedder.intra_op_threads,
     }
@@ -1111,32 +1107,32 @@ def main() -> None:
             # each layout its own slice of the queries, so that memoryd's cache misses
             slices = [layouts.index(x) * per_layout for x in group]
 
-            def job_of(system: str, gi: int = gi, slices: list[int] = slices) -> Job:
-                return Job(
-                    system="memoryd" if system.startswith("memoryd") else system,
-                    layouts=groups[gi],
-                    quality=args.quality and gi == 0,
-                    workdir=str(workdir),
-                    queries=[q for i in slices for q in queries[i : i + per_layout]],
-                    vector_queries=[q for i in slices for q in vector_queries[i : i + per_layout]],
-                    warmup=args.warmup,
-                    timed=args.queries,
-                    runs=args.runs,
-                    batch=args.batch,
-                    data=str(args.data),
-                    conversations=args.conversations,
-                    vector_too="memoryd-vector" in systems,
-                    only_vector=system == "memoryd-vector",
-                    settle=args.settle,
-                )
-
             # Every system of the group alive at once, each started and loaded while the
             # others are idle, then the runs interleaved (run 1 of each, then run 2...), so
             # that a slow minute on a shared machine lands on every system, not on one.
             children: list[Child] = []
             try:
                 for system in runnable:
-                    children.append(Child(job_of(system), workdir))
+                    job = Job(
+                        system="memoryd" if system.startswith("memoryd") else system,
+                        layouts=group,
+                        quality=args.quality and gi == 0,
+                        workdir=str(workdir),
+                        queries=[q for i in slices for q in queries[i : i + per_layout]],
+                        vector_queries=[
+                            q for i in slices for q in vector_queries[i : i + per_layout]
+                        ],
+                        warmup=args.warmup,
+                        timed=args.queries,
+                        runs=args.runs,
+                        batch=args.batch,
+                        data=str(args.data),
+                        conversations=args.conversations,
+                        vector_too="memoryd-vector" in systems,
+                        only_vector=system == "memoryd-vector",
+                        settle=args.settle,
+                    )
+                    children.append(Child(job, workdir))
                 for li, layout in enumerate(group):
                     for child in children:
                         waited = child.ask("load", layout=li)
@@ -1145,7 +1141,9 @@ def main() -> None:
                         for child in children:
                             child.ask("run", layout=li, run=run)
                         start = slices[li] + run * (args.warmup + args.queries) + args.warmup
-                        rounds.append(query_p50(embedder, queries[start : start + args.queries]))
+                        rounds.append(
+                            query_ms(embedder, queries[start : start + args.queries])["p50"]
+                        )
                     for child in children:
                         results += [LayoutResult(**r) for r in child.ask("finish", layout=li)]
                 if args.quality and gi == 0:
@@ -1158,14 +1156,13 @@ def main() -> None:
             finally:
                 for child in children:
                     child.close()  # never raises: each one is closed
-        order_of = {s: i for i, s in enumerate(SYSTEMS)}
-        results.sort(key=lambda r: (order_of[r.system], [x.label for x in layouts].index(r.layout)))
+        labels = [x.label for x in layouts]
+        results.sort(key=lambda r: (ORDER[r.system], labels.index(r.layout)))
         model["query_ms_rounds"] = rounds
         model["query_p50_between_runs"] = statistics.median(rounds)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    order = {s: i for i, s in enumerate(SYSTEMS)}
     sections = [
         f"Model (memoryd's own, every system's query embedding): {model['model']}; "
         f"query embedding alone p50 {model['query_p50_between_runs']:.2f} ms (the median "
@@ -1180,7 +1177,7 @@ def main() -> None:
     ]
     for layout in layouts:
         rows = sorted(
-            (r for r in results if r.layout == layout.label), key=lambda r: order[r.system]
+            (r for r in results if r.layout == layout.label), key=lambda r: ORDER[r.system]
         )
         settled = ", ".join(
             f"{r.system} {r.settle_seconds:.0f} s"
@@ -1198,7 +1195,7 @@ def main() -> None:
         qrows = [
             (s, f"{q['recall@10']:.3f}", f"{q['mrr']:.3f}", f"{q['recall@5']:.3f}", q["questions"],
              ratio(q["recall@10"], ref.get("recall@10", float("nan"))))
-            for s, q in sorted(quality.items(), key=lambda kv: order[kv[0]])
+            for s, q in sorted(quality.items(), key=lambda kv: ORDER[kv[0]])
         ]  # fmt: skip
         sections.append(
             f"**LoCoMo** ({len(convs)} conversation(s), categories 1-4 with evidence, top {K})\n\n"
