@@ -230,12 +230,24 @@ _STORE_IO = re.compile(
     r"|connect error|Connection refused",
     re.IGNORECASE,
 )
+# An HTTP status is read only where the message names one ("... status code: 403
+# Forbidden", "with status 503 Service Unavailable"): a bare number is as likely a
+# duration or a size ("in 403.86ms", "(503 bytes"), and a connection that failed after
+# 403 ms was once reported as access denied.
+_STATUS = r"status(?: code)?:? "
 _STORE_CAUSES = (
     (re.compile(r"timed out", re.IGNORECASE), "the request timed out"),
     (re.compile(r"dns error|failed to lookup", re.IGNORECASE), "its host name does not resolve"),
-    (re.compile(r"\b403\b|Forbidden|AccessDenied", re.IGNORECASE), "access denied"),
+    (
+        re.compile(
+            _STATUS + r"40[13]\b|\bForbidden\b|AccessDenied|InvalidAccessKeyId"
+            r"|SignatureDoesNotMatch|lacked (the necessary privileges|valid authentication)",
+            re.IGNORECASE,
+        ),
+        "access denied",
+    ),
     (re.compile(r"error sending request|connect", re.IGNORECASE), "connection failed"),
-    (re.compile(r"\b5\d\d\b"), "the store answered with a server error"),
+    (re.compile(_STATUS + r"5\d\d\b", re.IGNORECASE), "the store answered with a server error"),
 )
 
 

@@ -178,6 +178,43 @@ def test_an_object_store_that_does_not_answer_is_recognised_with_its_cause() -> 
     assert unreachable_cause(RuntimeError(timeout)) == "the request timed out"
 
 
+# The shape of what a daemon logged when the proxy in front of its S3 server was cut, with
+# the elapsed time that once made it read as access denied (a bare 403).
+CUT_AFTER_403_MS = (
+    "LanceError(IO): Generic S3 error: Error performing list request: Error performing GET "
+    "http://127.0.0.1:42337/b?list-type=2&prefix=p%2Fmemories.lance%2F_versions%2F in "
+    "403.866175ms, after 3 retries, max_retries: 3, retry_timeout: 10s  - HTTP error: error "
+    "sending request"
+)
+SERVER_SAID = (
+    "LanceError(IO): Generic S3 error: Error performing PUT http://127.0.0.1:42337/b/p in "
+    "12ms, after 0 retries, max_retries: 3, retry_timeout: 10s  - Server returned non-2xx "
+    "status code: {status}: <Error><Code>{code}</Code></Error>"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "cause"),
+    [
+        (CUT_AFTER_403_MS, "connection failed"),
+        (CUT_AFTER_403_MS.replace("403.866175ms", "503.1ms"), "connection failed"),
+        (LANCE_UNREACHABLE.replace("(204 bytes", "(403 bytes"), "connection failed"),
+        (SERVER_SAID.format(status="403 Forbidden", code="AccessDenied"), "access denied"),
+        (SERVER_SAID.format(status="403 Forbidden", code="x"), "access denied"),
+        (SERVER_SAID.format(status="400 Bad Request", code="InvalidAccessKeyId"), "access denied"),
+        (
+            SERVER_SAID.format(status="503 Service Unavailable", code="SlowDown"),
+            "the store answered with a server error",
+        ),
+    ],
+)
+def test_the_cause_of_an_unreachable_store_comes_from_its_status_not_any_number(
+    text: str, cause: str
+) -> None:
+    assert store_unreachable(RuntimeError(text))
+    assert unreachable_cause(RuntimeError(text)) == cause
+
+
 @pytest.mark.parametrize(
     "error",
     [
