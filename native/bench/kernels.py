@@ -7,6 +7,7 @@ threaded, and prints the median and 90th percentile in microseconds:
                also against plain numpy (matmul + argpartition, no tie rule), the fast way
                to do it without numba (the twin sorts every score: it is a reference)
     topk_dot_q8  the same answer from int8 codes first (what the hot index runs from 4,096 rows)
+    topk_scores  top-k of precomputed scores (the BM25 leg's, over the rows a query touches)
     mmr        MMR picking 5 of 20 candidates
     fuse       fusion + boosts over 40 candidates (default params, RRF)
 
@@ -98,6 +99,20 @@ def main() -> None:
                     kernels.topk_dot_q8, matrix, *kernels.quantize_rows(matrix), query, mask, args.k
                 ),
                 partial(reference.topk_dot_q8, matrix, None, None, None, query, mask, args.k),
+                None,
+            )
+        )
+
+    # The lexical leg's top-k: BM25 scores of the rows holding a query term (~13,000 of
+    # 100,000 for LoCoMo's questions), few distinct values, a tenth of the rows filtered.
+    for n in (1_300, 13_000):
+        bm25 = (rng.integers(1, 90, n) / 8).astype(np.float32)
+        allowed = (rng.random(n) >= 0.1).astype(np.uint8)
+        cases.append(
+            (
+                f"topk_scores n={n:,} k=60",
+                partial(kernels.topk_scores, bm25, allowed, 60),
+                partial(reference.topk_scores, bm25, allowed, 60),
                 None,
             )
         )

@@ -174,6 +174,11 @@ def _heap_offer(heap_s: F32, heap_i: I64, size: int, score: float | np.float32, 
 
     Rows arrive in increasing index order, so a newcomer whose score equals the root's
     ranks below it (higher index) and is rejected: only a strictly higher score enters.
+
+    Loops test ``size < m or score > heap_s[0]`` themselves and call this only when the
+    item enters: a call costs ~20 ns even when it rejects (numba counts the references of
+    the arrays passed), which made a top-k of 13,000 BM25 scores take 0.31 ms against
+    0.02 ms with the test in the loop.
     """
     if size < heap_s.shape[0]:
         pos = size
@@ -245,10 +250,13 @@ def topk_dot(matrix: F32, query: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     heap_s, heap_i = _new_heap(mask, k)
     if heap_s.shape[0] == 0:
         return heap_i, heap_s
+    m = heap_s.shape[0]
     size = 0
     for i in range(n):
         if mask[i]:
-            size = _heap_offer(heap_s, heap_i, size, _dot(matrix[i], query), i)
+            score = _dot(matrix[i], query)
+            if size < m or score > heap_s[0]:
+                size = _heap_offer(heap_s, heap_i, size, score, i)
     _heap_sort_best_first(heap_s, heap_i, size)
     return heap_i, heap_s
 
@@ -357,10 +365,13 @@ def topk_dot_q8(
     )
     if heap_s.shape[0] == 0:
         return heap_i, heap_s
+    m = heap_s.shape[0]
     size = 0
     for i in range(n):
         if mask[i] and upper[i] >= floor:
-            size = _heap_offer(heap_s, heap_i, size, _dot(matrix[i], query), i)
+            score = _dot(matrix[i], query)
+            if size < m or score > heap_s[0]:
+                size = _heap_offer(heap_s, heap_i, size, score, i)
     _heap_sort_best_first(heap_s, heap_i, size)
     return heap_i, heap_s
 
@@ -458,11 +469,13 @@ def _topk_dot_f16(
         return heap_i, heap_s
     buf_bits = np.empty(bits.shape[1], dtype=np.uint32)
     buf = buf_bits.view(np.float32)
+    m = heap_s.shape[0]
     size = 0
     for i in range(n):
         if mask[i]:
-            widened = _widen(bits, i, lut, buf_bits, buf)
-            size = _heap_offer(heap_s, heap_i, size, _dot(widened, query), i)
+            score = _dot(_widen(bits, i, lut, buf_bits, buf), query)
+            if size < m or score > heap_s[0]:
+                size = _heap_offer(heap_s, heap_i, size, score, i)
     _heap_sort_best_first(heap_s, heap_i, size)
     return heap_i, heap_s
 
@@ -490,11 +503,13 @@ def _topk_dot_q8_f16(
         return heap_i, heap_s
     buf_bits = np.empty(d, dtype=np.uint32)
     buf = buf_bits.view(np.float32)
+    m = heap_s.shape[0]
     size = 0
     for i in range(n):
         if mask[i] and upper[i] >= floor:
-            widened = _widen(bits, i, lut, buf_bits, buf)
-            size = _heap_offer(heap_s, heap_i, size, _dot(widened, query), i)
+            score = _dot(_widen(bits, i, lut, buf_bits, buf), query)
+            if size < m or score > heap_s[0]:
+                size = _heap_offer(heap_s, heap_i, size, score, i)
     _heap_sort_best_first(heap_s, heap_i, size)
     return heap_i, heap_s
 
@@ -522,9 +537,10 @@ def topk_scores(scores: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     heap_s, heap_i = _new_heap(mask, k)
     if heap_s.shape[0] == 0:
         return heap_i, heap_s
+    m = heap_s.shape[0]
     size = 0
     for i in range(n):
-        if mask[i]:
+        if mask[i] and (size < m or scores[i] > heap_s[0]):
             size = _heap_offer(heap_s, heap_i, size, scores[i], i)
     _heap_sort_best_first(heap_s, heap_i, size)
     return heap_i, heap_s
