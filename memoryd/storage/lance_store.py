@@ -230,24 +230,37 @@ _STORE_IO = re.compile(
     r"|connect error|Connection refused",
     re.IGNORECASE,
 )
+
 # An HTTP status is read only where the message names one ("... status code: 403
-# Forbidden", "with status 503 Service Unavailable"): a bare number is as likely a
-# duration or a size ("in 403.86ms", "(503 bytes"), and a connection that failed after
-# 403 ms was once reported as access denied.
-_STATUS = r"status(?: code)?:? "
+# Forbidden", "with status 503 Service Unavailable", reqwest's "HTTP status server error
+# (503 ..."): a bare number is as likely a duration or a size ("in 403.86ms", "(503
+# bytes"), and a connection that failed after 403 ms was once reported as access denied.
+# A status proves the store answered, so it is read before the connection's words, which
+# a host or bucket name may hold ("minio-connect").
+_STATUS = r"(?:status(?: code)?:? |HTTP status (?:client|server) error \()"
 _STORE_CAUSES = (
     (re.compile(r"timed out", re.IGNORECASE), "the request timed out"),
     (re.compile(r"dns error|failed to lookup", re.IGNORECASE), "its host name does not resolve"),
     (
         re.compile(
             _STATUS + r"40[13]\b|\bForbidden\b|AccessDenied|InvalidAccessKeyId"
-            r"|SignatureDoesNotMatch|lacked (the necessary privileges|valid authentication)",
+            r"|SignatureDoesNotMatch|ExpiredToken|InvalidToken|AuthorizationHeaderMalformed"
+            r"|lacked (the necessary privileges|valid authentication)",
             re.IGNORECASE,
         ),
         "access denied",
     ),
-    (re.compile(r"error sending request|connect", re.IGNORECASE), "connection failed"),
-    (re.compile(_STATUS + r"5\d\d\b", re.IGNORECASE), "the store answered with a server error"),
+    (
+        re.compile(_STATUS + r"5\d\d\b|Server returned error response", re.IGNORECASE),
+        "the store answered with a server error",
+    ),
+    (
+        re.compile(
+            r"error sending request|\bconnect error|connection (refused|reset|closed|aborted)",
+            re.IGNORECASE,
+        ),
+        "connection failed",
+    ),
 )
 
 

@@ -206,6 +206,37 @@ SERVER_SAID = (
             SERVER_SAID.format(status="503 Service Unavailable", code="SlowDown"),
             "the store answered with a server error",
         ),
+        # A status is the store's answer even when a host or bucket name says "connect".
+        (
+            SERVER_SAID.format(status="503 Service Unavailable", code="SlowDown").replace(
+                "127.0.0.1:42337", "minio-connect:9000"
+            ),
+            "the store answered with a server error",
+        ),
+        (
+            SERVER_SAID.format(status="401 Unauthorized", code="ExpiredToken"),
+            "access denied",
+        ),
+        (
+            "LanceError(IO): Generic S3 error: Client error with status 403 Forbidden: "
+            "<Error><Code>SignatureDoesNotMatch</Code></Error>",
+            "access denied",
+        ),
+        (
+            "LanceError(IO): Generic S3 error: HTTP status server error (502 Bad Gateway) "
+            "for url (http://127.0.0.1:42337/b/p)",
+            "the store answered with a server error",
+        ),
+        (
+            "LanceError(IO): Generic S3 error: Error performing PUT http://127.0.0.1:42337/b/p "
+            "in 1.2s - Server returned error response: <Error><Code>InternalError</Code>",
+            "the store answered with a server error",
+        ),
+        (
+            "LanceError(IO): Generic S3 error: Error performing GET http://127.0.0.1:1/b "
+            "in 5ms - HTTP error: tcp connect error: Connection refused (os error 111)",
+            "connection failed",
+        ),
     ],
 )
 def test_the_cause_of_an_unreachable_store_comes_from_its_status_not_any_number(
