@@ -248,9 +248,9 @@ def topk_dot(matrix: F32, query: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     if mask.shape[0] != n:
         raise ValueError("mask length differs from the number of matrix rows")
     heap_s, heap_i = _new_heap(mask, k)
-    if heap_s.shape[0] == 0:
-        return heap_i, heap_s
     m = heap_s.shape[0]
+    if m == 0:
+        return heap_i, heap_s
     size = 0
     for i in range(n):
         if mask[i]:
@@ -465,11 +465,11 @@ def _topk_dot_f16(
     if mask.shape[0] != n:
         raise ValueError("mask length differs from the number of matrix rows")
     heap_s, heap_i = _new_heap(mask, k)
-    if heap_s.shape[0] == 0:
+    m = heap_s.shape[0]
+    if m == 0:
         return heap_i, heap_s
     buf_bits = np.empty(bits.shape[1], dtype=np.uint32)
     buf = buf_bits.view(np.float32)
-    m = heap_s.shape[0]
     size = 0
     for i in range(n):
         if mask[i]:
@@ -535,9 +535,9 @@ def topk_scores(scores: F32, mask: Mask, k: int) -> tuple[I64, F32]:
     if mask.shape[0] != n:
         raise ValueError("mask length differs from the number of scores")
     heap_s, heap_i = _new_heap(mask, k)
-    if heap_s.shape[0] == 0:
-        return heap_i, heap_s
     m = heap_s.shape[0]
+    if m == 0:
+        return heap_i, heap_s
     size = 0
     for i in range(n):
         if mask[i] and (size < m or scores[i] > heap_s[0]):
