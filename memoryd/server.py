@@ -371,6 +371,7 @@ class Daemon:
         self._freezer: HeapFreezer | None = None  # made by the first heap-freeze job
         self._keys_watch: asyncio.Task[None] | None = None
         self._storage_serving = True
+        self._embedder_serving = True
         self._follow_serving = True
         self.startup_seconds = 0.0
         self.metrics = Metrics()
@@ -648,6 +649,7 @@ class Daemon:
             "scopes": self.repository.scope_sizes(),
             "follow": self.repository.follow_lag(),
             "tokens_owed": int(self.repository.tokens_owed),
+            "embed_workers": self.embedder.live_workers(),
         }
 
     async def backup_now(self) -> Path:
@@ -664,6 +666,7 @@ class Daemon:
         jobs = [
             Job("sweep expired memories", SWEEP_INTERVAL_SECONDS, self._sweep_expired),
             Job("storage health", STORAGE_WATCH_SECONDS, self._watch_storage),
+            Job("embedder health", STORAGE_WATCH_SECONDS, self._watch_embedder),
             Job("heap freeze", SWEEP_INTERVAL_SECONDS, self._refreeze),
         ]
         if self.settings.backup.enabled:
@@ -690,6 +693,17 @@ class Daemon:
 
             self._freezer = HeapFreezer(writes, lambda: bool(repository.pending()))
         await self._freezer.run()
+
+    async def _watch_embedder(self) -> None:
+        """``""`` and the services NOT_SERVING once no embedding worker is left (a fault
+        that ended their threads: batcher._exited): Recalls and Stores would all fail, so
+        a balancer or an orchestrator's probe must see it. It does not come back by itself."""
+        assert self.embedder is not None
+        if self._embedder_serving and not self.embedder.alive():
+            self._embedder_serving = False
+            log.critical("no embedding worker is left: health is NOT_SERVING; restart the daemon")
+            for name in ("", *SERVICE_NAMES):
+                await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
 
     async def _watch_storage(self) -> None:
         """Mirror the store's write status in the ``memoryd.storage`` health entry, and

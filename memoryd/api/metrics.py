@@ -94,6 +94,12 @@ class StateCollector(Collector):
         yield _counter(
             "memoryd_embed_texts", "Texts embedded (texts / batches = batch size)", s["texts"]
         )
+        workers = GaugeMetricFamily(
+            "memoryd_embed_workers",
+            "Embedding worker threads serving (0: every Recall and Store fails until a restart)",
+        )
+        workers.add_metric([], s.get("embed_workers", 0))
+        yield workers
         yield _counter("memoryd_embed_cache_hits", "Query embeddings served from cache", s["hits"])
         yield _counter("memoryd_embed_cache_misses", "Query embeddings computed", s["misses"])
         yield _counter("memoryd_store_commits", "LanceDB commits (group commits)", s["commits"])

@@ -47,6 +47,8 @@ Embedding = tuple[np.ndarray, np.ndarray | None]  # pooled vector, token vectors
 
 QUERY, DOCUMENT = 0, 1
 
+_STOPPED = "the embedder's workers stopped (see the daemon's log); restart the daemon"
+
 # begin_query's longest block for a worker to start on its text (seconds): it takes
 # ~0.05 ms (bench/handoff.py); past this the caller goes on without it.
 HANDOVER_WAIT = 0.002
@@ -216,6 +218,8 @@ class BatchingEmbedder:
         self._cache = _LRU(cache_size)
         self._inflight: dict[tuple[str, bool], _Job] = {}
         self._threads: list[threading.Thread] = []
+        self._gone: set[int] = set()  # workers whose thread ended (``_exited``)
+        self._holding: dict[int, list[_Job]] = {}  # each worker's jobs until answered
         self._model_name = ""
         self.dim = 0
         self.batches = 0
@@ -228,6 +232,7 @@ class BatchingEmbedder:
     def start(self) -> None:
         """Load the models (blocking: call from a thread or before serving)."""
         models = [self._factory() for _ in range(self._workers_n)]
+        self._gone.clear()
         self._model_name, self.dim = models[0].name, models[0].dim
         for i, model in enumerate(models):
             t = threading.Thread(
@@ -315,6 +320,9 @@ class BatchingEmbedder:
         self._inflight[key] = job
         future.add_done_callback(lambda _f: self._done(key, job))
         with self._cond:
+            if not self.alive():  # (under the lock: the last worker's exit fails the queue)
+                self._inflight.pop(key, None)
+                raise NotReady(_STOPPED)
             (self._queries if priority == QUERY else self._docs).put(principals.TENANT.get(), job)
             if priority == QUERY:
                 if self._first_waiting:  # worker 0 takes it (_takes)
@@ -357,7 +365,7 @@ class BatchingEmbedder:
 
     def _first_alive(self) -> bool:
         """Worker 0's thread runs (were it ever to die, the others take its queries)."""
-        return bool(self._threads) and self._threads[0].is_alive()
+        return bool(self._threads) and 0 not in self._gone
 
     def _next_run(self, worker: int) -> list[_Job] | None:
         """The next run's jobs, one kind per run (a query never waits behind a batch of
@@ -417,13 +425,52 @@ class BatchingEmbedder:
             finally:
                 self._others_waiting -= 1
 
+    def alive(self) -> bool:
+        """Whether a worker can run the model (started, not closed, not every thread ended)."""
+        return self.live_workers() > 0
+
+    def live_workers(self) -> int:
+        """Worker threads serving (0 before start, after close, or once all have ended)."""
+        return max(0, len(self._threads) - len(self._gone))
+
     def _run(self, model: BatchModel, worker: int) -> None:
+        try:
+            self._serve(model, worker)
+        except BaseException:  # a fault here, not the model's (_serve answers those)
+            log.critical("embedding worker %d failed", worker, exc_info=True)
+        finally:
+            self._exited(worker)
+
+    def _exited(self, worker: int) -> None:
+        """A worker's thread ends: on close, or by a fault in this module (its model's
+        errors are answered, ``_serve``). When the last one ends outside close, nothing
+        would ever answer the texts queued, nor those submitted later: they fail now
+        (``_submit`` refuses new ones, and the server's health turns NOT_SERVING)."""
+        with self._cond:
+            self._gone.add(worker)
+            held = self._holding.pop(worker, [])  # taken, maybe not all answered
+            others = len(self._threads) - len(self._gone)
+            if not self._stopping:
+                log.critical("embedding worker %d stopped; %d left", worker, others)
+            queued: list[_Job] = []
+            if others:
+                self._cond.notify_all()  # worker 0's queries are theirs now (_takes)
+            elif not self._stopping:
+                queued = self._queries.take(self._queries.size, 0.0)[0]
+                queued += self._docs.take(self._docs.size, 0.0)[0]
+        for j in held:  # (an answered future keeps its answer: _set_exception)
+            self._answer(j, _set_exception, NotReady("an embedding worker stopped; retry"))
+        for j in queued:
+            self._answer(j, _set_exception, NotReady(_STOPPED))
+
+    def _serve(self, model: BatchModel, worker: int) -> None:
         while True:
             jobs = self._next_run(worker)
             if jobs is None:
                 return
             if not jobs:  # every job taken had expired
                 continue
+            self._holding[worker] = jobs
             try:
                 want_tokens = any(j.tokens for j in jobs)
                 events = [j.started for j in jobs if j.started is not None]
@@ -438,11 +485,20 @@ class BatchingEmbedder:
                     vectors, token_vectors = model.embed_full(
                         [j.text for j in jobs], tokens=want_tokens
                     )
-            except Exception as e:  # the model failed: fail these requests, keep serving
+            except BaseException as e:  # the model failed: fail these requests, keep serving
+                # (whatever it raised: SystemExit or a BaseException of its own from the
+                # model's code would otherwise end the thread, and its texts' callers
+                # would wait for ever)
                 self._left_run(worker)
                 log.exception("embedding batch of %d failed", len(jobs))
+                error = (
+                    e
+                    if isinstance(e, Exception)
+                    else RuntimeError(f"the model's run ended with {type(e).__name__}: {e}")
+                )
                 for j in jobs:
-                    self._answer(j, _set_exception, e)
+                    self._answer(j, _set_exception, error)
+                self._holding.pop(worker, None)
                 continue
             self._left_run(worker)
             self.batches += 1
@@ -450,6 +506,7 @@ class BatchingEmbedder:
             for i, j in enumerate(jobs):
                 result = (vectors[i], token_vectors[i] if j.tokens else None)
                 self._answer(j, _set_result, result)
+            self._holding.pop(worker, None)
 
     def _left_run(self, worker: int) -> None:
         """Worker 0 is out of its run (before its results go back): queries are its own."""

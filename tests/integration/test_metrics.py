@@ -54,6 +54,7 @@ def test_metrics_count_rpcs_codes_stages_and_sizes(daemon, client, new_agent) ->
         value(after, "memoryd_embed_texts_total") >= value(before, "memoryd_embed_texts_total") + 2
     )
     assert value(after, "memoryd_index_bytes") > 0
+    assert value(after, "memoryd_embed_workers") >= 1  # 0 only once every worker ended
     # A small store's token file is written before SERVING: never reranking without it.
     assert re.search(r"^memoryd_token_file_writing 0\.0$", after, re.MULTILINE), after
     # A local directory has one writer: nothing to follow, so no follow gauges.

@@ -462,6 +462,96 @@ async def test_begin_query_does_not_wait_for_a_busy_worker_nor_a_failed_run() ->
         embedder.close()
 
 
+class _Halt(BaseException):
+    """What no ``except Exception`` catches (a model's own code could raise SystemExit)."""
+
+
+async def test_a_model_run_ending_in_a_base_exception_fails_its_texts_and_the_worker_goes_on() -> (
+    None
+):
+    """Before, a worker caught only Exception: anything else ended its thread with the
+    text's caller waiting for ever (and, with one worker, every later caller too)."""
+    model = _StartingModel(fail=_Halt("stop right there"))
+    embedder = BatchingEmbedder(lambda: model, workers=1)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    try:
+        with pytest.raises(RuntimeError, match="_Halt: stop right there"):
+            await asyncio.wait_for(embedder.embed_query("the first text"), 5)
+        model.fail = None
+        assert (await asyncio.wait_for(embedder.embed_query("the next text"), 5)).shape == (4,)
+        assert embedder.live_workers() == 1 and model.runs == 2
+    finally:
+        embedder.close()
+
+
+def _fault_on_answer(embedder: BatchingEmbedder, prefix: str) -> None:
+    """A fault in the batcher itself (not the model): handing back the answer of a text
+    starting with ``prefix`` raises SystemExit in the worker, whose thread ends."""
+    answer = embedder._answer
+
+    def faulty(job: Any, callback: Any, value: object) -> None:
+        if job.text.startswith(prefix) and not isinstance(value, BaseException):
+            raise SystemExit("a fault in the worker")
+        answer(job, callback, value)
+
+    embedder._answer = faulty  # type: ignore[method-assign]
+
+
+async def test_a_worker_that_stops_hands_its_queries_to_the_others_and_the_last_fails_them() -> (
+    None
+):
+    """A worker's thread that ends by a fault answers the text it held (UNAVAILABLE at
+    the edge, which the clients retry), the other worker takes the queries, and once no
+    worker is left every queued and later text fails at once, instead of each call
+    waiting until its deadline, or for ever without one."""
+    from memoryd.core.errors import NotReady
+
+    fake = _GatedModel()
+    fake.gate.set()
+    embedder = BatchingEmbedder(lambda: fake, workers=2)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    _fault_on_answer(embedder, "fault")
+    try:
+        with pytest.raises(NotReady, match="an embedding worker stopped; retry"):
+            await asyncio.wait_for(embedder.embed_query("fault one"), 5)
+        assert embedder.live_workers() == 1 and embedder.alive()
+        assert (await asyncio.wait_for(embedder.embed_query("a query"), 5)).shape == (4,)
+        with pytest.raises(NotReady, match="retry"):
+            await asyncio.wait_for(embedder.embed_query("fault two"), 5)
+        assert embedder.live_workers() == 0 and not embedder.alive()
+        began = time.monotonic()
+        with pytest.raises(NotReady, match="workers stopped"):
+            await embedder.embed_query("asked afterwards")
+        with pytest.raises(NotReady, match="workers stopped"):
+            await embedder.embed_document("stored afterwards")
+        assert time.monotonic() - began < 1.0
+    finally:
+        embedder.close()
+
+    # One worker, texts queued behind the run that ends it: they fail as it stops.
+    fake = _GatedModel()
+    embedder = BatchingEmbedder(lambda: fake, workers=1)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    _fault_on_answer(embedder, "fault")
+    try:
+        running = asyncio.ensure_future(embedder.embed_query("fault in the run"))
+        assert await asyncio.to_thread(fake.started.wait, 10)
+        queued = [
+            asyncio.ensure_future(embedder.embed_query("a queued query")),
+            asyncio.ensure_future(embedder.embed_document("a queued Store text")),
+        ]
+        await asyncio.sleep(0.05)
+        fake.gate.set()
+        with pytest.raises(NotReady, match="retry"):
+            await asyncio.wait_for(running, 5)
+        for q in queued:
+            with pytest.raises(NotReady, match="workers stopped"):
+                await asyncio.wait_for(q, 5)
+        assert fake.runs == [["fault in the run"]]
+    finally:
+        embedder.close()
+
+
 def test_a_caller_whose_event_loop_closed_does_not_stop_the_worker() -> None:
     """A program embedding memoryd may call it from a loop that ends (``asyncio.run``
     returns) while its text is in the model: the answer has nowhere to go. The worker drops
