@@ -302,6 +302,8 @@ class BatchingEmbedder:
     ) -> asyncio.Future[Embedding]:
         if not self._threads:
             raise NotReady("the embedder is not loaded yet")
+        if not self.alive():  # (and not a text's job shared below)
+            raise NotReady(_STOPPED)
         key = (text, tokens)
         deadline = principals.DEADLINE.get()
         loop = asyncio.get_running_loop()
@@ -321,7 +323,7 @@ class BatchingEmbedder:
         future.add_done_callback(lambda _f: self._done(key, job))
         with self._cond:
             if not self.alive():  # (under the lock: the last worker's exit fails the queue)
-                self._inflight.pop(key, None)
+                self._done(key, job)
                 raise NotReady(_STOPPED)
             (self._queries if priority == QUERY else self._docs).put(principals.TENANT.get(), job)
             if priority == QUERY:
@@ -382,7 +384,13 @@ class BatchingEmbedder:
             # backlog (bench/RESULTS.md, "fairness: short runs while building the scenario").
             docs_due = bool(self._docs) and (
                 not self._queries
-                or (worker != 0 and not self._first_running and not self._stopping)  # 0's
+                # worker 0's while it serves: another takes them only when it is in a run
+                or (
+                    worker != 0
+                    and not self._first_running
+                    and not self._stopping
+                    and self._first_alive()
+                )
                 or (now - self._docs.oldest() >= self.doc_max_wait and not self._docs_last)
             )
             source, limit = (
@@ -390,6 +398,7 @@ class BatchingEmbedder:
             )
             self._docs_last = docs_due
             jobs, expired = source.take(limit, now)
+            self._holding[worker] = jobs + expired  # off the queue: answered by this worker
             if worker == 0:
                 self._first_running = bool(jobs)
                 if jobs and self._queries:  # left for a worker that declined them
@@ -453,8 +462,10 @@ class BatchingEmbedder:
             if not self._stopping:
                 log.critical("embedding worker %d stopped; %d left", worker, others)
             queued: list[_Job] = []
-            if others:
-                self._cond.notify_all()  # worker 0's queries are theirs now (_takes)
+            if others:  # worker 0's queries are theirs now (_takes); and a text whose
+                # notice woke this worker alone is another's
+                self._cond.notify_all()
+                self._cond_first.notify_all()
             elif not self._stopping:
                 queued = self._queries.take(self._queries.size, 0.0)[0]
                 queued += self._docs.take(self._docs.size, 0.0)[0]
@@ -468,9 +479,9 @@ class BatchingEmbedder:
             jobs = self._next_run(worker)
             if jobs is None:
                 return
-            if not jobs:  # every job taken had expired
+            if not jobs:  # every job taken had expired (and is answered)
+                self._holding.pop(worker, None)
                 continue
-            self._holding[worker] = jobs
             try:
                 want_tokens = any(j.tokens for j in jobs)
                 events = [j.started for j in jobs if j.started is not None]

@@ -521,9 +521,9 @@ async def test_a_worker_that_stops_hands_its_queries_to_the_others_and_the_last_
         assert embedder.live_workers() == 0 and not embedder.alive()
         began = time.monotonic()
         with pytest.raises(NotReady, match="workers stopped"):
-            await embedder.embed_query("asked afterwards")
+            await asyncio.wait_for(embedder.embed_query("asked afterwards"), 5)
         with pytest.raises(NotReady, match="workers stopped"):
-            await embedder.embed_document("stored afterwards")
+            await asyncio.wait_for(embedder.embed_document("stored afterwards"), 5)
         assert time.monotonic() - began < 1.0
     finally:
         embedder.close()
@@ -548,6 +548,105 @@ async def test_a_worker_that_stops_hands_its_queries_to_the_others_and_the_last_
             with pytest.raises(NotReady, match="workers stopped"):
                 await asyncio.wait_for(q, 5)
         assert fake.runs == [["fault in the run"]]
+    finally:
+        embedder.close()
+
+
+async def test_a_fault_while_answering_expired_texts_still_fails_the_run_it_took() -> None:
+    """The texts a worker took off the queue are its to answer from that moment: a fault
+    while it answers the expired ones among them (before its run) fails the others too,
+    and a caller asking the same text later is refused, not joined to a lost job
+    (helper-65's review)."""
+    from memoryd.core import principals
+    from memoryd.core.errors import DeadlineExceeded, NotReady
+
+    fake = _GatedModel()
+    embedder = BatchingEmbedder(lambda: fake, workers=1)  # type: ignore[arg-type,return-value]
+    embedder.start()
+    answer = embedder._answer
+
+    def faulty(job: Any, callback: Any, value: object) -> None:
+        if isinstance(value, DeadlineExceeded):
+            raise SystemExit("a fault answering an expired text")
+        answer(job, callback, value)
+
+    embedder._answer = faulty  # type: ignore[method-assign]
+    try:
+        running = asyncio.ensure_future(embedder.embed_query("the gated run"))
+        assert await asyncio.to_thread(fake.started.wait, 10)
+
+        async def expiring() -> Any:
+            principals.DEADLINE.set(time.monotonic() + 0.01)
+            return await embedder.embed_query("a text whose caller gives up")
+
+        late = asyncio.ensure_future(expiring())
+        waiting = asyncio.ensure_future(embedder.embed_query("a text with no deadline"))
+        await asyncio.sleep(0.05)
+        fake.gate.set()  # next: the expired text and the other taken in one go
+        await asyncio.wait_for(running, 5)
+        with pytest.raises(NotReady):
+            await asyncio.wait_for(waiting, 5)
+        with pytest.raises((NotReady, DeadlineExceeded)):
+            await asyncio.wait_for(late, 5)
+        with pytest.raises(NotReady, match="workers stopped"):
+            await asyncio.wait_for(embedder.embed_query("a text with no deadline"), 5)
+        assert not embedder.alive() and fake.runs == [["the gated run"]]
+    finally:
+        embedder.close()
+
+
+class _HoldingModel:
+    """Stands in for OnnxEmbedder: records each run's texts; a run of "held" waits for
+    ``gate`` (``entered`` says it began)."""
+
+    name, dim = "holding", 4
+
+    def __init__(self) -> None:
+        self.runs: list[list[str]] = []
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def embed_full(self, texts: list[str], *, tokens: bool = True, started=None):  # type: ignore[no-untyped-def]
+        if started is not None:
+            started()
+        if texts == ["held"]:
+            self.entered.set()
+            self.gate.wait(10)
+        self.runs.append(list(texts))
+        n = len(texts)
+        return np.ones((n, 4), np.float32) / 2, [np.ones((1, 4), np.float32)] * n
+
+
+async def test_with_worker_0_gone_the_other_workers_still_put_queries_before_store_texts() -> None:
+    """Worker 0 serves queries and the others Store texts while it does; once it is gone,
+    a query waiting behind a backlog of Store texts still goes in the next run, as with
+    one worker (it went after all of them: helper-65's review)."""
+    from memoryd.core.errors import NotReady
+
+    models = [_HoldingModel(), _HoldingModel()]
+    chosen = iter(models)
+    embedder = BatchingEmbedder(
+        lambda: next(chosen),  # type: ignore[arg-type,return-value]
+        workers=2,
+        doc_batch=1,
+        doc_max_wait=10.0,
+    )
+    embedder.start()
+    _fault_on_answer(embedder, "fault")
+    second = models[1]
+    try:
+        with pytest.raises(NotReady):
+            await asyncio.wait_for(embedder.embed_query("fault"), 5)  # worker 0 ends
+        assert embedder.live_workers() == 1
+        holding = asyncio.ensure_future(embedder.embed_document("held"))
+        assert await asyncio.to_thread(second.entered.wait, 5)
+        docs = [asyncio.ensure_future(embedder.embed_document(f"doc {i}")) for i in range(6)]
+        query = asyncio.ensure_future(embedder.embed_query("a recall"))
+        await asyncio.sleep(0.05)
+        second.gate.set()
+        await asyncio.wait_for(asyncio.gather(holding, query, *docs), 10)
+        order = [t for run in second.runs for t in run]
+        assert order[order.index("held") + 1] == "a recall", order
     finally:
         embedder.close()
 
