@@ -156,6 +156,9 @@ class KeyRing:
         self.keys_file = keys_file
         self._stamp: tuple[int, int, int] | None = None
         self._creds = self._read()  # at start a bad file stops the daemon
+        # Counts the reloads put in force: a call that outlives one (a Stream, an Import)
+        # resolves its credential again before its next request (AuthInterceptor).
+        self.generation = 0
 
     def _token_creds(self) -> Credentials:
         creds = Credentials()
@@ -180,6 +183,7 @@ class KeyRing:
         except ConfigError as e:
             log.error("keys file not reloaded, the previous keys stay in force: %s", e)
             return False
+        self.generation += 1
         log.info(
             "keys reloaded: %d API keys, %d certificate identities",
             len(self._creds.by_hash),
@@ -223,6 +227,12 @@ _DENIED = (
 )
 
 
+_REVOKED = (
+    "the credential this call started with is no longer in the keys file (revoked or "
+    "replaced while the call was open): no request sent after that was run"
+)
+
+
 def _bearer(context: Any) -> bytes | None:
     for key, value in context.invocation_metadata() or ():
         if key == "authorization":
@@ -244,14 +254,23 @@ def _tls_names(context: Any) -> list[str]:
 
 
 class AuthInterceptor(WrappingInterceptor):
-    """Resolves each call's principal (or refuses it) and sets ``principals.CURRENT``."""
+    """Resolves each call's principal (or refuses it) and sets ``principals.CURRENT``.
+
+    A call that streams requests (Stream, Import) resolves it again before each request
+    that follows a reload of the keys: a key revoked meanwhile ends the call with
+    UNAUTHENTICATED (the requests already taken are answered), and one whose agents
+    changed acts with the new list from its next request. Before, an open Stream kept the
+    credential it started with until the client hung up."""
 
     def __init__(self, keys: KeyRing):
         super().__init__()
         self.keys = keys
 
     def wrapper(self, method: str, handler: grpc.RpcMethodHandler) -> Wrap | None:
-        return None if method.startswith(OPEN_PREFIXES) else self._wrap
+        if method.startswith(OPEN_PREFIXES):
+            return None
+        request_streaming = bool(handler.stream_unary or handler.stream_stream)
+        return lambda b, streaming: self._wrap(b, streaming, request_streaming)
 
     def _principal(self, context: Any) -> Principal:
         found = self.keys.resolve(_bearer(context), _tls_names(context))
@@ -259,11 +278,33 @@ class AuthInterceptor(WrappingInterceptor):
             raise Unauthenticated(_DENIED)
         return found
 
-    def _wrap(self, behavior: Behavior, streaming: bool) -> Behavior:
+    def _rechecked(self, requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        """``requests``, the principal resolved again before any that comes after a
+        reload. (Set in this generator, ``principals.CURRENT`` changes in the context of
+        whoever reads the requests, so the ops started from there carry it.)"""
+        keys = self.keys
+        seen = keys.generation
+
+        async def rechecked() -> AsyncIterator[Any]:
+            nonlocal seen
+            async for request in requests:
+                if keys.generation != seen:
+                    seen = keys.generation
+                    found = keys.resolve(_bearer(context), _tls_names(context))
+                    if found is None:
+                        raise Unauthenticated(_REVOKED)
+                    principals.CURRENT.set(found)
+                yield request
+
+        return rechecked()
+
+    def _wrap(self, behavior: Behavior, streaming: bool, request_streaming: bool) -> Behavior:
         if streaming:
 
             async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
                 principals.CURRENT.set(self._principal(context))
+                if request_streaming:
+                    request = self._rechecked(request, context)
                 async for response in behavior(request, context):
                     yield response
 
@@ -271,6 +312,8 @@ class AuthInterceptor(WrappingInterceptor):
 
         async def unary(request: Any, context: Any) -> Any:
             principals.CURRENT.set(self._principal(context))
+            if request_streaming:
+                request = self._rechecked(request, context)
             return await behavior(request, context)
 
         return unary

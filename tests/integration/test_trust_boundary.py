@@ -312,6 +312,79 @@ def test_keys_file_changes_apply_without_a_restart(secured, as_key, keys_path, r
     keys_path.write_text(KEYS_FILE)  # the module's other tests see the original keys
 
 
+def _wait_for_reload(client: MemoryClient, agent: str, code: grpc.StatusCode | None) -> None:
+    """Until a unary call of ``client`` for ``agent`` answers ``code`` (None: OK)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            client.stats(agent)
+            got = None
+        except MemorydError as e:
+            got = e.code
+        if got == code:
+            return
+        assert time.monotonic() < deadline, f"the keys file was not reloaded ({got})"
+        time.sleep(0.2)
+
+
+async def test_an_open_stream_follows_its_keys_changes_and_ends_when_its_key_is_revoked(
+    secured, as_key, keys_path
+):
+    """A Stream resolves its credential again after a reload of the keys file: an agent
+    taken off the key is refused from the next op on, and a revoked key ends the call
+    (UNAUTHENTICATED) before its next op runs. Before, the stream kept the credential it
+    opened with until the client hung up."""
+    from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
+
+    secret = f"stream-key-secret-{uuid.uuid4().hex}"
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    kept, dropped = _tenant("tenant-kept"), _tenant("tenant-dropped")
+
+    def entry(agents: str) -> str:
+        return f'[[key]]\nname = "streamer"\nsha256 = "{digest}"\nagents = [{agents}]\n'
+
+    ops = as_key("ops")
+    unary = as_key("streamer", secret)
+    keys_path.write_text(KEYS_FILE + entry('"tenant-kept-*", "tenant-dropped-*"'))
+    _wait_for_reload(unary, dropped, None)
+
+    def store(rid: str, agent: str) -> pb.StreamRequest:
+        return pb.StreamRequest(
+            request_id=rid, store=pb.StoreRequest(agent_id=agent, text=f"{rid} fact")
+        )
+
+    try:
+        async with grpc.aio.insecure_channel(secured.address) as channel:
+            call = memory_pb2_grpc.MemoryServiceStub(channel).Stream(
+                metadata=(("authorization", f"Bearer {secret}"),)
+            )
+            await call.write(store("1", dropped))
+            assert (await asyncio.wait_for(call.read(), 30)).store.memory.id
+            # The key loses one of its agents: the open stream follows.
+            keys_path.write_text(KEYS_FILE + entry('"tenant-kept-*"'))
+            _wait_for_reload(unary, dropped, grpc.StatusCode.PERMISSION_DENIED)
+            await call.write(store("2", dropped))
+            refused = await asyncio.wait_for(call.read(), 30)
+            assert refused.error.code == grpc.StatusCode.PERMISSION_DENIED.value[0], refused
+            await call.write(store("3", kept))
+            assert (await asyncio.wait_for(call.read(), 30)).store.memory.id
+            # The key is revoked: the stream ends before its next op runs.
+            keys_path.write_text(KEYS_FILE)
+            _wait_for_reload(unary, kept, grpc.StatusCode.UNAUTHENTICATED)
+            await call.write(store("4", kept))
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                while True:
+                    frame = await asyncio.wait_for(call.read(), 30)
+                    assert frame is not grpc.aio.EOF, "the stream ended without an error"
+                    raise AssertionError(f"an op ran after the revocation: {frame}")
+            assert ended.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert "no longer in the keys file" in (ended.value.details() or "")
+    finally:
+        keys_path.write_text(KEYS_FILE)  # the module's other tests see the original keys
+    assert ops.stats(dropped).total == 1  # op 1 only
+    assert ops.stats(kept).total == 1  # op 3 only: op 4 never ran
+
+
 def test_the_access_log_names_who_did_what_but_never_the_text(secured, as_key):
     agent = _tenant()
     secret_text = f"Access-log canary {uuid.uuid4().hex}"
