@@ -140,7 +140,7 @@ class Ingest:
     async def _first_use(self, access: Access, v: ValidStore) -> _KeyUse:
         """The answer of a key no Store in flight holds: the one it gave before, or a new
         Store's (whose answer, when it created nothing, is recorded for the retries)."""
-        recorded = self._recorded_use(access, v.idempotency_key)
+        recorded = self._recorded_use(access, v)
         if recorded is not None:
             return recorded
         result = await self._store_new(access, v)
@@ -189,11 +189,11 @@ class Ingest:
         result = StoreResult(winner, StoreOutcome.DUPLICATE, winner.id, score)
         return _KeyUse(v.content_hash, v.scope, result)
 
-    def _recorded_use(self, access: Access, key: str) -> _KeyUse | None:
-        """The answer an earlier Store gave for ``key``: the memory it created, or the one
-        it named (DUPLICATE, MERGED) as long as that exists and the agent may read it."""
+    def _recorded_use(self, access: Access, v: ValidStore) -> _KeyUse | None:
+        """The answer an earlier Store gave for ``v``'s key: the memory it created, or the
+        one it named (DUPLICATE, MERGED) as long as that exists and the agent may read it."""
         store = self.parts.store
-        agent_id = access.agent_id
+        agent_id, key = access.agent_id, v.idempotency_key
         if (
             (record := store.key_record(agent_id, key)) is not None
             and (named := store.get(record.memory_id)) is not None
@@ -202,9 +202,36 @@ class Ingest:
             result = StoreResult(named, record.outcome, named.id, record.score)
             return _KeyUse(record.content_hash, record.scope, result)
         if (found := store.find_by_idempotency_key(agent_id, key)) is not None:
+            if found.scope not in access.read:
+                return self._as_sent(found, v)
             result = StoreResult(found, StoreOutcome.CREATED)
             return _KeyUse(found.content_hash, found.scope, result)
         return None
+
+    def _as_sent(self, found: Memory, v: ValidStore) -> _KeyUse:
+        """A retry of a Store into a scope its caller may only write (a drop box): the
+        memory as that caller's request makes it, under the id and time it was created
+        with. What the scope's readers did to it since (an Update, their metadata, links,
+        Recalls), and whether its text is still the one sent, is not the writer's to see:
+        the memory as it is now, and a refusal of a retry whose text differs from the
+        current one, both told it (helper-66's review)."""
+        memory = Memory(
+            id=found.id,
+            agent_id=found.agent_id,
+            scope=found.scope,
+            text=v.text,
+            summary=extractive_summary(v.text, self.parts.limits.summary_max_words),
+            category=v.category,
+            importance=v.importance,
+            created_at=found.created_at,
+            updated_at=found.created_at,
+            expires_at=v.expires_at,
+            metadata=dict(v.metadata),
+            content_hash=v.content_hash,
+            idempotency_key=v.idempotency_key,
+            language=self.parts.retriever.language_of(v.text),
+        )
+        return _KeyUse(v.content_hash, found.scope, StoreResult(memory, StoreOutcome.CREATED))
 
     async def _store_new(self, access: Access, v: ValidStore) -> StoreResult:
         p = self.parts

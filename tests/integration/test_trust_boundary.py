@@ -209,6 +209,33 @@ def test_a_write_only_grant_reveals_nothing_through_forget_or_store(secured, as_
     assert main.get("main", kept.id).text == text
 
 
+def test_a_retried_store_into_a_drop_box_shows_what_was_sent_not_what_readers_did(secured, as_key):
+    """An idempotency key's replay in a scope its caller may only write answers from the
+    caller's own request. Before, it showed the memory as it is now: the readers' Update,
+    their metadata, its links and Recalls; and it refused a retry whose text no longer
+    matched, which told the writer whether a guess of the current text was right."""
+    main, mallory = as_key("main"), as_key("mallory")
+    key = f"drop-{uuid.uuid4().hex}"
+    text = f"Tip {uuid.uuid4().hex[:8]}: the courier is paid in cash on Fridays."
+    first = mallory.store("mallory", text, scope=BOX, idempotency_key=key, metadata={"src": "m"})
+    assert first.outcome == pb.STORE_OUTCOME_CREATED
+    mine = first.memory
+    redacted = f"Tip {mine.id[:8]}: checked, nothing in it."
+    main.update("main", mine.id, text=redacted, metadata={"triage": "rejected: fake"})
+    main.store("main", f"Follow-up on {text}", scope=BOX)  # may link to it
+    main.recall("main", redacted, limit=3)
+    for sent in (text, redacted):  # the text it sent, and a right guess of the current one
+        again = mallory.store(
+            "mallory", sent, scope=BOX, idempotency_key=key, metadata={"src": "m"}
+        )
+        assert again.outcome == pb.STORE_OUTCOME_CREATED
+        shown = again.memory
+        assert (shown.id, shown.scope, shown.text) == (mine.id, BOX, sent)
+        assert dict(shown.metadata) == {"src": "m"}
+        assert not shown.related_ids and not shown.superseded_by and shown.access_count == 0
+    assert main.get("main", mine.id).text == redacted  # the replays wrote nothing
+
+
 def test_import_cannot_touch_or_probe_another_agents_memories(secured, as_key):
     main, mallory = as_key("main"), as_key("mallory")
     private = main.store("main", f"Main's private note {uuid.uuid4().hex}.").memory
