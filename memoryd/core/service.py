@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from memoryd.core import principals, tracing, validate
@@ -313,17 +313,36 @@ class MemoryService:
         return self.store.visible(access.readable(scopes), now=self.clock())
 
     def list_conflicts(self, agent_id: str, limit: int = 0) -> list[Conflict]:
-        """Conflicts whose two memories the agent may both read, newest first."""
+        """Conflicts whose two memories are still there and the agent may both read,
+        newest first, with their texts as they are now. The log keeps each entry's texts
+        as they were; served from it as such, an entry showed a memory after a Forget, its
+        expiry or an Update that redacted it (helper-66's review)."""
         access = self.access(agent_id)
         limit = validate.conflicts_limit(limit, self.limits)
         if self.conflicts is None:
             return []
-        visible_conflicts = [
-            c
-            for c in self.conflicts.recent(self.limits.conflicts_max * 10)
-            if c.scope in access.read and c.existing_scope in access.read
-        ]
-        return visible_conflicts[:limit]
+        now = self.clock()
+        shown: list[Conflict] = []
+        for c in self.conflicts.recent(self.limits.conflicts_max * 10):
+            if len(shown) >= limit:
+                break
+            new, existing = self.store.get(c.new_id), self.store.get(c.existing_id)
+            if any(
+                m is None or m.scope not in access.read or m.is_expired(now)
+                for m in (new, existing)
+            ):
+                continue
+            assert new is not None and existing is not None
+            shown.append(
+                replace(
+                    c,
+                    new_text=new.text,
+                    existing_text=existing.text,
+                    scope=new.scope,
+                    existing_scope=existing.scope,
+                )
+            )
+        return shown
 
     def list(
         self,

@@ -54,6 +54,9 @@ write = ["agent:main", "{BOX}"]
 [policy.agents.mallory]
 read = ["agent:mallory"]
 write = ["agent:mallory", "{BOX}"]
+[policy.agents.peer]
+read = ["agent:peer", "{BOX}"]
+write = ["agent:peer", "{BOX}"]
 [auth]
 access_log = true
 """
@@ -234,6 +237,33 @@ def test_a_retried_store_into_a_drop_box_shows_what_was_sent_not_what_readers_di
         assert dict(shown.metadata) == {"src": "m"}
         assert not shown.related_ids and not shown.superseded_by and shown.access_count == 0
     assert main.get("main", mine.id).text == redacted  # the replays wrote nothing
+
+
+def test_the_conflict_log_shows_only_memories_still_there_as_they_are_now(secured, as_key):
+    """ListConflicts keeps an entry only while both its memories exist and the caller may
+    read them, and shows their texts as they are now. Before, it served the texts the log
+    recorded: a decision forgotten, or redacted by an Update, still showed."""
+    main, peer = as_key("main"), as_key("ops")  # the operator key acts for agent peer
+    tag = uuid.uuid4().hex[:6]
+    texts = [
+        f"Decision: project {tag} will deploy to the {city} region on AWS."
+        for city in ("Frankfurt", "Dublin", "Paris")
+    ]
+    ours = main.store("main", texts[0], scope=BOX, category=pb.CATEGORY_DECISION).memory
+    forgotten = main.store("main", texts[2], scope=BOX, category=pb.CATEGORY_DECISION).memory
+    theirs = peer.store("peer", texts[1], scope=BOX, category=pb.CATEGORY_DECISION).memory
+
+    def logged() -> dict[str, tuple[str, str]]:
+        entries = peer.conflicts("peer").conflicts
+        return {
+            c.existing_id: (c.new_text, c.existing_text) for c in entries if c.new_id == theirs.id
+        }
+
+    assert set(logged()) == {ours.id, forgotten.id}, logged()
+    main.forget("main", id=forgotten.id)
+    redacted = f"Decision: project {tag} deploys in a region to be named."
+    main.update("main", ours.id, text=redacted)
+    assert logged() == {ours.id: (texts[1], redacted)}
 
 
 def test_import_cannot_touch_or_probe_another_agents_memories(secured, as_key):
