@@ -216,8 +216,11 @@ class Retriever:
         explain: bool = False,
         when: TimeArgs | None = None,
         prepared: Prepared | None = None,
+        as_of: datetime | None = None,
     ) -> list[ScoredMemory]:
-        """``when.created_after``/``created_before`` filter by created_at; a time
+        """``now``: what is visible (a memory expired at ``now`` is not a candidate);
+        ``as_of`` (default ``now``): the time recency and decay are judged at.
+        ``when.created_after``/``created_before`` filter by created_at; a time
         expression in the query, resolved against ``when.reference_time`` (default ``now``)
         in ``when.timezone`` (default: the retriever's), boosts the memories created in
         its window (``time_boost``). ``prepared``: ``prepare``'s answer for the same
@@ -288,7 +291,7 @@ class Retriever:
             importance = np.fromiter(map(_IMPORTANCE, mems), np.float32, n)
             decay = params[P_DECAY_HALF_LIFE] > 0.0
             age_days = (
-                ((now.timestamp() - cands.created) / SECONDS_PER_DAY).astype(np.float32)
+                (((as_of or now).timestamp() - cands.created) / SECONDS_PER_DAY).astype(np.float32)
                 if decay or params[P_RECENCY_WEIGHT] != 0.0
                 else np.zeros(n, np.float32)
             )

@@ -129,7 +129,8 @@ class MemoryService:
             request.limit,
             min_score=request.min_score,
             config=request.config,
-            now=request.as_of or now,
+            now=now,  # what is visible (expiry): the real time, whatever as_of says
+            as_of=request.as_of,
             categories=request.categories,
             explain=request.explain,
             when=request.when,
@@ -149,8 +150,11 @@ class MemoryService:
         categories: frozenset[Category] = frozenset(),
         explain: bool = False,
         when: TimeArgs | None = None,
+        as_of: datetime | None = None,
     ) -> list[ScoredMemory]:
-        """The recall pipeline over ``scopes``: the scores Recall shows."""
+        """The recall pipeline over ``scopes``: the scores Recall shows. ``now`` decides
+        what is visible (expired memories are not); ``as_of`` (default ``now``) is the
+        time recency and decay are judged at."""
         started = time.perf_counter()
         # One model pass gives the token vectors too; the reranker reads them from the
         # embedder's cache.
@@ -192,6 +196,7 @@ class MemoryService:
             explain=explain,
             when=when,
             prepared=prepared,
+            as_of=as_of,
         )
 
     # -- Forget ------------------------------------------------------------------------

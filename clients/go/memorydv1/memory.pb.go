@@ -838,7 +838,7 @@ type RecallOptions struct {
 	Rerank              RerankMode             `protobuf:"varint,14,opt,name=rerank,proto3,enum=memoryd.v1.RerankMode" json:"rerank,omitempty"`
 	RerankWeight        *float32               `protobuf:"fixed32,15,opt,name=rerank_weight,json=rerankWeight,proto3,oneof" json:"rerank_weight,omitempty"`   // share of the reranker in the blended score
 	CandidatePool       *uint32                `protobuf:"varint,16,opt,name=candidate_pool,json=candidatePool,proto3,oneof" json:"candidate_pool,omitempty"` // per leg; default max(20, 2 x limit)
-	AsOf                *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`                                   // judge recency and decay as of this time
+	AsOf                *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`                                   // judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
 	Bm25Scale           *float32               `protobuf:"fixed32,18,opt,name=bm25_scale,json=bm25Scale,proto3,oneof" json:"bm25_scale,omitempty"`            // weighted fusion: BM25 b counts as tanh(b / (2 x scale))
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache

@@ -331,6 +331,29 @@ async def test_expired_memories_are_hidden_counted_and_swept(service: MemoryServ
         await store(service, "a", "already gone", expires_at=clock.now - timedelta(seconds=1))
 
 
+async def test_as_of_moves_decay_but_never_shows_an_expired_memory(
+    service: MemoryService, clock
+) -> None:  # type: ignore[no-untyped-def]
+    """``as_of`` is the time decay is judged at, not what is visible: a past one brought
+    back memories expired since then and not yet swept (helper-66's review)."""
+    await store(service, "a", "temporary door code 1234", expires_at=clock.now + timedelta(hours=1))
+    kept = (await store(service, "a", "the door code of the shed is 9876")).memory
+    clock.advance(hours=2)
+
+    async def scores(as_of, **options):  # type: ignore[no-untyped-def]
+        q = RecallQuery(agent_id="a", query="door code", limit=10, as_of=as_of, options=options)
+        return {h.memory.id: h.score for h in await service.recall(q)}
+
+    for as_of in (None, clock.now - timedelta(hours=3), clock.now + timedelta(days=30)):
+        assert set(await scores(as_of)) == {kept.id}, as_of
+    # ...while decay is still judged as of then: 30 days on, a 1-day half-life scores lower.
+    now, later = (
+        (await scores(None, decay_half_life_days=1.0)),
+        (await scores(clock.now + timedelta(days=30), decay_half_life_days=1.0)),
+    )
+    assert later[kept.id] < now[kept.id]
+
+
 async def test_created_at_backfill_is_kept(service: MemoryService, clock) -> None:  # type: ignore[no-untyped-def]
     past = clock.now - timedelta(days=400)
     m = (await store(service, "a", "we moved to Berlin", created_at=past)).memory

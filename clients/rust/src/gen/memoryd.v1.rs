@@ -186,7 +186,7 @@ pub struct RecallOptions {
     /// per leg; default max(20, 2 x limit)
     #[prost(uint32, optional, tag = "16")]
     pub candidate_pool: ::core::option::Option<u32>,
-    /// judge recency and decay as of this time
+    /// judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
     #[prost(message, optional, tag = "17")]
     pub as_of: ::core::option::Option<::prost_types::Timestamp>,
     /// weighted fusion: BM25 b counts as tanh(b / (2 x scale))

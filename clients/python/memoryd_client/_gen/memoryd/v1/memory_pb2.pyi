@@ -515,7 +515,7 @@ class RecallOptions(_message.Message):
     """weighted fusion: BM25 b counts as tanh(b / (2 x scale))"""
     @_builtins.property
     def as_of(self) -> _timestamp_pb2.Timestamp:
-        """judge recency and decay as of this time"""
+        """judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)"""
 
     def __init__(
         self,

@@ -460,7 +460,7 @@ export type RecallOptions = Message<"memoryd.v1.RecallOptions"> & {
   candidatePool?: number | undefined;
 
   /**
-   * judge recency and decay as of this time
+   * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
    *
    * @generated from field: google.protobuf.Timestamp as_of = 17;
    */

@@ -380,7 +380,7 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Timestamp asOf_;
   /**
    * <pre>
-   * judge recency and decay as of this time
+   * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
    * </pre>
    *
    * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -392,7 +392,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * judge recency and decay as of this time
+   * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
    * </pre>
    *
    * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -404,7 +404,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * judge recency and decay as of this time
+   * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
    * </pre>
    *
    * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -1982,7 +1982,7 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> asOfBuilder_;
     /**
      * <pre>
-     * judge recency and decay as of this time
+     * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
      * </pre>
      *
      * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -1993,7 +1993,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * judge recency and decay as of this time
+     * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
      * </pre>
      *
      * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -2008,7 +2008,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * judge recency and decay as of this time
+     * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
      * </pre>
      *
      * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -2028,7 +2028,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * judge recency and decay as of this time
+     * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
      * </pre>
      *
      * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -2046,7 +2046,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * judge recency and decay as of this time
+     * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
      * </pre>
      *
      * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -2071,7 +2071,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * judge recency and decay as of this time
+     * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
      * </pre>
      *
      * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -2088,7 +2088,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * judge recency and decay as of this time
+     * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
      * </pre>
      *
      * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -2100,7 +2100,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * judge recency and decay as of this time
+     * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
      * </pre>
      *
      * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -2115,7 +2115,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * judge recency and decay as of this time
+     * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
      * </pre>
      *
      * <code>.google.protobuf.Timestamp as_of = 17;</code>

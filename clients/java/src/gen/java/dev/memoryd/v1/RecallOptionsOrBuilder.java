@@ -212,7 +212,7 @@ public interface RecallOptionsOrBuilder extends
 
   /**
    * <pre>
-   * judge recency and decay as of this time
+   * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
    * </pre>
    *
    * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -221,7 +221,7 @@ public interface RecallOptionsOrBuilder extends
   boolean hasAsOf();
   /**
    * <pre>
-   * judge recency and decay as of this time
+   * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
    * </pre>
    *
    * <code>.google.protobuf.Timestamp as_of = 17;</code>
@@ -230,7 +230,7 @@ public interface RecallOptionsOrBuilder extends
   com.google.protobuf.Timestamp getAsOf();
   /**
    * <pre>
-   * judge recency and decay as of this time
+   * judge recency and decay as of this time (what is visible, e.g. expiry, is judged now)
    * </pre>
    *
    * <code>.google.protobuf.Timestamp as_of = 17;</code>
