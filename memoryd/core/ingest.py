@@ -29,7 +29,8 @@ import asyncio
 import logging
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
@@ -80,6 +81,10 @@ class Parts(Protocol):
     clock: Callable[[], datetime]
     conflicts: ConflictLog | None
     text_model: TextModel | None
+
+    def locked(self, ids: Sequence[str]) -> AbstractAsyncContextManager[None]:
+        """The per-memory locks Update and review Apply hold (``MemoryService.locked``)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +280,7 @@ class Ingest:
 
         plan = plan_merge(p.limits.merge, v.category, threshold, near)
         if plan.merge_into:
-            merged = await self._llm_merge(plan.merge_into, v.text, v.importance)
+            merged = await self._llm_merge(plan.merge_into, v)
             if merged is not None:
                 score = next((s for m, s in near if m.id == plan.merge_into), 0.0)
                 return StoreResult(merged, StoreOutcome.MERGED, merged.id, float(score))
@@ -332,13 +337,15 @@ class Ingest:
             return extractive
         return summary if count_words(summary) <= words else extractive_summary(summary, words)
 
-    async def _llm_merge(self, target_id: str, text: str, importance: float) -> Memory | None:
-        """Fold ``text`` into memory ``target_id`` with the LLM; None if that is not possible
-        (no endpoint, endpoint failure, or a merged text that fails the store's checks)."""
+    async def _llm_merge(self, target_id: str, v: ValidStore) -> Memory | None:
+        """Fold ``v``'s text into memory ``target_id`` with the LLM; None if that is not
+        possible (no endpoint, endpoint failure, a merged text that fails the store's
+        checks, or the memory changed or went while the model ran)."""
         p = self.parts
         existing = p.store.get(target_id)
         if p.text_model is None or existing is None:
             return None
+        text = v.text
         try:
             merged = await p.text_model.complete(MERGE_SYSTEM, merge_prompt(existing.text, text))
             merged = check_text(merged, "merged text", p.limits)
@@ -348,18 +355,32 @@ class Ingest:
         except Exception as e:
             log.warning("LLM merge failed (%s); linking the memories instead", e)
             return None
-        current = p.store.get(target_id)
-        if current is None:  # deleted while the model ran
-            return None
-        updated = replace(
-            current,
-            text=merged,
-            content_hash=content_hash(merged),
-            summary=await self.summary(merged),
-            importance=max(current.importance, importance),
-            updated_at=p.clock(),
-        )
-        return await p.store.replace(updated, vector, tokens)
+        summary = await self.summary(merged)
+        # Under the memory's lock, as an Update: one that landed while the model ran is
+        # not overwritten by a text merged from what it replaced (helper-67's review).
+        async with p.locked([target_id]):
+            current = p.store.get(target_id)
+            if current is None or current.content_hash != existing.content_hash:
+                log.info("memory %s changed while the LLM merged into it: linking", target_id)
+                return None
+            meta = current.metadata
+            if (
+                meta.get(PROVENANCE_KEY) in TRUSTED_ASSERTERS
+                and v.metadata.get(PROVENANCE_KEY) not in TRUSTED_ASSERTERS
+            ):
+                # Words nobody vouched for folded in: as an Update of its text, what a
+                # person said is no longer all it holds.
+                meta = {**meta, PROVENANCE_KEY: "assistant"}
+            updated = replace(
+                current,
+                text=merged,
+                content_hash=content_hash(merged),
+                summary=summary,
+                importance=max(current.importance, v.importance),
+                metadata=meta,
+                updated_at=p.clock(),
+            )
+            return await p.store.replace(updated, vector, tokens)
 
     async def _log_conflicts(
         self, access: Access, memory: Memory, vector: np.ndarray, plan: MergePlan

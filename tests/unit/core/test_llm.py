@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -12,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from memoryd.core.lifecycle import MergeSettings
-from memoryd.core.records import StoreOutcome
-from memoryd.core.service import MemoryService, NewMemory, RecallQuery
+from memoryd.core.records import Category, StoreOutcome
+from memoryd.core.service import MemoryPatch, MemoryService, NewMemory, RecallQuery
 from memoryd.inference.llm import OpenAICompatibleModel
 
 from ..conftest import prefer
@@ -118,3 +119,55 @@ async def test_llm_summary_for_long_texts_with_fallback(service, llm_server) -> 
         await service.store_memory(NewMemory(agent_id="a", text=long_text.replace("Fact", "Item")))
     ).memory
     assert len(capped.summary.split()) <= 21  # over-long LLM output is cut to the limit
+
+
+async def test_an_llm_merge_of_unvouched_words_no_longer_says_a_person_asserted_it(
+    service, llm_server
+) -> None:  # type: ignore[no-untyped-def]
+    """As an Update of its text: words folded into what a person said are not what the
+    person said, so the review's trust rule must not promote it as theirs."""
+    url, _, reply = llm_server
+    with_llm(service, url, merge=MergeSettings(policy="llm"))
+    said = await service.store_memory(
+        NewMemory(
+            agent_id="a",
+            text="I prefer tea in the morning",
+            category=Category.PREFERENCE,
+            metadata={"asserted_by": "user"},
+        )
+    )
+    assert said.memory.metadata["asserted_by"] == "user"
+    reply[0] = lambda body: (200, "I prefer tea in the morning and coffee after lunch")
+    r = await prefer(service, "coffee")
+    assert r.outcome == StoreOutcome.MERGED
+    assert service.get("a", said.memory.id).metadata["asserted_by"] == "assistant"
+
+
+async def test_an_update_while_the_llm_merges_is_kept_and_the_new_memory_linked(
+    service, llm_server
+) -> None:  # type: ignore[no-untyped-def]
+    """The merge's text was made from the memory as it was; an Update that landed while
+    the model ran is kept (before, the merged text replaced it), and the new memory is
+    linked instead, as when the merge fails."""
+    url, received, reply = llm_server
+    with_llm(service, url, merge=MergeSettings(policy="llm"))
+    first = (await prefer(service, "tea")).memory
+    go = threading.Event()
+
+    def slow(body: dict[str, object]) -> tuple[int, str]:
+        go.wait(10)
+        return 200, "I prefer tea in the morning and coffee after lunch"
+
+    reply[0] = slow
+    storing = asyncio.ensure_future(prefer(service, "coffee"))
+    for _ in range(500):  # until the merge asked the model
+        if any("NEW note" in str(r.get("messages")) for r in received):
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise AssertionError("the merge never asked the model")
+    await service.update(MemoryPatch(agent_id="a", id=first.id, text="I prefer green tea"))
+    go.set()
+    r = await asyncio.wait_for(storing, 10)
+    assert r.outcome == StoreOutcome.CREATED and r.memory.related_ids == (first.id,)
+    assert service.get("a", first.id).text == "I prefer green tea"
