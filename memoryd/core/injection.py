@@ -4,9 +4,10 @@ A stored memory is shown to the model again in later conversations, so a memory 
 says "ignore previous instructions" is a delayed attack. ``detect_injection`` is asked
 before a memory is captured or stored and answers with a human-readable reason, or None.
 
-The text is first normalised (NFKC, so full-width ``ｓｙｓｔｅｍ：`` reads as ``system:``;
-zero-width characters and soft hyphens removed, so ``ig\\u200bnore`` reads as
-``ignore``), then the rules below are tried in order; the first hit is the answer.
+The text is first normalised to what a reader sees (NFKC, so full-width ``ｓｙｓｔｅｍ：``
+reads as ``system:``; every invisible character removed, so ``ig\\u200bnore`` and
+``ig\\u202enore`` read as ``ignore``; every line break a line), then the rules below are
+tried in order; the first hit is the answer.
 
     rule                  what it catches (examples; each rule covers en, de, zh, ja, ko, cs)
     instruction_override  "ignore all previous instructions", "disregard the system prompt",
@@ -282,18 +283,30 @@ RULES: tuple[InjectionRule, ...] = (
     InjectionRule("tool_forging", "forges a tool call", _TOOL_FORGING),
 )
 
-# Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible, used to split
-# trigger words so that a plain search misses them.
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+# What shows nothing, so that a reader reads across it: "ig<U+200E>nore" is "ignore" to a
+# person and to a model (and memoryd_client.untrusted drops such characters before a model
+# sees them). Every format character (Unicode category Cf: zero-width, bidi marks,
+# embeddings and isolates, BOM, soft hyphen, tags ...) as of Unicode 15, every other
+# default-ignorable code point (variation selectors, Hangul fillers, the combining grapheme
+# joiner ...), and the control characters that are not line breaks or spaces (NUL, ESC, DEL,
+# U+001F, the C1 controls ...). A test holds this against unicodedata's Cf and Cc.
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u00ad\u034f\u0600-\u0605\u061c"
+    "\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
 _HSPACE = re.compile(r"[^\S\n]+")
 _SNIPPET_CHARS = 60
 
 
 def normalize_for_matching(text: str) -> str:
-    """The text as the rules see it: NFKC, invisible characters removed, runs of
-    horizontal whitespace collapsed to one space (line breaks kept)."""
-    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
-    return _HSPACE.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
+    """The text as the rules see it: NFKC, every line break (CR, LF, VT, FF, NEL, U+2028
+    ...) a ``\\n``, invisible characters removed, runs of horizontal whitespace collapsed to
+    one space."""
+    text = "\n".join(unicodedata.normalize("NFKC", text).splitlines())
+    return _HSPACE.sub(" ", _INVISIBLE.sub("", text))
 
 
 def detect_injection(text: str) -> str | None:
