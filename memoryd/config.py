@@ -245,7 +245,8 @@ class StoreSection(_Section):
     max_metadata_value_chars: int = Field(2048, ge=1)
     max_idempotency_key_chars: int = Field(128, ge=1)
     reject_injection: bool = Field(
-        True, description="refuse texts that look like prompt injection (Store and Capture)"
+        True,
+        description="refuse texts that look like prompt injection (Store, Update, Import, Capture)",
     )
     merge_policy: Literal["link", "supersede", "llm", "none"] = Field(
         "link", description="what to do with a memory in the merge band of another"

@@ -65,7 +65,14 @@ from memoryd.core.retrieval import Retriever
 from memoryd.core.singleflight import Abandoned, SingleFlight
 from memoryd.core.summarize import count_words, extractive_summary
 from memoryd.core.text import content_hash
-from memoryd.core.validate import ValidImport, ValidPatch, ValidStore, check_metadata, check_text
+from memoryd.core.validate import (
+    ValidImport,
+    ValidPatch,
+    ValidStore,
+    check_injection,
+    check_metadata,
+    check_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -335,6 +342,10 @@ class Ingest:
         except Exception as e:
             log.warning("LLM summary failed (%s); using the extractive one", e)
             return extractive
+        if p.limits.reject_injection and detect_injection(summary) is not None:
+            # Recall shows a long memory by its summary: the model's words reach models too.
+            log.warning("the LLM summary looks like a prompt injection; using the extractive one")
+            return extractive
         return summary if count_words(summary) <= words else extractive_summary(summary, words)
 
     async def _llm_merge(self, target_id: str, v: ValidStore) -> Memory | None:
@@ -349,8 +360,7 @@ class Ingest:
         try:
             merged = await p.text_model.complete(MERGE_SYSTEM, merge_prompt(existing.text, text))
             merged = check_text(merged, "merged text", p.limits)
-            if p.limits.reject_injection and detect_injection(merged):
-                raise InvalidArgument("the merged text looks like a prompt injection")
+            check_injection(merged, "the merged text was not stored", p.limits)
             vector, tokens = await self.embed_document(merged)
         except Exception as e:
             log.warning("LLM merge failed (%s); linking the memories instead", e)
@@ -422,6 +432,9 @@ class Ingest:
         access.check_write(memory.scope)
         changes: dict[str, object] = {}
         if v.text is not None and v.text != memory.text:
+            # Checked here, not with the request: a text the memory already holds (kept
+            # from before the check, or with it off) is not new words and is no refusal.
+            check_injection(v.text, "text was not updated", p.limits)
             changes.update(
                 text=v.text, content_hash=content_hash(v.text), summary=await self.summary(v.text)
             )

@@ -120,11 +120,7 @@ class ValidImport:
 
 def store_request(new: NewMemory, limits: ServiceLimits, now: datetime) -> ValidStore:
     text = check_text(new.text, "text", limits)
-    if limits.reject_injection and (why := detect_injection(text)) is not None:
-        raise InvalidArgument(
-            f"text was not stored: it {why} and looks like a prompt injection "
-            "(store.reject_injection)"
-        )
+    check_injection(text, "text was not stored", limits)
     importance = check_importance(
         limits.default_importance if new.importance is None else new.importance
     )
@@ -251,6 +247,10 @@ def import_request(memory: Memory, agent_id: str, limits: ServiceLimits) -> Vali
         check_memory_id(memory.id)
     scope = validate_scope(memory.scope or agent_scope(agent_id))
     text = check_text(memory.text, "text", limits)
+    check_injection(text, "text was not imported", limits)
+    if memory.summary:
+        # Recall shows a long memory by its summary: the file's words reach a model too.
+        check_injection(memory.summary, "summary was not imported", limits)
     check_importance(memory.importance)
     metadata = check_metadata(memory.metadata, limits)
     return ValidImport(
@@ -289,6 +289,17 @@ def check_text(raw: str, name: str, limits: ServiceLimits) -> str:
             f"{name} is {len(text)} chars; the limit is {limits.max_chars} (store.max_chars)"
         )
     return text
+
+
+def check_injection(text: str, refused: str, limits: ServiceLimits) -> None:
+    """Refuse ``text`` when it looks like a prompt injection (a memory is shown to models
+    again), unless ``store.reject_injection`` is off; ``refused`` opens the message ("text
+    was not stored"). Every write of words a model will read asks this: Store, Update,
+    Import."""
+    if limits.reject_injection and (why := detect_injection(text)) is not None:
+        raise InvalidArgument(
+            f"{refused}: it {why} and looks like a prompt injection (store.reject_injection)"
+        )
 
 
 def check_importance(value: float) -> float:
