@@ -6,6 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from memoryd_client.vault.blocks import find_block, render_block, update_note
 from memoryd_client.vault.render import escape
 from memoryd_client.vault.settings import VaultConfigError, load
@@ -58,3 +62,70 @@ def test_a_memory_text_creates_no_link_and_no_tag() -> None:
     assert TAG.search(shown) is None, shown
     assert "[[" not in shown
     assert "https&#58;//evil.example/login" in shown  # still readable as what it was
+
+
+# Pieces of markup a memory could bring, in any order: links, images, wiki links and embeds,
+# autolinks, HTML, references (which CommonMark decodes inside a link's target), its own
+# backslash escapes, headings, tags, code, table pipes, comments and math.
+PIECES = [
+    "[", "]", "(", ")", "![", "](", "[[", "]]", "![[", "<", ">", "\\", "&", "#", ";", ":",
+    "//", "!", "`", "|", "*", "_", "~", "%%", "$", "^", "=", "-", "+", " ", "\n", "\t", "x",
+    "Re-auth", "https://evil.example/p?q=1", "HTTP:", "www.evil.example", "a@evil.example",
+    "mailto:", "javascript:alert(1)", "&#58;", "&#91;", "&#x5b;", "&lsqb;", "&rsqb;", "&lt;",
+    "&amp;", "<a href=x>", "<img src=x>", "<!-- memoryd:managed:end id=body -->", "# ", "#tag",
+    "[x]: https://e", "[x][y]", "\\[", "\\\\", "\\<", "\\&", "```", "> ",
+]  # fmt: skip
+PLAIN_INLINE = {"text", "em_open", "em_close", "strong_open", "strong_close", "s_open", "s_close"}
+
+
+def _inline_tokens(tokens: list[Token]) -> list[Token]:
+    return [child for t in tokens if t.type == "inline" for child in t.children or []]
+
+
+def _seen(tokens: list[Token]) -> str:
+    """What a reader of the rendered line sees of the text, emphasis marks aside."""
+    return _words("".join(t.content for t in _inline_tokens(tokens) if t.type == "text"))
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[*_~]", "", text).split())
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=24).map("".join))
+def test_no_memory_text_becomes_markup_in_a_note(text: str) -> None:
+    """Rendered as CommonMark with GFM tables and strikethrough, in a list item and in a
+    table cell, an escaped text is only text (emphasis at most): no link, image, HTML,
+    heading, code or extra cell, and it reads as it was written."""
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    shown = escape(text, 10_000)
+    item = md.parse(f"- memory: {shown}\n")
+    assert [t.type for t in item] == [
+        "bullet_list_open", "list_item_open", "paragraph_open", "inline", "paragraph_close",
+        "list_item_close", "bullet_list_close",
+    ], shown  # fmt: skip
+    assert {t.type for t in _inline_tokens(item)} <= PLAIN_INLINE, shown
+    assert _seen(item) == _words(f"memory: {text}"), shown
+    row = f"| `id` | {shown} |"
+    table = md.parse(f"| id | text |\n| --- | --- |\n{row}\n")
+    cells = [t for t in table if t.type == "td_open"]
+    assert len(cells) == 2, shown
+    cell_inline = [t for t in table if t.type == "inline"][-1].children or []
+    assert {t.type for t in cell_inline} <= PLAIN_INLINE, shown
+    assert AUTOLINK.search(shown) is None and TAG.search(shown) is None, shown
+    assert "[[" not in shown and "%%" not in shown and "\\" not in shown, shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\\[click here to re-auth](https://evil.example/x)",  # its own escape of the escape
+        "\\![x](https://evil.example/i.png)",
+        "\\<https://evil.example>",
+        "&lsqb;x&rsqb;(https://evil.example)",
+    ],
+)
+def test_a_backslash_or_a_reference_in_the_text_opens_no_link(text: str) -> None:
+    tokens = MarkdownIt("commonmark").parse(f"- memory: {escape(text)}\n")
+    assert {t.type for t in _inline_tokens(tokens)} == {"text"}
+    assert _seen(tokens) == f"memory: {text}"

@@ -3,10 +3,15 @@
 Every note memoryd writes has memoryd's front matter, then one managed block with its
 body (``blocks.py``); a person's text after the block is kept, and so are front-matter
 keys a person added (:func:`merge_front_matter`). Memory texts are untrusted: they are shown
-on one line with ``<``, ``>``, ``|``, ``[``, ``` ` ``` and ``#`` escaped and the ``:`` of
-``scheme://``, the dot of ``www.`` and the ``@`` of an address written as entities, so a
-memory can never forge a managed-block marker, a link (bracketed, wiki or a bare URL or
-e-mail address a renderer would link), a #tag or a table cell.
+on one line with every character that can open markup written as a character reference
+(``&amp;``, ``&lt;``, ``&gt;``, ``&#92;`` for a backslash, ``&#91;``, ``&#93;``, ``&#96;``,
+``&#124;``, ``&#35;``, ``&#37;``, ``&#36;``), as are the ``:`` of ``scheme://``, the dot of
+``www.`` and the ``@`` of an address. A reference is never markup in CommonMark (a
+backslash escape is, when the text brings its own backslash: ``\\[x](https://e)``) and
+holds none of the characters Obsidian looks for in the raw text, so a memory can never forge
+a managed-block marker, a link, an image or embed (bracketed, wiki or a bare URL or e-mail
+address a renderer would link), HTML, a heading, a #tag, a %%comment%%, $math$ or a table
+cell.
 """
 
 from __future__ import annotations
@@ -29,24 +34,20 @@ STALE_DAYS = 90
 
 
 def escape(text: str, limit: int = 300) -> str:
+    """Untrusted ``text`` for one line of a note, at most ``limit`` characters of it: it
+    reads as it was and is never markup (see the module's docstring)."""
     one = " ".join(text.split())
     if len(one) > limit:
         one = one[: limit - 1] + "…"
-    for a, b in (
-        ("&", "&amp;"),
-        ("<", "&lt;"),
-        (">", "&gt;"),
-        ("|", "\\|"),
-        ("[", "\\["),
-        ("`", "\\`"),
-        ("#", "\\#"),
-        ("@", "&#64;"),
-    ):
-        one = one.replace(a, b)
+    one = one.translate(_MARKUP)
     one = _SCHEME.sub(r"\1&#58;", one)
     return _WWW.sub(r"\1&#46;", one)
 
 
+# Decimal references only: "&#x5b;" would hold "#x5b", a tag to Obsidian ("#91" is not).
+_MARKUP = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", **{c: f"&#{ord(c)};" for c in "\\[]`|#%$@"}}
+)
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?=//)")
 _WWW = re.compile(r"\b(www)\.", re.IGNORECASE)
 
