@@ -1,6 +1,7 @@
 """A secret kept in a file of its own: 32 random bytes, hex, created whole with mode 0600
-on first use, refused when others may read it, when it is a symlink or not a regular file,
-or when it is damaged.
+on first use, refused when others may read it, when another user owns it (they could read
+or replace it whatever its mode), when it is a symlink or not a regular file, or when it is
+damaged.
 
 The one copy, shared by the daemon (the review signing key, ``memoryd.core.review``) and
 the vault CLI (the approval key); it imports nothing but the standard library.
@@ -8,6 +9,7 @@ the vault CLI (the approval key); it imports nothing but the standard library.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -43,13 +45,24 @@ def load_or_create_secret(path: Path, name: str, *, on_replace: str = "") -> byt
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise SecretFileError(
+                f"{name} {path} is a symbolic link: put the file itself there"
+            ) from None
         raise SecretFileError(f"{name} {path} cannot be read: {e.strerror or e}") from None
     with os.fdopen(fd) as f:
-        mode = os.fstat(f.fileno()).st_mode
+        st = os.fstat(f.fileno())
+        mode = st.st_mode
         if not stat.S_ISREG(mode) or mode & 0o077:
             raise SecretFileError(
                 f"{name} {path} may be read by others (mode {stat.filemode(mode)}): "
                 f"chmod 600 {path}, or delete it to make a new one{on_replace}"
+            )
+        if st.st_uid != os.geteuid():
+            raise SecretFileError(
+                f"{name} {path} belongs to another user (uid {st.st_uid}, not "
+                f"{os.geteuid()}), who could read or replace it: delete it to make a new "
+                f"one{on_replace}"
             )
         text = f.read().strip()
     try:

@@ -3,6 +3,7 @@ over a real LanceDB store and the word-hash embedder."""
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Callable
 from dataclasses import replace
@@ -521,8 +522,8 @@ async def test_the_preconditions_shown_are_the_ones_signed(
         assert i.needs_item_approval == (i.kind == Kind.PROMOTION)
 
 
-def test_the_review_key_is_private_stable_and_refused_when_others_may_read_it(
-    tmp_path: Path,
+def test_the_review_key_is_private_stable_and_refused_when_others_may_read_or_own_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "review.key"
     key = load_or_create_key(path)
@@ -534,8 +535,12 @@ def test_the_review_key_is_private_stable_and_refused_when_others_may_read_it(
     path.chmod(0o600)
     link = tmp_path / "link.key"
     link.symlink_to(path)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="symbolic link"):
         load_or_create_key(link)
+    owner = path.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)
+    with pytest.raises(ConfigError, match="belongs to another user"):
+        load_or_create_key(path)
 
 
 # -- promotions into a scope the caller may only write; Apply's cost ------------------------

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -191,6 +192,26 @@ def test_the_approval_key_must_live_outside_the_vault(
     code, out = run("review", "approve", b, "--items", "all")
     assert code == 2 and "inside the vault" in out
     assert not (tmp_path / "approval.key").exists()
+
+
+def test_an_approval_key_behind_a_symlink_or_of_another_user_is_refused(
+    run: Any, tmp_path: Path, private_config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run("review", "prepare")
+    b = bundle_id(tmp_path)
+    elsewhere = private_config_home / "elsewhere.key"
+    elsewhere.write_text("ab" * 32 + "\n")
+    elsewhere.chmod(0o600)
+    key = private_config_home / "memoryd" / "vault-approval.key"
+    key.parent.mkdir()
+    key.symlink_to(elsewhere)  # whoever planted the link could know or change the key
+    code, out = run("review", "approve", b, "--items", "all")
+    assert code == 2 and "is a symbolic link" in out
+    key.unlink()
+    assert run("review", "approve", b, "--items", "all")[0] == 0  # made there, 0600
+    monkeypatch.setattr(os, "geteuid", lambda: key.stat().st_uid + 1)
+    code, out = run("review", "apply", b)
+    assert code == 2 and "belongs to another user" in out and FakeClient.sent == []
 
 
 def test_the_bundle_is_partially_applied_while_items_are_still_pending(

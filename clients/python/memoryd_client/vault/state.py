@@ -161,17 +161,19 @@ def sealed(key: bytes, state: BundleState, item: review_pb.ReviewItem, d: Decisi
 def approval_key(path: Path, vault: Path) -> bytes:
     """The approval key: 32 random bytes (hex) in ``path``, created 0600 on first use. It
     must live outside the vault (whoever can write the vault must not be able to approve),
-    and a key file others may read is refused."""
-    real = path.expanduser().resolve()
+    and a key file others may read or own, or a symlink, is refused. Where the key really is
+    follows every link (it must not be in the vault); the file is opened by its own name,
+    never through a link (``secret_file``): a link planted there could point anywhere."""
+    path = path.expanduser()
     with contextlib.suppress(OSError):
-        if real.is_relative_to(vault.resolve(strict=True)):
+        if path.resolve().is_relative_to(vault.resolve(strict=True)):
             raise StateError(
                 f"the approval key {path} is inside the vault {vault}: put it outside "
                 "([vault] approval_key_file), or anyone who can write the vault could approve"
             )
-    real.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
-        return load_or_create_secret(real, "the approval key")
+        return load_or_create_secret(path, "the approval key")
     except SecretFileError as e:
         raise StateError(str(e)) from None
 
