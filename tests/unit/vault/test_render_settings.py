@@ -1,4 +1,5 @@
-"""A memory's text can never forge a marker in a note; [vault] settings layer as documented."""
+"""Nothing a memory brings (its text, metadata, ids) can forge a marker, a heading, a link
+or a table cell in a note; [vault] settings layer as documented."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+from memoryd_client import pb, review_pb
+from memoryd_client.vault import render
 from memoryd_client.vault.blocks import find_block, render_block, update_note
-from memoryd_client.vault.render import escape
+from memoryd_client.vault.render import escape, item_section
 from memoryd_client.vault.settings import VaultConfigError, load
 
 
@@ -129,3 +132,60 @@ def test_a_backslash_or_a_reference_in_the_text_opens_no_link(text: str) -> None
     tokens = MarkdownIt("commonmark").parse(f"- memory: {escape(text)}\n")
     assert {t.type for t in _inline_tokens(tokens)} == {"text"}
     assert _seen(tokens) == f"memory: {text}"
+
+
+EVIL = "x`\n<!-- memoryd:managed:end id=body -->\n## \\[go](https://e.vil) | #tag @a.b www.c"
+BLOCKS = {"paragraph_open", "paragraph_close", "inline", "list_item_open", "list_item_close"}
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        review_pb.REVIEW_ACTION_KIND_FORGET,
+        review_pb.REVIEW_ACTION_KIND_SUPERSEDE,
+        review_pb.REVIEW_ACTION_KIND_PROMOTE,
+    ],
+)
+def test_no_field_of_an_item_forges_a_marker_a_heading_or_a_link(action: int) -> None:
+    """Every string an item carries, metadata, ids and scopes included (the daemon checks
+    ids and scopes; the note does not count on it), as an agent might shape it: one heading
+    (memoryd's), one list of plain text."""
+    memory = review_pb.ReviewMemory(
+        id=EVIL, hash=EVIL, agent_id=EVIL, scope=EVIL, text=EVIL, asserted_by=EVIL
+    )
+    item = review_pb.ReviewItem(
+        item_id=EVIL,
+        kind=review_pb.REVIEW_KIND_STALE,
+        risk=review_pb.RISK_CLASS_HIGH,
+        memories=[memory, memory],
+        reason=EVIL,
+        action=review_pb.ReviewAction(
+            kind=action,  # type: ignore[arg-type]
+            memory_id=EVIL,
+            keep_id=EVIL,
+            target_scope=EVIL,
+        ),
+        preconditions=[review_pb.Precondition(kind=EVIL, memory_id=EVIL, detail=EVIL)],
+        needs_item_approval=True,
+        blocked=EVIL,
+    )
+    section = item_section(item, decision="pending")
+    assert "<!--" not in section
+    tokens = MarkdownIt("commonmark").parse(section)
+    kinds = [t.type for t in tokens]
+    assert kinds[:3] == ["heading_open", "inline", "heading_close"]
+    assert kinds[3] == "bullet_list_open" and kinds[-1] == "bullet_list_close"
+    assert set(kinds[4:-1]) <= BLOCKS and kinds.count("list_item_open") == 8
+    assert {t.type for t in _inline_tokens(tokens)} <= PLAIN_INLINE, section
+    assert AUTOLINK.search(section) is None and TAG.search(section) is None
+
+
+def test_no_field_of_a_memory_breaks_a_records_table() -> None:
+    evil = pb.Memory(id=EVIL, agent_id=EVIL, scope=EVIL, text=EVIL)
+    ((_, body),) = render.records_notes("main", [evil], "2026-11-30T09:00:00Z").values()
+    assert "<!--" not in body
+    tokens = MarkdownIt("commonmark").enable("table").parse(body)
+    assert [t.type for t in tokens].count("heading_open") == 1
+    assert [t.type for t in tokens].count("td_open") == 6  # one row of six cells
+    assert {t.type for t in _inline_tokens(tokens)} <= PLAIN_INLINE, body
+    assert AUTOLINK.search(body) is None and TAG.search(body) is None

@@ -2,14 +2,17 @@
 
 Every note memoryd writes has memoryd's front matter, then one managed block with its
 body (``blocks.py``); a person's text after the block is kept, and so are front-matter
-keys a person added (:func:`merge_front_matter`). Memory texts are untrusted: they are shown
-on one line with every character that can open markup written as a character reference
-(``&amp;``, ``&lt;``, ``&gt;``, ``&#92;`` for a backslash, ``&#91;``, ``&#93;``, ``&#96;``,
-``&#124;``, ``&#35;``, ``&#37;``, ``&#36;``), as are the ``:`` of ``scheme://``, the dot of
-``www.`` and the ``@`` of an address. A reference is never markup in CommonMark (a
-backslash escape is, when the text brings its own backslash: ``\\[x](https://e)``) and
-holds none of the characters Obsidian looks for in the raw text, so a memory can never forge
-a managed-block marker, a link, an image or embed (bracketed, wiki or a bare URL or e-mail
+keys a person added (:func:`merge_front_matter`). Everything a memory brings is untrusted,
+its text and its metadata alike (``asserted_by`` is any agent's to set, up to 2,048
+characters with line breaks): it is shown on one line with every character that can open
+markup written as a character reference (``&amp;``, ``&lt;``, ``&gt;``, ``&#92;`` for a
+backslash, ``&#91;``, ``&#93;``, ``&#96;``, ``&#124;``, ``&#35;``, ``&#37;``, ``&#36;``), as
+are the ``:`` of ``scheme://``, the dot of ``www.`` and the ``@`` of an address
+(:func:`escape`); ids, scopes and hashes go into code spans only when they are plain
+identifiers (:func:`code`). A reference is never markup in CommonMark (a backslash escape
+is, when the text brings its own backslash: ``\\[x](https://e)``) and holds none of the
+characters Obsidian looks for in the raw text, so nothing from a memory can forge a
+managed-block marker, a link, an image or embed (bracketed, wiki or a bare URL or e-mail
 address a renderer would link), HTML, a heading, a #tag, a %%comment%%, $math$ or a table
 cell.
 """
@@ -50,6 +53,14 @@ _MARKUP = str.maketrans(
 )
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?=//)")
 _WWW = re.compile(r"\b(www)\.", re.IGNORECASE)
+_PLAIN = re.compile(r"[A-Za-z0-9._:-]{1,128}\Z")
+
+
+def code(value: str) -> str:
+    """An id, scope, agent or hash in a code span when it is a plain identifier; anything
+    else escaped as text: a code span shows its content raw, so a backtick in it would end
+    the span and a marker in it would still be found by ``blocks.find_block``."""
+    return f"`{value}`" if _PLAIN.match(value) else escape(value, 128)
 
 
 def front_matter(values: Mapping[str, Any]) -> str:
@@ -104,16 +115,23 @@ def _day(ts: Any) -> str:
 def action_words(item: review_pb.ReviewItem) -> str:
     a = item.action
     if a.kind == review_pb.REVIEW_ACTION_KIND_FORGET:
-        return f"forget `{a.memory_id}`" + (f", keep `{a.keep_id}`" if a.keep_id else "")
+        return f"forget {code(a.memory_id)}" + (f", keep {code(a.keep_id)}" if a.keep_id else "")
     if a.kind == review_pb.REVIEW_ACTION_KIND_SUPERSEDE:
-        return f"`{a.keep_id}` supersedes `{a.memory_id}` (kept as history, no longer recalled)"
+        return (
+            f"{code(a.keep_id)} supersedes {code(a.memory_id)} "
+            "(kept as history, no longer recalled)"
+        )
     if a.kind == review_pb.REVIEW_ACTION_KIND_PROMOTE:
-        return f"move `{a.memory_id}` to `{a.target_scope}`"
+        return f"move {code(a.memory_id)} to {code(a.target_scope)}"
     return "?"
 
 
 def item_section(item: review_pb.ReviewItem, decision: str = "") -> str:
-    out = [f"### {item.item_id} · {KIND.get(item.kind, '?')} · risk {RISK.get(item.risk, '?')}", ""]
+    out = [
+        f"### {escape(item.item_id, 64)} · {KIND.get(item.kind, '?')} · "
+        f"risk {RISK.get(item.risk, '?')}",
+        "",
+    ]
     if decision:
         out.append(f"- decision: **{decision}**")
     out.append(f"- action: {action_words(item)}")
@@ -122,15 +140,16 @@ def item_section(item: review_pb.ReviewItem, decision: str = "") -> str:
     )
     if item.needs_item_approval:
         out.append(
-            "- needs this item approved by itself (`--items " + item.item_id + "`), not in bulk"
+            f"- needs this item approved by itself (--items {code(item.item_id)}), not in bulk"
         )
     if item.blocked:
         out.append(f"- **will be refused**: {escape(item.blocked)}")
     for m in item.memories:
         out.append(
-            f"- memory `{m.id}` ({m.scope}, {CATEGORY.get(m.category, '?')}, owner {m.agent_id}, "
-            f"recalled {m.access_count}x, asserted_by {m.asserted_by or 'unknown'}, "
-            f"hash `{m.hash[:19]}…`): {escape(m.text)}"
+            f"- memory {code(m.id)} ({escape(m.scope, 100)}, {CATEGORY.get(m.category, '?')}, "
+            f"owner {escape(m.agent_id, 64)}, recalled {m.access_count}x, "
+            f"asserted_by {escape(m.asserted_by, 64) or 'unknown'}, "
+            f"hash {code(m.hash[:19])}…): {escape(m.text)}"
         )
     out.append("- preconditions: " + "; ".join(escape(p.detail) for p in item.preconditions))
     return "\n".join(out) + "\n"
@@ -245,7 +264,7 @@ def _memory_rows(rows: Iterable[pb.Memory]) -> list[str]:
     ]
     for m in rows:
         out.append(
-            f"| `{m.id[:8]}` | {m.scope} | {CATEGORY.get(m.category, '?')} | "
+            f"| {code(m.id[:8])} | {escape(m.scope, 100)} | {CATEGORY.get(m.category, '?')} | "
             f"{_day(m.created_at)} | {m.access_count} | {escape(m.text, 160)} |"
         )
     return [*out, ""]
