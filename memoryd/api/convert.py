@@ -16,6 +16,7 @@ from memoryd.core.hooks import CaptureResult, ContextResult
 from memoryd.core.language import LANGUAGES
 from memoryd.core.provenance import vouched
 from memoryd.core.records import (
+    PROMOTED_FROM_KEY,
     Category,
     Conflict,
     Explain,
@@ -409,6 +410,8 @@ def _review_memory(m: Memory, digest: str) -> review_pb.ReviewMemory:
         superseded_by=m.superseded_by,
         asserted_by=review.provenance(m),
         importance=m.importance,
+        supersedes=m.supersedes,
+        promoted_from=m.metadata.get(PROMOTED_FROM_KEY, ""),
     )
 
 

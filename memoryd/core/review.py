@@ -31,14 +31,18 @@ Each item carries a stable id (from its kind and action), a risk class, the memo
 touches with a hash of the fields the action depends on (:func:`memory_hash`), the
 evidence, the action and its preconditions, and the bundle id of its Prepare (new each
 time) and a signature: an HMAC-SHA256, with the daemon's secret (``<data_dir>/review.key``,
-mode 0600), over the agent, bundle id, item id, kind, action, every memory's hash and the
-preconditions (:func:`signed_bytes`).
+mode 0600), over the agent, bundle id, item id, kind, risk class, action, every memory's
+hash and the preconditions (:func:`signed_bytes`). The vault CLI checks each memory it
+shows against its hash (``memoryd_client.review_hash``): a text edited in the vault's copy
+of an item is refused there, never approved.
 
 Apply takes approved items back (review.max_apply_items per call) and, for each on its own,
 all or nothing, under the per-memory locks Update uses: (1) the item id must be the one its
 kind and action give and its hashes must name exactly the action's memories, else that item
 is REFUSED; then its signature must verify for the calling agent, else it is a CONFLICT (an
-item edited in the vault, invented, or prepared for another agent applies nothing); (2) an
+item edited in the vault, invented, or prepared for another agent applies nothing), and an
+item approved in bulk as low risk (``Approval.LOW_RISK``) must be one this daemon classed
+LOW (the class it signed, not the one the vault shows), else it is REFUSED; (2) an
 item whose change is already there is ALREADY_APPLIED (a second apply is a no-op); (3)
 every memory is re-read: gone, no longer readable, or a different hash is a CONFLICT, as
 is a precondition that no longer holds (a stale memory recalled since, by the threshold
@@ -85,6 +89,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from memoryd_client import review_hash
 from memoryd_client.secret_file import SecretFileError, load_or_create_secret
 
 from memoryd.core.errors import (
@@ -133,9 +138,13 @@ class ActionKind(enum.IntEnum):
 
 
 class Approval(enum.IntEnum):
+    """Mirrors ``memoryd.v1.Approval``. LOW_RISK is a bulk approval of what the person's
+    tool listed as low risk: Apply takes it only for an item this daemon classed LOW."""
+
     UNSPECIFIED = 0
     ITEM = 1
     BULK = 2
+    LOW_RISK = 3
 
 
 class Outcome(enum.IntEnum):
@@ -261,23 +270,22 @@ def provenance(memory: Memory) -> str:
 
 def memory_hash(memory: Memory) -> str:
     """``sha256:<hex>`` of the fields any review action depends on: identity, owner, scope,
-    text, category, expiry, supersession and provenance. Access counts and ``updated_at``
+    text, category, expiry, supersession and provenance (``memoryd_client.review_hash``, the
+    copy the vault CLI checks a bundle's memories with). Access counts and ``updated_at``
     are left out (a Recall must not invalidate a duplicate proposal); staleness is a
     precondition checked on its own."""
-    fields = {
-        "id": memory.id,
-        "agent_id": memory.agent_id,
-        "scope": memory.scope,
-        "text": memory.text,
-        "category": int(memory.category),
-        "expires_at": memory.expires_at.isoformat() if memory.expires_at else "",
-        "supersedes": memory.supersedes,
-        "superseded_by": memory.superseded_by,
-        "asserted_by": provenance(memory),
-        "promoted_from": memory.metadata.get(PROMOTED_FROM_KEY, ""),
-    }
-    raw = json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
+    return review_hash.memory_hash(
+        id=memory.id,
+        agent_id=memory.agent_id,
+        scope=memory.scope,
+        text=memory.text,
+        category=int(memory.category),
+        expires_at=memory.expires_at,
+        supersedes=memory.supersedes,
+        superseded_by=memory.superseded_by,
+        asserted_by=provenance(memory),
+        promoted_from=memory.metadata.get(PROMOTED_FROM_KEY, ""),
+    )
 
 
 def item_id(kind: Kind, action: Action) -> str:
@@ -334,17 +342,24 @@ def precondition_keys(kind: Kind, action: Action) -> tuple[tuple[str, str], ...]
 
 
 def signed_bytes(
-    agent_id: str, bundle_id: str, item: str, kind: Kind, action: Action, hashes: Mapping[str, str]
+    agent_id: str,
+    bundle_id: str,
+    item: str,
+    kind: Kind,
+    risk: Risk,
+    action: Action,
+    hashes: Mapping[str, str],
 ) -> bytes:
     """What an item's signature covers: the agent it was prepared for, its bundle, item id,
-    kind, action (ids, target scope, stale threshold), every memory's hash, its
-    preconditions and whether it needs an approval by itself."""
+    kind, risk class, action (ids, target scope, stale threshold), every memory's hash (and
+    so its text), its preconditions and whether it needs an approval by itself."""
     payload = {
-        "v": 1,
+        "v": 2,
         "agent": agent_id,
         "bundle": bundle_id,
         "item": item,
         "kind": int(kind),
+        "risk": int(risk),
         "action": [
             int(action.kind),
             action.memory_id,
@@ -871,20 +886,31 @@ class ReviewService:
         bundle_id: str,
         item: str,
         kind: Kind,
+        risk: Risk,
         action: Action,
         hashes: Mapping[str, str],
     ) -> str:
-        return sign(self._secret, signed_bytes(agent_id, bundle_id, item, kind, action, hashes))
+        payload = signed_bytes(agent_id, bundle_id, item, kind, risk, action, hashes)
+        return sign(self._secret, payload)
 
     def _signed(self, agent_id: str, bundle_id: str, item: Item) -> Item:
         hashes = {m.id: h for m, h in zip(item.memories, item.hashes, strict=True)}
-        sig = self._signature(agent_id, bundle_id, item.item_id, item.kind, item.action, hashes)
+        sig = self._signature(
+            agent_id, bundle_id, item.item_id, item.kind, item.risk, item.action, hashes
+        )
         return replace(item, bundle_id=bundle_id, signature=sig)
 
-    def verifies(self, agent_id: str, it: Approved) -> bool:
-        """Whether ``it`` is an item this daemon proposed to ``agent_id``, unchanged."""
-        want = self._signature(agent_id, it.bundle_id, it.item_id, it.kind, it.action, it.hashes)
-        return hmac.compare_digest(want.encode(), it.signature.encode())
+    def signed_risk(self, agent_id: str, it: Approved) -> Risk | None:
+        """The risk class this daemon gave ``it`` when it proposed it to ``agent_id``, or
+        None when it never did or the item changed since. The class is signed but not sent
+        back (a vault could relabel it): of the three, only the one signed verifies."""
+        for risk in (Risk.LOW, Risk.MEDIUM, Risk.HIGH):
+            want = self._signature(
+                agent_id, it.bundle_id, it.item_id, it.kind, risk, it.action, it.hashes
+            )
+            if hmac.compare_digest(want.encode(), it.signature.encode()):
+                return risk
+        return None
 
     def _pairs(
         self, snap: _Snapshot, access: Access, kinds: frozenset[Kind], dup_min: float
@@ -931,7 +957,8 @@ class ReviewService:
             except InvalidArgument as e:  # that item only: the others still apply
                 results.append(ItemResult(it.item_id, Outcome.REFUSED, str(e)))
                 continue
-            if not self.verifies(agent_id, it):
+            risk = self.signed_risk(agent_id, it)
+            if risk is None:
                 results.append(
                     ItemResult(
                         it.item_id,
@@ -939,6 +966,16 @@ class ReviewService:
                         "the item changed since prepare or was never proposed to agent "
                         f"{agent_id!r} by this daemon (its signature does not verify): "
                         "nothing done; prepare again",
+                    )
+                )
+                continue
+            if it.approval == Approval.LOW_RISK and risk != Risk.LOW:
+                results.append(
+                    ItemResult(
+                        it.item_id,
+                        Outcome.REFUSED,
+                        f"item {it.item_id} was approved in bulk as low risk, but this daemon "
+                        f"classed it {risk.name.lower()} risk: nothing done; approve it by itself",
                     )
                 )
                 continue

@@ -202,6 +202,10 @@ const (
 	Approval_APPROVAL_UNSPECIFIED Approval = 0
 	Approval_APPROVAL_ITEM        Approval = 1
 	Approval_APPROVAL_BULK        Approval = 2
+	// A bulk approval of the items the approving tool listed as low risk ("low-risk"): the
+	// daemon applies it only to an item whose signed risk is RISK_CLASS_LOW (REFUSED
+	// otherwise), whatever risk the tool read from its copy of the item.
+	Approval_APPROVAL_LOW_RISK Approval = 3
 )
 
 // Enum value maps for Approval.
@@ -210,11 +214,13 @@ var (
 		0: "APPROVAL_UNSPECIFIED",
 		1: "APPROVAL_ITEM",
 		2: "APPROVAL_BULK",
+		3: "APPROVAL_LOW_RISK",
 	}
 	Approval_value = map[string]int32{
 		"APPROVAL_UNSPECIFIED": 0,
 		"APPROVAL_ITEM":        1,
 		"APPROVAL_BULK":        2,
+		"APPROVAL_LOW_RISK":    3,
 	}
 )
 
@@ -379,7 +385,9 @@ func (x *ReviewAction) GetStaleAfterDays() uint32 {
 }
 
 // One memory an item touches, with the hash of the fields its action depends on
-// ("sha256:<hex>" over id, owner, scope, text, category, expiry, supersession, provenance).
+// ("sha256:<hex>" over id, owner, scope, text, category, expiry, supersession, provenance;
+// memoryd_client/review_hash.py): every field the hash covers is here, so a client can
+// check that the text it shows is the one the daemon hashed and signed.
 type ReviewMemory struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -395,6 +403,8 @@ type ReviewMemory struct {
 	SupersededBy   string                 `protobuf:"bytes,11,opt,name=superseded_by,json=supersededBy,proto3" json:"superseded_by,omitempty"`
 	AssertedBy     string                 `protobuf:"bytes,12,opt,name=asserted_by,json=assertedBy,proto3" json:"asserted_by,omitempty"` // provenance: metadata "asserted_by" ("user", "assistant", "" unknown)
 	Importance     float32                `protobuf:"fixed32,13,opt,name=importance,proto3" json:"importance,omitempty"`
+	Supersedes     string                 `protobuf:"bytes,14,opt,name=supersedes,proto3" json:"supersedes,omitempty"`                         // the memory this one supersedes
+	PromotedFrom   string                 `protobuf:"bytes,15,opt,name=promoted_from,json=promotedFrom,proto3" json:"promoted_from,omitempty"` // metadata "promoted_from": the original of a promoted copy
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -520,6 +530,20 @@ func (x *ReviewMemory) GetImportance() float32 {
 	return 0
 }
 
+func (x *ReviewMemory) GetSupersedes() string {
+	if x != nil {
+		return x.Supersedes
+	}
+	return ""
+}
+
+func (x *ReviewMemory) GetPromotedFrom() string {
+	if x != nil {
+		return x.PromotedFrom
+	}
+	return ""
+}
+
 // What must still hold at apply time (the daemon re-checks each; none is taken from the caller).
 type Precondition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -596,9 +620,10 @@ type ReviewItem struct {
 	Blocked           string                 `protobuf:"bytes,10,opt,name=blocked,proto3" json:"blocked,omitempty"`                                                // non-empty: a rule will refuse it at apply time, and why
 	BundleId          string                 `protobuf:"bytes,11,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`                              // the Prepare that proposed it (PrepareReviewResponse.bundle_id)
 	// "hmac-sha256:<hex>": the daemon's signature over the agent, bundle id, item id, kind,
-	// action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-	// memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-	// back only items whose signature verifies: an edited or invented item is a CONFLICT.
+	// risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+	// (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+	// Apply takes back only items whose signature verifies: an edited or invented item is a
+	// CONFLICT. The risk is not sent back: the daemon finds the one it signed.
 	Signature     string `protobuf:"bytes,12,opt,name=signature,proto3" json:"signature,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1289,7 +1314,7 @@ const file_memoryd_v1_review_proto_rawDesc = "" +
 	"\tmemory_id\x18\x02 \x01(\tR\bmemoryId\x12\x17\n" +
 	"\akeep_id\x18\x03 \x01(\tR\x06keepId\x12!\n" +
 	"\ftarget_scope\x18\x04 \x01(\tR\vtargetScope\x12(\n" +
-	"\x10stale_after_days\x18\x05 \x01(\rR\x0estaleAfterDays\"\xee\x03\n" +
+	"\x10stale_after_days\x18\x05 \x01(\rR\x0estaleAfterDays\"\xb3\x04\n" +
 	"\fReviewMemory\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x19\n" +
@@ -1309,7 +1334,11 @@ const file_memoryd_v1_review_proto_rawDesc = "" +
 	"assertedBy\x12\x1e\n" +
 	"\n" +
 	"importance\x18\r \x01(\x02R\n" +
-	"importance\"W\n" +
+	"importance\x12\x1e\n" +
+	"\n" +
+	"supersedes\x18\x0e \x01(\tR\n" +
+	"supersedes\x12#\n" +
+	"\rpromoted_from\x18\x0f \x01(\tR\fpromotedFrom\"W\n" +
 	"\fPrecondition\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1b\n" +
 	"\tmemory_id\x18\x02 \x01(\tR\bmemoryId\x12\x16\n" +
@@ -1395,11 +1424,12 @@ const file_memoryd_v1_review_proto_rawDesc = "" +
 	"\x1eREVIEW_ACTION_KIND_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REVIEW_ACTION_KIND_FORGET\x10\x01\x12 \n" +
 	"\x1cREVIEW_ACTION_KIND_SUPERSEDE\x10\x02\x12\x1e\n" +
-	"\x1aREVIEW_ACTION_KIND_PROMOTE\x10\x03*J\n" +
+	"\x1aREVIEW_ACTION_KIND_PROMOTE\x10\x03*a\n" +
 	"\bApproval\x12\x18\n" +
 	"\x14APPROVAL_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rAPPROVAL_ITEM\x10\x01\x12\x11\n" +
-	"\rAPPROVAL_BULK\x10\x02*\xa2\x01\n" +
+	"\rAPPROVAL_BULK\x10\x02\x12\x15\n" +
+	"\x11APPROVAL_LOW_RISK\x10\x03*\xa2\x01\n" +
 	"\fApplyOutcome\x12\x1d\n" +
 	"\x19APPLY_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15APPLY_OUTCOME_APPLIED\x10\x01\x12!\n" +

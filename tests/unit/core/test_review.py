@@ -500,6 +500,26 @@ async def test_an_edited_or_invented_item_is_a_conflict_and_changes_nothing(
     assert (await elsewhere.apply("a", [good]))[0].outcome == Outcome.CONFLICT
 
 
+async def test_a_low_risk_approval_applies_only_what_this_daemon_classed_low_risk(
+    memories: MemoryService, review: ReviewService, clock: Clock
+) -> None:
+    # The risk a vault shows can be relabelled there; Apply goes by the class it signed.
+    *_, low = await duplicate_pair(memories, review)
+    old, new, high = await conflict_pair(memories, review, clock)
+    assert (low.risk, high.risk) == (Risk.LOW, Risk.HIGH)
+    assert review.signed_risk("a", approve(low)) == Risk.LOW
+    assert review.signed_risk("a", approve(high)) == Risk.HIGH
+    refused, applied = await review.apply(
+        "a", [approve(high, Approval.LOW_RISK), approve(low, Approval.LOW_RISK)]
+    )
+    assert refused.outcome == Outcome.REFUSED and "classed it high risk" in refused.message
+    assert memories.get("a", old.id).superseded_by == ""
+    assert applied.outcome == Outcome.APPLIED
+    # Approved by itself, the high-risk item applies.
+    (r,) = await review.apply("a", [approve(high, Approval.ITEM)])
+    assert r.outcome == Outcome.APPLIED and memories.get("a", old.id).superseded_by == new.id
+
+
 async def test_the_preconditions_shown_are_the_ones_signed(
     memories: MemoryService, review: ReviewService, clock: Clock
 ) -> None:

@@ -1,6 +1,8 @@
 """What an agent or a vault writer can put into a bundle never becomes an approval or a
 forged note: the vault CLI against a ReviewService in this process (the CLI in a worker
-thread, the daemon on the test's event loop)."""
+thread, the daemon on the test's event loop), with the state file edited in between as
+someone who can write the vault (but holds neither the daemon's key nor the approval key)
+would."""
 
 from __future__ import annotations
 
@@ -12,13 +14,24 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from google.protobuf import json_format
 from markdown_it import MarkdownIt
-from memoryd_client import review_pb
+from memoryd_client import pb, review_pb
 from memoryd_client.vault import cli, render
+from memoryd_client.vault.state import shown_hash, unmatched_memories
 
 from memoryd.api import convert
 from memoryd.core.policy import AccessPolicy, AgentAccess
-from memoryd.core.review import ReviewService
+from memoryd.core.records import Category, Memory
+from memoryd.core.review import (
+    Approval,
+    Approved,
+    Kind,
+    Outcome,
+    PrepareQuery,
+    ReviewService,
+    stale_item,
+)
 from memoryd.core.service import MemoryService, NewMemory, ServiceLimits
 from memoryd.storage.repository import Repository
 
@@ -26,6 +39,8 @@ from ..conftest import Clock, WordHashEmbedder
 
 T = TypeVar("T")
 TEAM = "workspace:team"
+TABS_A = "the user likes tabs for indentation in python code"
+TABS_B = "the user dislikes tabs for indentation in python code"
 
 
 class LocalDaemon:
@@ -91,6 +106,152 @@ async def vault(
 
 def bundle_dir(tmp_path: Path) -> Path:
     return tmp_path / "vault/00-system/memoryd/review-bundles"
+
+
+def edit_state(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> str:
+    """What a vault writer does to the one bundle's state file; returns the bundle id."""
+    (path,) = bundle_dir(tmp_path).glob("*.state.json")
+    raw = json.loads(path.read_text())
+    change(raw)
+    path.write_text(json.dumps(raw))
+    return str(raw["bundle_id"])
+
+
+async def put(memories: MemoryService, text: str, **kw: Any) -> Memory:
+    return (await memories.store_memory(NewMemory(agent_id="main", text=text, **kw))).memory
+
+
+async def a_conflict_and_an_expired_memory(
+    memories: MemoryService, clock: Clock
+) -> tuple[Memory, Memory, Memory]:
+    """A high-risk conflict (the newer supersedes the older) and a low-risk stale item (an
+    expired memory the sweeper has not removed yet)."""
+    old = await put(memories, TABS_A, category=Category.PREFERENCE)
+    clock.advance(minutes=1)
+    new = await put(memories, TABS_B, category=Category.PREFERENCE)
+    expired = await put(memories, "the standup moved to room four", ttl="session")
+    clock.advance(days=2)
+    return old, new, expired
+
+
+def relabel_every_item_low(raw: dict[str, Any]) -> None:
+    for item in raw["items"]:
+        item["risk"] = "RISK_CLASS_LOW"
+
+
+async def test_a_high_risk_item_relabelled_low_in_the_vault_is_never_applied_in_bulk(
+    vault: Any, memories: MemoryService, clock: Clock, tmp_path: Path
+) -> None:
+    old, _, expired = await a_conflict_and_an_expired_memory(memories, clock)
+    code, out = await vault("review", "prepare")
+    assert code == 0 and "conflict  high" in out and "stale     low" in out, out
+    b = edit_state(tmp_path, relabel_every_item_low)
+    code, out = await vault("review", "approve", b, "--items", "low-risk")
+    assert code == 0 and "approved 2 item(s)" in out  # the file says both are low risk
+    code, out = await vault("review", "apply", b)
+    assert code == 1 and "applied 1" in out and "refused 1" in out, out
+    assert "classed it high risk" in out
+    assert memories.get("main", old.id).superseded_by == ""  # the conflict: not applied
+    assert memories.store.get(expired.id) is None  # the one the daemon classed low: applied
+
+
+def rewrite_text(raw: dict[str, Any], rehash: bool) -> None:
+    for item in raw["items"]:
+        for m in item["memories"]:
+            m["text"] = "harmless duplicate"
+            if rehash:  # the hash of what is now shown: anyone can compute it
+                m["hash"] = shown_hash(json_format.ParseDict(m, review_pb.ReviewMemory()))
+
+
+async def test_a_text_edited_in_the_vault_is_never_the_text_approved(
+    vault: Any, memories: MemoryService, clock: Clock, tmp_path: Path
+) -> None:
+    old, _, expired = await a_conflict_and_an_expired_memory(memories, clock)
+    assert (await vault("review", "prepare"))[0] == 0
+    # The text changed, its signed hash left: the CLI refuses the bundle.
+    b = edit_state(tmp_path, lambda raw: rewrite_text(raw, rehash=False))
+    note_before = (bundle_dir(tmp_path) / f"{b}.md").read_text()
+    code, out = await vault("review", "approve", b, "--items", "all")
+    assert code == 2 and "do not match the hash the daemon signed" in out
+    assert (bundle_dir(tmp_path) / f"{b}.md").read_text() == note_before  # not re-rendered
+    assert (await vault("review", "apply", b))[0] == 2
+    # The hash made to match the new text: the daemon's signature no longer verifies.
+    edit_state(tmp_path, lambda raw: rewrite_text(raw, rehash=True))
+    assert (await vault("review", "approve", b, "--items", "all"))[0] == 0
+    code, out = await vault("review", "apply", b)
+    assert code == 1 and "conflicts 2" in out and "signature does not verify" in out
+    assert memories.get("main", old.id).superseded_by == ""
+    assert memories.store.get(expired.id) is not None
+
+
+async def test_the_cli_checks_a_memory_with_the_hash_the_daemon_signs(
+    memories: MemoryService, clock: Clock
+) -> None:
+    """Every field the daemon's hash covers reaches the CLI, so the two agree for a memory
+    that expires, supersedes, is superseded, was promoted and has a provenance; and a
+    change to any of them is caught."""
+    old, new, expiring = await a_conflict_and_an_expired_memory(memories, clock)
+    said = await put(
+        memories, "the release train leaves on tuesdays", metadata={"asserted_by": "user"}
+    )
+    review = ReviewService(memories)
+    conflict = (await review.prepare(PrepareQuery("main", kinds=frozenset({Kind.CONFLICT})))).items
+    (ask,) = (
+        await review.prepare(
+            PrepareQuery("main", kinds=frozenset({Kind.PROMOTION}), promotions=((said.id, TEAM),))
+        )
+    ).items
+    results = await review.apply(
+        "main",
+        [
+            Approved(
+                i.item_id,
+                i.kind,
+                i.action,
+                {m.id: h for m, h in zip(i.memories, i.hashes, strict=True)},
+                Approval.ITEM,
+                i.bundle_id,
+                i.signature,
+            )
+            for i in [*conflict, ask]
+        ],
+    )
+    assert [r.outcome for r in results] == [Outcome.APPLIED, Outcome.APPLIED]
+    copy_id = results[1].changed_ids[1]
+    shown = [memories.store.get(i) for i in (old.id, new.id, expiring.id, copy_id)]
+    assert None not in shown
+    superseded, superseding, expired, copy = shown
+    assert superseded and superseded.superseded_by and superseding and superseding.supersedes
+    assert expired and expired.expires_at and copy and copy.metadata["promoted_from"] == said.id
+    now = clock()
+    items = [convert.review_item_to_pb(stale_item(m, "why", now)) for m in shown if m]
+    assert unmatched_memories(items) == []
+    edits: dict[str, Any] = {
+        "text": "harmless",
+        "scope": "agent:other",
+        "agent_id": "other",
+        "category": pb.CATEGORY_FACT,
+        "asserted_by": "operator",
+        "supersedes": "",
+        "superseded_by": "",
+        "promoted_from": "",
+    }
+    caught = set()
+    for field, value in edits.items():
+        for item in items:
+            edited = review_pb.ReviewItem()
+            edited.CopyFrom(item)
+            m = edited.memories[0]
+            if getattr(m, field) == value:
+                continue
+            setattr(m, field, value)
+            assert unmatched_memories([edited]) == [(edited.item_id, m.id)], field
+            caught.add(field)
+    assert caught == set(edits)
+    later = review_pb.ReviewItem()
+    later.CopyFrom(items[2])
+    later.memories[0].expires_at.seconds += 86_400
+    assert unmatched_memories([later]) == [(later.item_id, expiring.id)]
 
 
 # -- an agent's metadata in another person's bundle note ----------------------------------

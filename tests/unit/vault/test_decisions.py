@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import pytest
 from memoryd_client import review_pb
 from memoryd_client.vault import cli
+from memoryd_client.vault.state import shown_hash
 
 IDS = [
     "11111111-1111-4111-8111-111111111111",
@@ -22,12 +23,19 @@ IDS = [
 BUNDLE = "rb-20261130-090000-ab12"
 
 
+def memory(n: int) -> review_pb.ReviewMemory:
+    """Memory n as the daemon shows it, with the hash of what it shows."""
+    m = review_pb.ReviewMemory(id=IDS[n], agent_id="main", scope="agent:main", text=f"memory {n}")
+    m.hash = shown_hash(m)
+    return m
+
+
 def item(n: int, risk: int) -> review_pb.ReviewItem:
     return review_pb.ReviewItem(
         item_id=f"rv-{n:016x}",
         kind=review_pb.REVIEW_KIND_STALE,
         risk=risk,  # type: ignore[arg-type]
-        memories=[review_pb.ReviewMemory(id=IDS[n], hash=f"sha256:{n}", text=f"memory {n}")],
+        memories=[memory(n)],
         action=review_pb.ReviewAction(kind=review_pb.REVIEW_ACTION_KIND_FORGET, memory_id=IDS[n]),
         bundle_id=BUNDLE,
         signature=f"hmac-sha256:{n:064x}",
@@ -98,9 +106,9 @@ def test_apply_sends_only_approved_items_with_how_they_were_approved(
     (req,) = FakeClient.sent
     sent = {i.item_id: i for i in req.items}
     assert set(sent) == {low, high}
-    assert sent[low].approval == review_pb.APPROVAL_BULK
+    assert sent[low].approval == review_pb.APPROVAL_LOW_RISK
     assert sent[high].approval == review_pb.APPROVAL_ITEM
-    assert [(h.id, h.hash) for h in sent[high].hashes] == [(IDS[1], "sha256:1")]
+    assert [(h.id, h.hash) for h in sent[high].hashes] == [(IDS[1], memory(1).hash)]
     assert req.agent_id == "main"
     state = json.loads((tmp_path / f"00-system/memoryd/review-bundles/{b}.state.json").read_text())
     assert state["status"] == "applied"

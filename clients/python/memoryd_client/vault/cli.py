@@ -48,6 +48,7 @@ from memoryd_client.vault.state import (
     seal,
     sealed,
     state_path,
+    unmatched_memories,
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_VAULT = 0, 1, 2, 3, 4
@@ -322,6 +323,13 @@ def new_bundle(
             "the daemon does not sign review items (it is older than this CLI): upgrade memoryd",
             EXIT_FAILED,
         )
+    if unmatched := unmatched_memories(resp.items):
+        item_id, memory_id = unmatched[0]
+        raise VaultError(
+            f"the daemon's item {item_id} shows memory {memory_id} with fields its hash does "
+            "not cover (the daemon is older than this CLI?): upgrade memoryd",
+            EXIT_FAILED,
+        )
     state = BundleState(
         bundle_id=check_bundle_id(resp.bundle_id),
         agent=v.agent,
@@ -354,27 +362,36 @@ def review_show(v: Vault, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _chosen(
-    state: BundleState, spec: Sequence[str], allow_low_risk: bool
-) -> tuple[list[str], bool]:
-    """The item ids ``--items`` names, and whether they were named in bulk."""
+def _chosen(state: BundleState, spec: Sequence[str], allow_low_risk: bool) -> tuple[list[str], str]:
+    """The item ids ``--items`` names, and how: "item" (by id), "bulk" (all) or
+    "low-risk". The risk read here is the state file's, which a vault writer could relabel:
+    a low-risk approval is sent as APPROVAL_LOW_RISK, and the daemon applies it only to an
+    item it classed low risk itself."""
     words = [w for s in spec for w in re.split(r"[,\s]+", s) if w]
     if words == ["all"]:
-        return [i.item_id for i in state.items], True
+        return [i.item_id for i in state.items], "bulk"
     if words == ["low-risk"]:
         if not allow_low_risk:
             raise VaultError("low-risk is only for approve", EXIT_USAGE)
-        return [i.item_id for i in state.items if i.risk == review_pb.RISK_CLASS_LOW], True
+        low = [i.item_id for i in state.items if i.risk == review_pb.RISK_CLASS_LOW]
+        return low, "low-risk"
     if {"all", "low-risk"} & set(words):
         raise VaultError("--items takes ids, or all, or low-risk alone", EXIT_USAGE)
     for w in words:
         state.item(w)  # raises for an unknown id
-    return words, False
+    return words, "item"
+
+
+APPROVALS = {
+    "item": review_pb.APPROVAL_ITEM,
+    "bulk": review_pb.APPROVAL_BULK,
+    "low-risk": review_pb.APPROVAL_LOW_RISK,
+}
 
 
 def review_decide(v: Vault, args: argparse.Namespace) -> int:
     state = v.load_state(args.bundle)
-    ids, bulk = _chosen(state, args.items, allow_low_risk=args.decision == "approved")
+    ids, how = _chosen(state, args.items, allow_low_risk=args.decision == "approved")
     until = ""
     if args.decision == "snoozed":
         until = _until(args.until, v.zone())
@@ -382,7 +399,7 @@ def review_decide(v: Vault, args: argparse.Namespace) -> int:
     for item_id in ids:
         d = Decision(
             status=args.decision,
-            approval=("bulk" if bulk else "item") if args.decision == "approved" else "",
+            approval=how if args.decision == "approved" else "",
             until=until,
             at=now_iso(),
         )
@@ -390,7 +407,7 @@ def review_decide(v: Vault, args: argparse.Namespace) -> int:
         state.decisions[item_id] = d
     v.save_state(state)
     print(f"{args.decision} {len(ids)} item(s) of {state.bundle_id}")
-    if bulk and args.decision == "approved":
+    if how != "item" and args.decision == "approved":
         solo = [i for i in ids if state.item(i).needs_item_approval]
         if solo:
             print(
@@ -448,8 +465,7 @@ def review_apply(v: Vault, args: argparse.Namespace) -> int:
             d.status = "pending"  # the snooze ran out: it needs a decision again
         if d.status != "approved":
             continue
-        approval = review_pb.APPROVAL_ITEM if d.approval == "item" else review_pb.APPROVAL_BULK
-        items.append(approved_item(item, approval))
+        items.append(approved_item(item, APPROVALS.get(d.approval, review_pb.APPROVAL_BULK)))
     for item_id in unsealed:
         print(
             f"  {item_id}  not sent: its decision was not made by `memoryd vault review "

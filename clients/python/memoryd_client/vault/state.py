@@ -1,13 +1,20 @@
 """A bundle's sidecar state: ``review-bundles/<bundleId>.state.json`` under the review root.
 
-It holds what Prepare returned (each item's kind, action, hashes, bundle id and the
+It holds what Prepare returned (each item's kind, risk, action, hashes, bundle id and the
 daemon's signature, so ``review apply`` sends exactly what was prepared: an item edited here
 no longer verifies at the daemon), the decisions made by explicit commands (approved by
-item or in bulk, rejected, snoozed until), each sealed with the approval key (an HMAC with
-a key kept outside the vault, :func:`seal`), and the results of each apply. A decision
-whose seal does not verify (written by anything but ``review approve|reject|snooze`` on a
-machine holding the key) is ignored. The bundle note is rendered from it and never read
+item, in bulk or as low risk, rejected, snoozed until), each sealed with the approval key
+(an HMAC with a key kept outside the vault, :func:`seal`), and the results of each apply. A
+decision whose seal does not verify (written by anything but ``review approve|reject|snooze``
+on a machine holding the key) is ignored. The bundle note is rendered from it and never read
 back: editing the note (ticking a box, rewriting an item) applies nothing.
+
+What a vault writer could change here and the daemon's signature cannot catch by itself is
+checked too: every memory an item shows must hash to the hash the daemon signed
+(:func:`unmatched_memories`; a state file where one does not is refused), so the text a
+person reads and approves is the text the daemon proposed; and a low-risk approval is sent
+as such (``APPROVAL_LOW_RISK``), so the daemon applies it only to an item it classed low
+risk itself, whatever risk this file says.
 
 Bundle status: ``pending_user_review`` until an apply changed something; then
 ``partially_applied`` while any item is still pending, snoozed, or approved but not applied
@@ -22,6 +29,7 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +37,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from memoryd_client import review_hash
 from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
 from memoryd_client.secret_file import SecretFileError, load_or_create_secret
 
@@ -57,7 +66,7 @@ def note_path(bundle_id: str) -> str:
 @dataclass
 class Decision:
     status: str = "pending"  # pending | approved | rejected | snoozed
-    approval: str = ""  # "item" | "bulk" when approved
+    approval: str = ""  # "item" | "bulk" (all) | "low-risk" when approved
     until: str = ""  # ISO time, when snoozed
     at: str = ""
     outcome: str = ""  # the last apply's outcome name, e.g. APPLY_OUTCOME_APPLIED
@@ -124,6 +133,13 @@ class BundleState:
                 raise StateError(f"state version {raw.get('version')!r} is not {STATE_VERSION}")
             items = [json_format.ParseDict(i, review_pb.ReviewItem()) for i in raw["items"]]
             decisions = {k: Decision(**v) for k, v in raw["decisions"].items()}
+            if unmatched := unmatched_memories(items):
+                item_id, memory_id = unmatched[0]
+                raise StateError(
+                    f"item {item_id} shows memory {memory_id} with a text or fields that do "
+                    "not match the hash the daemon signed (the state file was edited outside "
+                    "memoryd): nothing of this bundle is approved or applied; prepare again"
+                )
             return cls(
                 bundle_id=check_bundle_id(raw["bundle_id"]),
                 agent=str(raw["agent"]),
@@ -138,6 +154,31 @@ class BundleState:
             )
         except (ValueError, KeyError, TypeError, json_format.ParseError) as e:
             raise StateError(f"bundle state is damaged: {e}") from None
+
+
+def shown_hash(m: review_pb.ReviewMemory) -> str:
+    """The hash of a memory as an item shows it (the daemon's own function, with the fields
+    the item carries)."""
+    return review_hash.memory_hash(
+        id=m.id,
+        agent_id=m.agent_id,
+        scope=m.scope,
+        text=m.text,
+        category=m.category,
+        expires_at=m.expires_at.ToDatetime(tzinfo=UTC) if m.HasField("expires_at") else None,
+        supersedes=m.supersedes,
+        superseded_by=m.superseded_by,
+        asserted_by=m.asserted_by,
+        promoted_from=m.promoted_from,
+    )
+
+
+def unmatched_memories(items: Iterable[review_pb.ReviewItem]) -> list[tuple[str, str]]:
+    """(item id, memory id) of every memory shown with fields that are not the ones its
+    signed hash covers: edited after Prepare, so not what the daemon proposed."""
+    return [
+        (item.item_id, m.id) for item in items for m in item.memories if shown_hash(m) != m.hash
+    ]
 
 
 def _sealed_fields(state: BundleState, item: review_pb.ReviewItem, d: Decision) -> bytes:

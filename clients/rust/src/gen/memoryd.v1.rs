@@ -1339,7 +1339,9 @@ pub struct ReviewAction {
     pub stale_after_days: u32,
 }
 /// One memory an item touches, with the hash of the fields its action depends on
-/// ("sha256:<hex>" over id, owner, scope, text, category, expiry, supersession, provenance).
+/// ("sha256:<hex>" over id, owner, scope, text, category, expiry, supersession, provenance;
+/// memoryd_client/review_hash.py): every field the hash covers is here, so a client can
+/// check that the text it shows is the one the daemon hashed and signed.
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ReviewMemory {
     #[prost(string, tag = "1")]
@@ -1369,6 +1371,12 @@ pub struct ReviewMemory {
     pub asserted_by: ::prost::alloc::string::String,
     #[prost(float, tag = "13")]
     pub importance: f32,
+    /// the memory this one supersedes
+    #[prost(string, tag = "14")]
+    pub supersedes: ::prost::alloc::string::String,
+    /// metadata "promoted_from": the original of a promoted copy
+    #[prost(string, tag = "15")]
+    pub promoted_from: ::prost::alloc::string::String,
 }
 /// What must still hold at apply time (the daemon re-checks each; none is taken from the caller).
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -1416,9 +1424,10 @@ pub struct ReviewItem {
     #[prost(string, tag = "11")]
     pub bundle_id: ::prost::alloc::string::String,
     /// "hmac-sha256:<hex>": the daemon's signature over the agent, bundle id, item id, kind,
-    /// action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-    /// memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-    /// back only items whose signature verifies: an edited or invented item is a CONFLICT.
+    /// risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+    /// (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+    /// Apply takes back only items whose signature verifies: an edited or invented item is a
+    /// CONFLICT. The risk is not sent back: the daemon finds the one it signed.
     #[prost(string, tag = "12")]
     pub signature: ::prost::alloc::string::String,
 }
@@ -1645,6 +1654,10 @@ pub enum Approval {
     Unspecified = 0,
     Item = 1,
     Bulk = 2,
+    /// A bulk approval of the items the approving tool listed as low risk ("low-risk"): the
+    /// daemon applies it only to an item whose signed risk is RISK_CLASS_LOW (REFUSED
+    /// otherwise), whatever risk the tool read from its copy of the item.
+    LowRisk = 3,
 }
 impl Approval {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -1656,6 +1669,7 @@ impl Approval {
             Self::Unspecified => "APPROVAL_UNSPECIFIED",
             Self::Item => "APPROVAL_ITEM",
             Self::Bulk => "APPROVAL_BULK",
+            Self::LowRisk => "APPROVAL_LOW_RISK",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -1664,6 +1678,7 @@ impl Approval {
             "APPROVAL_UNSPECIFIED" => Some(Self::Unspecified),
             "APPROVAL_ITEM" => Some(Self::Item),
             "APPROVAL_BULK" => Some(Self::Bulk),
+            "APPROVAL_LOW_RISK" => Some(Self::LowRisk),
             _ => None,
         }
     }

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from memoryd_client._gen.memoryd.v1 import memory_pb2 as memoryd_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17memoryd/v1/review.proto\x12\nmemoryd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17memoryd/v1/memory.proto\"\x8e\x01\n\x0cReviewAction\x12*\n\x04kind\x18\x01 \x01(\x0e\x32\x1c.memoryd.v1.ReviewActionKind\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12\x0f\n\x07keep_id\x18\x03 \x01(\t\x12\x14\n\x0ctarget_scope\x18\x04 \x01(\t\x12\x18\n\x10stale_after_days\x18\x05 \x01(\r\"\xeb\x02\n\x0cReviewMemory\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04hash\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\r\n\x05scope\x18\x04 \x01(\t\x12&\n\x08\x63\x61tegory\x18\x05 \x01(\x0e\x32\x14.memoryd.v1.Category\x12\x0c\n\x04text\x18\x06 \x01(\t\x12\x14\n\x0c\x61\x63\x63\x65ss_count\x18\x07 \x01(\r\x12\x34\n\x10last_accessed_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rsuperseded_by\x18\x0b \x01(\t\x12\x13\n\x0b\x61sserted_by\x18\x0c \x01(\t\x12\x12\n\nimportance\x18\r \x01(\x02\"?\n\x0cPrecondition\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\xe2\x02\n\nReviewItem\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12$\n\x04kind\x18\x02 \x01(\x0e\x32\x16.memoryd.v1.ReviewKind\x12#\n\x04risk\x18\x03 \x01(\x0e\x32\x15.memoryd.v1.RiskClass\x12*\n\x08memories\x18\x04 \x03(\x0b\x32\x18.memoryd.v1.ReviewMemory\x12\r\n\x05score\x18\x05 \x01(\x02\x12\x0e\n\x06reason\x18\x06 \x01(\t\x12(\n\x06\x61\x63tion\x18\x07 \x01(\x0b\x32\x18.memoryd.v1.ReviewAction\x12/\n\rpreconditions\x18\x08 \x03(\x0b\x32\x18.memoryd.v1.Precondition\x12\x1b\n\x13needs_item_approval\x18\t \x01(\x08\x12\x0f\n\x07\x62locked\x18\n \x01(\t\x12\x11\n\tbundle_id\x18\x0b \x01(\t\x12\x11\n\tsignature\x18\x0c \x01(\t\"7\n\x0cPromotionAsk\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\x14\n\x0ctarget_scope\x18\x02 \x01(\t\"\x8e\x02\n\x14PrepareReviewRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x0e\n\x06scopes\x18\x02 \x03(\t\x12%\n\x05kinds\x18\x03 \x03(\x0e\x32\x16.memoryd.v1.ReviewKind\x12,\n\npromotions\x18\x04 \x03(\x0b\x32\x18.memoryd.v1.PromotionAsk\x12\x11\n\tmax_items\x18\x05 \x01(\r\x12 \n\x13\x64uplicate_min_score\x18\x06 \x01(\x02H\x00\x88\x01\x01\x12\x1d\n\x10stale_after_days\x18\x07 \x01(\rH\x01\x88\x01\x01\x42\x16\n\x14_duplicate_min_scoreB\x13\n\x11_stale_after_days\"\xaf\x01\n\x15PrepareReviewResponse\x12%\n\x05items\x18\x01 \x03(\x0b\x32\x16.memoryd.v1.ReviewItem\x12/\n\x0bprepared_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10memories_scanned\x18\x03 \x01(\r\x12\x11\n\ttruncated\x18\x04 \x01(\x08\x12\x11\n\tbundle_id\x18\x05 \x01(\t\"&\n\nMemoryHash\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04hash\x18\x02 \x01(\t\"\xe5\x01\n\x0c\x41pprovedItem\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12$\n\x04kind\x18\x02 \x01(\x0e\x32\x16.memoryd.v1.ReviewKind\x12(\n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x18.memoryd.v1.ReviewAction\x12&\n\x06hashes\x18\x04 \x03(\x0b\x32\x16.memoryd.v1.MemoryHash\x12&\n\x08\x61pproval\x18\x05 \x01(\x0e\x32\x14.memoryd.v1.Approval\x12\x11\n\tbundle_id\x18\x06 \x01(\t\x12\x11\n\tsignature\x18\x07 \x01(\t\"O\n\x12\x41pplyReviewRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\'\n\x05items\x18\x02 \x03(\x0b\x32\x18.memoryd.v1.ApprovedItem\"n\n\nItemResult\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12)\n\x07outcome\x18\x02 \x01(\x0e\x32\x18.memoryd.v1.ApplyOutcome\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x13\n\x0b\x63hanged_ids\x18\x04 \x03(\t\"\x8c\x01\n\x13\x41pplyReviewResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.memoryd.v1.ItemResult\x12\x0f\n\x07\x61pplied\x18\x02 \x01(\r\x12\x17\n\x0f\x61lready_applied\x18\x03 \x01(\r\x12\x11\n\tconflicts\x18\x04 \x01(\r\x12\x0f\n\x07refused\x18\x05 \x01(\r*\x90\x01\n\nReviewKind\x12\x1b\n\x17REVIEW_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15REVIEW_KIND_DUPLICATE\x10\x01\x12\x18\n\x14REVIEW_KIND_CONFLICT\x10\x02\x12\x15\n\x11REVIEW_KIND_STALE\x10\x03\x12\x19\n\x15REVIEW_KIND_PROMOTION\x10\x04*g\n\tRiskClass\x12\x1a\n\x16RISK_CLASS_UNSPECIFIED\x10\x00\x12\x12\n\x0eRISK_CLASS_LOW\x10\x01\x12\x15\n\x11RISK_CLASS_MEDIUM\x10\x02\x12\x13\n\x0fRISK_CLASS_HIGH\x10\x03*\x97\x01\n\x10ReviewActionKind\x12\"\n\x1eREVIEW_ACTION_KIND_UNSPECIFIED\x10\x00\x12\x1d\n\x19REVIEW_ACTION_KIND_FORGET\x10\x01\x12 \n\x1cREVIEW_ACTION_KIND_SUPERSEDE\x10\x02\x12\x1e\n\x1aREVIEW_ACTION_KIND_PROMOTE\x10\x03*J\n\x08\x41pproval\x12\x18\n\x14\x41PPROVAL_UNSPECIFIED\x10\x00\x12\x11\n\rAPPROVAL_ITEM\x10\x01\x12\x11\n\rAPPROVAL_BULK\x10\x02*\xa2\x01\n\x0c\x41pplyOutcome\x12\x1d\n\x19\x41PPLY_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x41PPLY_OUTCOME_APPLIED\x10\x01\x12!\n\x1d\x41PPLY_OUTCOME_ALREADY_APPLIED\x10\x02\x12\x1a\n\x16\x41PPLY_OUTCOME_CONFLICT\x10\x03\x12\x19\n\x15\x41PPLY_OUTCOME_REFUSED\x10\x04\x32\xa9\x01\n\rReviewService\x12N\n\x07Prepare\x12 .memoryd.v1.PrepareReviewRequest\x1a!.memoryd.v1.PrepareReviewResponse\x12H\n\x05\x41pply\x12\x1e.memoryd.v1.ApplyReviewRequest\x1a\x1f.memoryd.v1.ApplyReviewResponseBM\n\x0e\x64\x65v.memoryd.v1P\x01Z9github.com/memoryd/memoryd/clients/go/memorydv1;memorydv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17memoryd/v1/review.proto\x12\nmemoryd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17memoryd/v1/memory.proto\"\x8e\x01\n\x0cReviewAction\x12*\n\x04kind\x18\x01 \x01(\x0e\x32\x1c.memoryd.v1.ReviewActionKind\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12\x0f\n\x07keep_id\x18\x03 \x01(\t\x12\x14\n\x0ctarget_scope\x18\x04 \x01(\t\x12\x18\n\x10stale_after_days\x18\x05 \x01(\r\"\x96\x03\n\x0cReviewMemory\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04hash\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\r\n\x05scope\x18\x04 \x01(\t\x12&\n\x08\x63\x61tegory\x18\x05 \x01(\x0e\x32\x14.memoryd.v1.Category\x12\x0c\n\x04text\x18\x06 \x01(\t\x12\x14\n\x0c\x61\x63\x63\x65ss_count\x18\x07 \x01(\r\x12\x34\n\x10last_accessed_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rsuperseded_by\x18\x0b \x01(\t\x12\x13\n\x0b\x61sserted_by\x18\x0c \x01(\t\x12\x12\n\nimportance\x18\r \x01(\x02\x12\x12\n\nsupersedes\x18\x0e \x01(\t\x12\x15\n\rpromoted_from\x18\x0f \x01(\t\"?\n\x0cPrecondition\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\xe2\x02\n\nReviewItem\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12$\n\x04kind\x18\x02 \x01(\x0e\x32\x16.memoryd.v1.ReviewKind\x12#\n\x04risk\x18\x03 \x01(\x0e\x32\x15.memoryd.v1.RiskClass\x12*\n\x08memories\x18\x04 \x03(\x0b\x32\x18.memoryd.v1.ReviewMemory\x12\r\n\x05score\x18\x05 \x01(\x02\x12\x0e\n\x06reason\x18\x06 \x01(\t\x12(\n\x06\x61\x63tion\x18\x07 \x01(\x0b\x32\x18.memoryd.v1.ReviewAction\x12/\n\rpreconditions\x18\x08 \x03(\x0b\x32\x18.memoryd.v1.Precondition\x12\x1b\n\x13needs_item_approval\x18\t \x01(\x08\x12\x0f\n\x07\x62locked\x18\n \x01(\t\x12\x11\n\tbundle_id\x18\x0b \x01(\t\x12\x11\n\tsignature\x18\x0c \x01(\t\"7\n\x0cPromotionAsk\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\x14\n\x0ctarget_scope\x18\x02 \x01(\t\"\x8e\x02\n\x14PrepareReviewRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x0e\n\x06scopes\x18\x02 \x03(\t\x12%\n\x05kinds\x18\x03 \x03(\x0e\x32\x16.memoryd.v1.ReviewKind\x12,\n\npromotions\x18\x04 \x03(\x0b\x32\x18.memoryd.v1.PromotionAsk\x12\x11\n\tmax_items\x18\x05 \x01(\r\x12 \n\x13\x64uplicate_min_score\x18\x06 \x01(\x02H\x00\x88\x01\x01\x12\x1d\n\x10stale_after_days\x18\x07 \x01(\rH\x01\x88\x01\x01\x42\x16\n\x14_duplicate_min_scoreB\x13\n\x11_stale_after_days\"\xaf\x01\n\x15PrepareReviewResponse\x12%\n\x05items\x18\x01 \x03(\x0b\x32\x16.memoryd.v1.ReviewItem\x12/\n\x0bprepared_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10memories_scanned\x18\x03 \x01(\r\x12\x11\n\ttruncated\x18\x04 \x01(\x08\x12\x11\n\tbundle_id\x18\x05 \x01(\t\"&\n\nMemoryHash\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04hash\x18\x02 \x01(\t\"\xe5\x01\n\x0c\x41pprovedItem\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12$\n\x04kind\x18\x02 \x01(\x0e\x32\x16.memoryd.v1.ReviewKind\x12(\n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x18.memoryd.v1.ReviewAction\x12&\n\x06hashes\x18\x04 \x03(\x0b\x32\x16.memoryd.v1.MemoryHash\x12&\n\x08\x61pproval\x18\x05 \x01(\x0e\x32\x14.memoryd.v1.Approval\x12\x11\n\tbundle_id\x18\x06 \x01(\t\x12\x11\n\tsignature\x18\x07 \x01(\t\"O\n\x12\x41pplyReviewRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\'\n\x05items\x18\x02 \x03(\x0b\x32\x18.memoryd.v1.ApprovedItem\"n\n\nItemResult\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12)\n\x07outcome\x18\x02 \x01(\x0e\x32\x18.memoryd.v1.ApplyOutcome\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x13\n\x0b\x63hanged_ids\x18\x04 \x03(\t\"\x8c\x01\n\x13\x41pplyReviewResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.memoryd.v1.ItemResult\x12\x0f\n\x07\x61pplied\x18\x02 \x01(\r\x12\x17\n\x0f\x61lready_applied\x18\x03 \x01(\r\x12\x11\n\tconflicts\x18\x04 \x01(\r\x12\x0f\n\x07refused\x18\x05 \x01(\r*\x90\x01\n\nReviewKind\x12\x1b\n\x17REVIEW_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15REVIEW_KIND_DUPLICATE\x10\x01\x12\x18\n\x14REVIEW_KIND_CONFLICT\x10\x02\x12\x15\n\x11REVIEW_KIND_STALE\x10\x03\x12\x19\n\x15REVIEW_KIND_PROMOTION\x10\x04*g\n\tRiskClass\x12\x1a\n\x16RISK_CLASS_UNSPECIFIED\x10\x00\x12\x12\n\x0eRISK_CLASS_LOW\x10\x01\x12\x15\n\x11RISK_CLASS_MEDIUM\x10\x02\x12\x13\n\x0fRISK_CLASS_HIGH\x10\x03*\x97\x01\n\x10ReviewActionKind\x12\"\n\x1eREVIEW_ACTION_KIND_UNSPECIFIED\x10\x00\x12\x1d\n\x19REVIEW_ACTION_KIND_FORGET\x10\x01\x12 \n\x1cREVIEW_ACTION_KIND_SUPERSEDE\x10\x02\x12\x1e\n\x1aREVIEW_ACTION_KIND_PROMOTE\x10\x03*a\n\x08\x41pproval\x12\x18\n\x14\x41PPROVAL_UNSPECIFIED\x10\x00\x12\x11\n\rAPPROVAL_ITEM\x10\x01\x12\x11\n\rAPPROVAL_BULK\x10\x02\x12\x15\n\x11\x41PPROVAL_LOW_RISK\x10\x03*\xa2\x01\n\x0c\x41pplyOutcome\x12\x1d\n\x19\x41PPLY_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x41PPLY_OUTCOME_APPLIED\x10\x01\x12!\n\x1d\x41PPLY_OUTCOME_ALREADY_APPLIED\x10\x02\x12\x1a\n\x16\x41PPLY_OUTCOME_CONFLICT\x10\x03\x12\x19\n\x15\x41PPLY_OUTCOME_REFUSED\x10\x04\x32\xa9\x01\n\rReviewService\x12N\n\x07Prepare\x12 .memoryd.v1.PrepareReviewRequest\x1a!.memoryd.v1.PrepareReviewResponse\x12H\n\x05\x41pply\x12\x1e.memoryd.v1.ApplyReviewRequest\x1a\x1f.memoryd.v1.ApplyReviewResponseBM\n\x0e\x64\x65v.memoryd.v1P\x01Z9github.com/memoryd/memoryd/clients/go/memorydv1;memorydv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,40 +35,40 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'memoryd.v1.review_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\016dev.memoryd.v1P\001Z9github.com/memoryd/memoryd/clients/go/memorydv1;memorydv1'
-  _globals['_REVIEWKIND']._serialized_start=2147
-  _globals['_REVIEWKIND']._serialized_end=2291
-  _globals['_RISKCLASS']._serialized_start=2293
-  _globals['_RISKCLASS']._serialized_end=2396
-  _globals['_REVIEWACTIONKIND']._serialized_start=2399
-  _globals['_REVIEWACTIONKIND']._serialized_end=2550
-  _globals['_APPROVAL']._serialized_start=2552
-  _globals['_APPROVAL']._serialized_end=2626
-  _globals['_APPLYOUTCOME']._serialized_start=2629
-  _globals['_APPLYOUTCOME']._serialized_end=2791
+  _globals['_REVIEWKIND']._serialized_start=2190
+  _globals['_REVIEWKIND']._serialized_end=2334
+  _globals['_RISKCLASS']._serialized_start=2336
+  _globals['_RISKCLASS']._serialized_end=2439
+  _globals['_REVIEWACTIONKIND']._serialized_start=2442
+  _globals['_REVIEWACTIONKIND']._serialized_end=2593
+  _globals['_APPROVAL']._serialized_start=2595
+  _globals['_APPROVAL']._serialized_end=2692
+  _globals['_APPLYOUTCOME']._serialized_start=2695
+  _globals['_APPLYOUTCOME']._serialized_end=2857
   _globals['_REVIEWACTION']._serialized_start=98
   _globals['_REVIEWACTION']._serialized_end=240
   _globals['_REVIEWMEMORY']._serialized_start=243
-  _globals['_REVIEWMEMORY']._serialized_end=606
-  _globals['_PRECONDITION']._serialized_start=608
-  _globals['_PRECONDITION']._serialized_end=671
-  _globals['_REVIEWITEM']._serialized_start=674
-  _globals['_REVIEWITEM']._serialized_end=1028
-  _globals['_PROMOTIONASK']._serialized_start=1030
-  _globals['_PROMOTIONASK']._serialized_end=1085
-  _globals['_PREPAREREVIEWREQUEST']._serialized_start=1088
-  _globals['_PREPAREREVIEWREQUEST']._serialized_end=1358
-  _globals['_PREPAREREVIEWRESPONSE']._serialized_start=1361
-  _globals['_PREPAREREVIEWRESPONSE']._serialized_end=1536
-  _globals['_MEMORYHASH']._serialized_start=1538
-  _globals['_MEMORYHASH']._serialized_end=1576
-  _globals['_APPROVEDITEM']._serialized_start=1579
-  _globals['_APPROVEDITEM']._serialized_end=1808
-  _globals['_APPLYREVIEWREQUEST']._serialized_start=1810
-  _globals['_APPLYREVIEWREQUEST']._serialized_end=1889
-  _globals['_ITEMRESULT']._serialized_start=1891
-  _globals['_ITEMRESULT']._serialized_end=2001
-  _globals['_APPLYREVIEWRESPONSE']._serialized_start=2004
-  _globals['_APPLYREVIEWRESPONSE']._serialized_end=2144
-  _globals['_REVIEWSERVICE']._serialized_start=2794
-  _globals['_REVIEWSERVICE']._serialized_end=2963
+  _globals['_REVIEWMEMORY']._serialized_end=649
+  _globals['_PRECONDITION']._serialized_start=651
+  _globals['_PRECONDITION']._serialized_end=714
+  _globals['_REVIEWITEM']._serialized_start=717
+  _globals['_REVIEWITEM']._serialized_end=1071
+  _globals['_PROMOTIONASK']._serialized_start=1073
+  _globals['_PROMOTIONASK']._serialized_end=1128
+  _globals['_PREPAREREVIEWREQUEST']._serialized_start=1131
+  _globals['_PREPAREREVIEWREQUEST']._serialized_end=1401
+  _globals['_PREPAREREVIEWRESPONSE']._serialized_start=1404
+  _globals['_PREPAREREVIEWRESPONSE']._serialized_end=1579
+  _globals['_MEMORYHASH']._serialized_start=1581
+  _globals['_MEMORYHASH']._serialized_end=1619
+  _globals['_APPROVEDITEM']._serialized_start=1622
+  _globals['_APPROVEDITEM']._serialized_end=1851
+  _globals['_APPLYREVIEWREQUEST']._serialized_start=1853
+  _globals['_APPLYREVIEWREQUEST']._serialized_end=1932
+  _globals['_ITEMRESULT']._serialized_start=1934
+  _globals['_ITEMRESULT']._serialized_end=2044
+  _globals['_APPLYREVIEWRESPONSE']._serialized_start=2047
+  _globals['_APPLYREVIEWRESPONSE']._serialized_end=2187
+  _globals['_REVIEWSERVICE']._serialized_start=2860
+  _globals['_REVIEWSERVICE']._serialized_end=3029
 # @@protoc_insertion_point(module_scope)

@@ -113,6 +113,11 @@ class _ApprovalEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Approval.Val
     APPROVAL_UNSPECIFIED: _Approval.ValueType  # 0
     APPROVAL_ITEM: _Approval.ValueType  # 1
     APPROVAL_BULK: _Approval.ValueType  # 2
+    APPROVAL_LOW_RISK: _Approval.ValueType  # 3
+    """A bulk approval of the items the approving tool listed as low risk ("low-risk"): the
+    daemon applies it only to an item whose signed risk is RISK_CLASS_LOW (REFUSED
+    otherwise), whatever risk the tool read from its copy of the item.
+    """
 
 class Approval(_Approval, metaclass=_ApprovalEnumTypeWrapper):
     """How an item was approved. Moving a memory to a shared scope needs APPROVAL_ITEM: that
@@ -125,6 +130,11 @@ class Approval(_Approval, metaclass=_ApprovalEnumTypeWrapper):
 APPROVAL_UNSPECIFIED: Approval.ValueType  # 0
 APPROVAL_ITEM: Approval.ValueType  # 1
 APPROVAL_BULK: Approval.ValueType  # 2
+APPROVAL_LOW_RISK: Approval.ValueType  # 3
+"""A bulk approval of the items the approving tool listed as low risk ("low-risk"): the
+daemon applies it only to an item whose signed risk is RISK_CLASS_LOW (REFUSED
+otherwise), whatever risk the tool read from its copy of the item.
+"""
 Global___Approval: _TypeAlias = Approval  # noqa: Y015
 
 class _ApplyOutcome:
@@ -194,7 +204,9 @@ Global___ReviewAction: _TypeAlias = ReviewAction  # noqa: Y015
 @_typing.final
 class ReviewMemory(_message.Message):
     """One memory an item touches, with the hash of the fields its action depends on
-    ("sha256:<hex>" over id, owner, scope, text, category, expiry, supersession, provenance).
+    ("sha256:<hex>" over id, owner, scope, text, category, expiry, supersession, provenance;
+    memoryd_client/review_hash.py): every field the hash covers is here, so a client can
+    check that the text it shows is the one the daemon hashed and signed.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -212,6 +224,8 @@ class ReviewMemory(_message.Message):
     SUPERSEDED_BY_FIELD_NUMBER: _builtins.int
     ASSERTED_BY_FIELD_NUMBER: _builtins.int
     IMPORTANCE_FIELD_NUMBER: _builtins.int
+    SUPERSEDES_FIELD_NUMBER: _builtins.int
+    PROMOTED_FROM_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     hash: _builtins.str
     agent_id: _builtins.str
@@ -223,6 +237,10 @@ class ReviewMemory(_message.Message):
     asserted_by: _builtins.str
     """provenance: metadata "asserted_by" ("user", "assistant", "" unknown)"""
     importance: _builtins.float
+    supersedes: _builtins.str
+    """the memory this one supersedes"""
+    promoted_from: _builtins.str
+    """metadata "promoted_from": the original of a promoted copy"""
     @_builtins.property
     def last_accessed_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
@@ -245,10 +263,12 @@ class ReviewMemory(_message.Message):
         superseded_by: _builtins.str = ...,
         asserted_by: _builtins.str = ...,
         importance: _builtins.float = ...,
+        supersedes: _builtins.str = ...,
+        promoted_from: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "expires_at", b"expires_at", "last_accessed_at", b"last_accessed_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["access_count", b"access_count", "agent_id", b"agent_id", "asserted_by", b"asserted_by", "category", b"category", "created_at", b"created_at", "expires_at", b"expires_at", "hash", b"hash", "id", b"id", "importance", b"importance", "last_accessed_at", b"last_accessed_at", "scope", b"scope", "superseded_by", b"superseded_by", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["access_count", b"access_count", "agent_id", b"agent_id", "asserted_by", b"asserted_by", "category", b"category", "created_at", b"created_at", "expires_at", b"expires_at", "hash", b"hash", "id", b"id", "importance", b"importance", "last_accessed_at", b"last_accessed_at", "promoted_from", b"promoted_from", "scope", b"scope", "superseded_by", b"superseded_by", "supersedes", b"supersedes", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -318,9 +338,10 @@ class ReviewItem(_message.Message):
     """the Prepare that proposed it (PrepareReviewResponse.bundle_id)"""
     signature: _builtins.str
     """"hmac-sha256:<hex>": the daemon's signature over the agent, bundle id, item id, kind,
-    action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-    memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-    back only items whose signature verifies: an edited or invented item is a CONFLICT.
+    risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+    (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+    Apply takes back only items whose signature verifies: an edited or invented item is a
+    CONFLICT. The risk is not sent back: the daemon finds the one it signed.
     """
     @_builtins.property
     def memories(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReviewMemory]: ...

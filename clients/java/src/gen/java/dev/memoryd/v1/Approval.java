@@ -31,6 +31,16 @@ public enum Approval
    * <code>APPROVAL_BULK = 2;</code>
    */
   APPROVAL_BULK(2),
+  /**
+   * <pre>
+   * A bulk approval of the items the approving tool listed as low risk ("low-risk"): the
+   * daemon applies it only to an item whose signed risk is RISK_CLASS_LOW (REFUSED
+   * otherwise), whatever risk the tool read from its copy of the item.
+   * </pre>
+   *
+   * <code>APPROVAL_LOW_RISK = 3;</code>
+   */
+  APPROVAL_LOW_RISK(3),
   UNRECOGNIZED(-1),
   ;
 
@@ -55,6 +65,16 @@ public enum Approval
    * <code>APPROVAL_BULK = 2;</code>
    */
   public static final int APPROVAL_BULK_VALUE = 2;
+  /**
+   * <pre>
+   * A bulk approval of the items the approving tool listed as low risk ("low-risk"): the
+   * daemon applies it only to an item whose signed risk is RISK_CLASS_LOW (REFUSED
+   * otherwise), whatever risk the tool read from its copy of the item.
+   * </pre>
+   *
+   * <code>APPROVAL_LOW_RISK = 3;</code>
+   */
+  public static final int APPROVAL_LOW_RISK_VALUE = 3;
 
 
   public final int getNumber() {
@@ -84,6 +104,7 @@ public enum Approval
       case 0: return APPROVAL_UNSPECIFIED;
       case 1: return APPROVAL_ITEM;
       case 2: return APPROVAL_BULK;
+      case 3: return APPROVAL_LOW_RISK;
       default: return null;
     }
   }

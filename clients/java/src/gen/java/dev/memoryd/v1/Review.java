@@ -101,7 +101,7 @@ public final class Review extends com.google.protobuf.GeneratedFile {
       "\030\001 \001(\0162\034.memoryd.v1.ReviewActionKind\022\021\n\t" +
       "memory_id\030\002 \001(\t\022\017\n\007keep_id\030\003 \001(\t\022\024\n\014targ" +
       "et_scope\030\004 \001(\t\022\030\n\020stale_after_days\030\005 \001(\r" +
-      "\"\353\002\n\014ReviewMemory\022\n\n\002id\030\001 \001(\t\022\014\n\004hash\030\002 " +
+      "\"\226\003\n\014ReviewMemory\022\n\n\002id\030\001 \001(\t\022\014\n\004hash\030\002 " +
       "\001(\t\022\020\n\010agent_id\030\003 \001(\t\022\r\n\005scope\030\004 \001(\t\022&\n\010" +
       "category\030\005 \001(\0162\024.memoryd.v1.Category\022\014\n\004" +
       "text\030\006 \001(\t\022\024\n\014access_count\030\007 \001(\r\0224\n\020last" +
@@ -110,68 +110,69 @@ public final class Review extends com.google.protobuf.GeneratedFile {
       "obuf.Timestamp\022.\n\nexpires_at\030\n \001(\0132\032.goo" +
       "gle.protobuf.Timestamp\022\025\n\rsuperseded_by\030" +
       "\013 \001(\t\022\023\n\013asserted_by\030\014 \001(\t\022\022\n\nimportance" +
-      "\030\r \001(\002\"?\n\014Precondition\022\014\n\004kind\030\001 \001(\t\022\021\n\t" +
-      "memory_id\030\002 \001(\t\022\016\n\006detail\030\003 \001(\t\"\342\002\n\nRevi" +
-      "ewItem\022\017\n\007item_id\030\001 \001(\t\022$\n\004kind\030\002 \001(\0162\026." +
-      "memoryd.v1.ReviewKind\022#\n\004risk\030\003 \001(\0162\025.me" +
-      "moryd.v1.RiskClass\022*\n\010memories\030\004 \003(\0132\030.m" +
-      "emoryd.v1.ReviewMemory\022\r\n\005score\030\005 \001(\002\022\016\n" +
-      "\006reason\030\006 \001(\t\022(\n\006action\030\007 \001(\0132\030.memoryd." +
-      "v1.ReviewAction\022/\n\rpreconditions\030\010 \003(\0132\030" +
-      ".memoryd.v1.Precondition\022\033\n\023needs_item_a" +
-      "pproval\030\t \001(\010\022\017\n\007blocked\030\n \001(\t\022\021\n\tbundle" +
-      "_id\030\013 \001(\t\022\021\n\tsignature\030\014 \001(\t\"7\n\014Promotio" +
-      "nAsk\022\021\n\tmemory_id\030\001 \001(\t\022\024\n\014target_scope\030" +
-      "\002 \001(\t\"\216\002\n\024PrepareReviewRequest\022\020\n\010agent_" +
-      "id\030\001 \001(\t\022\016\n\006scopes\030\002 \003(\t\022%\n\005kinds\030\003 \003(\0162" +
-      "\026.memoryd.v1.ReviewKind\022,\n\npromotions\030\004 " +
-      "\003(\0132\030.memoryd.v1.PromotionAsk\022\021\n\tmax_ite" +
-      "ms\030\005 \001(\r\022 \n\023duplicate_min_score\030\006 \001(\002H\000\210" +
-      "\001\001\022\035\n\020stale_after_days\030\007 \001(\rH\001\210\001\001B\026\n\024_du" +
-      "plicate_min_scoreB\023\n\021_stale_after_days\"\257" +
-      "\001\n\025PrepareReviewResponse\022%\n\005items\030\001 \003(\0132" +
-      "\026.memoryd.v1.ReviewItem\022/\n\013prepared_at\030\002" +
-      " \001(\0132\032.google.protobuf.Timestamp\022\030\n\020memo" +
-      "ries_scanned\030\003 \001(\r\022\021\n\ttruncated\030\004 \001(\010\022\021\n" +
-      "\tbundle_id\030\005 \001(\t\"&\n\nMemoryHash\022\n\n\002id\030\001 \001" +
-      "(\t\022\014\n\004hash\030\002 \001(\t\"\345\001\n\014ApprovedItem\022\017\n\007ite" +
-      "m_id\030\001 \001(\t\022$\n\004kind\030\002 \001(\0162\026.memoryd.v1.Re" +
-      "viewKind\022(\n\006action\030\003 \001(\0132\030.memoryd.v1.Re" +
-      "viewAction\022&\n\006hashes\030\004 \003(\0132\026.memoryd.v1." +
-      "MemoryHash\022&\n\010approval\030\005 \001(\0162\024.memoryd.v" +
-      "1.Approval\022\021\n\tbundle_id\030\006 \001(\t\022\021\n\tsignatu" +
-      "re\030\007 \001(\t\"O\n\022ApplyReviewRequest\022\020\n\010agent_" +
-      "id\030\001 \001(\t\022\'\n\005items\030\002 \003(\0132\030.memoryd.v1.App" +
-      "rovedItem\"n\n\nItemResult\022\017\n\007item_id\030\001 \001(\t" +
-      "\022)\n\007outcome\030\002 \001(\0162\030.memoryd.v1.ApplyOutc" +
-      "ome\022\017\n\007message\030\003 \001(\t\022\023\n\013changed_ids\030\004 \003(" +
-      "\t\"\214\001\n\023ApplyReviewResponse\022\'\n\007results\030\001 \003" +
-      "(\0132\026.memoryd.v1.ItemResult\022\017\n\007applied\030\002 " +
-      "\001(\r\022\027\n\017already_applied\030\003 \001(\r\022\021\n\tconflict" +
-      "s\030\004 \001(\r\022\017\n\007refused\030\005 \001(\r*\220\001\n\nReviewKind\022" +
-      "\033\n\027REVIEW_KIND_UNSPECIFIED\020\000\022\031\n\025REVIEW_K" +
-      "IND_DUPLICATE\020\001\022\030\n\024REVIEW_KIND_CONFLICT\020" +
-      "\002\022\025\n\021REVIEW_KIND_STALE\020\003\022\031\n\025REVIEW_KIND_" +
-      "PROMOTION\020\004*g\n\tRiskClass\022\032\n\026RISK_CLASS_U" +
-      "NSPECIFIED\020\000\022\022\n\016RISK_CLASS_LOW\020\001\022\025\n\021RISK" +
-      "_CLASS_MEDIUM\020\002\022\023\n\017RISK_CLASS_HIGH\020\003*\227\001\n" +
-      "\020ReviewActionKind\022\"\n\036REVIEW_ACTION_KIND_" +
-      "UNSPECIFIED\020\000\022\035\n\031REVIEW_ACTION_KIND_FORG" +
-      "ET\020\001\022 \n\034REVIEW_ACTION_KIND_SUPERSEDE\020\002\022\036" +
-      "\n\032REVIEW_ACTION_KIND_PROMOTE\020\003*J\n\010Approv" +
-      "al\022\030\n\024APPROVAL_UNSPECIFIED\020\000\022\021\n\rAPPROVAL" +
-      "_ITEM\020\001\022\021\n\rAPPROVAL_BULK\020\002*\242\001\n\014ApplyOutc" +
-      "ome\022\035\n\031APPLY_OUTCOME_UNSPECIFIED\020\000\022\031\n\025AP" +
-      "PLY_OUTCOME_APPLIED\020\001\022!\n\035APPLY_OUTCOME_A" +
-      "LREADY_APPLIED\020\002\022\032\n\026APPLY_OUTCOME_CONFLI" +
-      "CT\020\003\022\031\n\025APPLY_OUTCOME_REFUSED\020\0042\251\001\n\rRevi" +
-      "ewService\022N\n\007Prepare\022 .memoryd.v1.Prepar" +
-      "eReviewRequest\032!.memoryd.v1.PrepareRevie" +
-      "wResponse\022H\n\005Apply\022\036.memoryd.v1.ApplyRev" +
-      "iewRequest\032\037.memoryd.v1.ApplyReviewRespo" +
-      "nseBM\n\016dev.memoryd.v1P\001Z9github.com/memo" +
-      "ryd/memoryd/clients/go/memorydv1;memoryd" +
-      "v1b\006proto3"
+      "\030\r \001(\002\022\022\n\nsupersedes\030\016 \001(\t\022\025\n\rpromoted_f" +
+      "rom\030\017 \001(\t\"?\n\014Precondition\022\014\n\004kind\030\001 \001(\t\022" +
+      "\021\n\tmemory_id\030\002 \001(\t\022\016\n\006detail\030\003 \001(\t\"\342\002\n\nR" +
+      "eviewItem\022\017\n\007item_id\030\001 \001(\t\022$\n\004kind\030\002 \001(\016" +
+      "2\026.memoryd.v1.ReviewKind\022#\n\004risk\030\003 \001(\0162\025" +
+      ".memoryd.v1.RiskClass\022*\n\010memories\030\004 \003(\0132" +
+      "\030.memoryd.v1.ReviewMemory\022\r\n\005score\030\005 \001(\002" +
+      "\022\016\n\006reason\030\006 \001(\t\022(\n\006action\030\007 \001(\0132\030.memor" +
+      "yd.v1.ReviewAction\022/\n\rpreconditions\030\010 \003(" +
+      "\0132\030.memoryd.v1.Precondition\022\033\n\023needs_ite" +
+      "m_approval\030\t \001(\010\022\017\n\007blocked\030\n \001(\t\022\021\n\tbun" +
+      "dle_id\030\013 \001(\t\022\021\n\tsignature\030\014 \001(\t\"7\n\014Promo" +
+      "tionAsk\022\021\n\tmemory_id\030\001 \001(\t\022\024\n\014target_sco" +
+      "pe\030\002 \001(\t\"\216\002\n\024PrepareReviewRequest\022\020\n\010age" +
+      "nt_id\030\001 \001(\t\022\016\n\006scopes\030\002 \003(\t\022%\n\005kinds\030\003 \003" +
+      "(\0162\026.memoryd.v1.ReviewKind\022,\n\npromotions" +
+      "\030\004 \003(\0132\030.memoryd.v1.PromotionAsk\022\021\n\tmax_" +
+      "items\030\005 \001(\r\022 \n\023duplicate_min_score\030\006 \001(\002" +
+      "H\000\210\001\001\022\035\n\020stale_after_days\030\007 \001(\rH\001\210\001\001B\026\n\024" +
+      "_duplicate_min_scoreB\023\n\021_stale_after_day" +
+      "s\"\257\001\n\025PrepareReviewResponse\022%\n\005items\030\001 \003" +
+      "(\0132\026.memoryd.v1.ReviewItem\022/\n\013prepared_a" +
+      "t\030\002 \001(\0132\032.google.protobuf.Timestamp\022\030\n\020m" +
+      "emories_scanned\030\003 \001(\r\022\021\n\ttruncated\030\004 \001(\010" +
+      "\022\021\n\tbundle_id\030\005 \001(\t\"&\n\nMemoryHash\022\n\n\002id\030" +
+      "\001 \001(\t\022\014\n\004hash\030\002 \001(\t\"\345\001\n\014ApprovedItem\022\017\n\007" +
+      "item_id\030\001 \001(\t\022$\n\004kind\030\002 \001(\0162\026.memoryd.v1" +
+      ".ReviewKind\022(\n\006action\030\003 \001(\0132\030.memoryd.v1" +
+      ".ReviewAction\022&\n\006hashes\030\004 \003(\0132\026.memoryd." +
+      "v1.MemoryHash\022&\n\010approval\030\005 \001(\0162\024.memory" +
+      "d.v1.Approval\022\021\n\tbundle_id\030\006 \001(\t\022\021\n\tsign" +
+      "ature\030\007 \001(\t\"O\n\022ApplyReviewRequest\022\020\n\010age" +
+      "nt_id\030\001 \001(\t\022\'\n\005items\030\002 \003(\0132\030.memoryd.v1." +
+      "ApprovedItem\"n\n\nItemResult\022\017\n\007item_id\030\001 " +
+      "\001(\t\022)\n\007outcome\030\002 \001(\0162\030.memoryd.v1.ApplyO" +
+      "utcome\022\017\n\007message\030\003 \001(\t\022\023\n\013changed_ids\030\004" +
+      " \003(\t\"\214\001\n\023ApplyReviewResponse\022\'\n\007results\030" +
+      "\001 \003(\0132\026.memoryd.v1.ItemResult\022\017\n\007applied" +
+      "\030\002 \001(\r\022\027\n\017already_applied\030\003 \001(\r\022\021\n\tconfl" +
+      "icts\030\004 \001(\r\022\017\n\007refused\030\005 \001(\r*\220\001\n\nReviewKi" +
+      "nd\022\033\n\027REVIEW_KIND_UNSPECIFIED\020\000\022\031\n\025REVIE" +
+      "W_KIND_DUPLICATE\020\001\022\030\n\024REVIEW_KIND_CONFLI" +
+      "CT\020\002\022\025\n\021REVIEW_KIND_STALE\020\003\022\031\n\025REVIEW_KI" +
+      "ND_PROMOTION\020\004*g\n\tRiskClass\022\032\n\026RISK_CLAS" +
+      "S_UNSPECIFIED\020\000\022\022\n\016RISK_CLASS_LOW\020\001\022\025\n\021R" +
+      "ISK_CLASS_MEDIUM\020\002\022\023\n\017RISK_CLASS_HIGH\020\003*" +
+      "\227\001\n\020ReviewActionKind\022\"\n\036REVIEW_ACTION_KI" +
+      "ND_UNSPECIFIED\020\000\022\035\n\031REVIEW_ACTION_KIND_F" +
+      "ORGET\020\001\022 \n\034REVIEW_ACTION_KIND_SUPERSEDE\020" +
+      "\002\022\036\n\032REVIEW_ACTION_KIND_PROMOTE\020\003*a\n\010App" +
+      "roval\022\030\n\024APPROVAL_UNSPECIFIED\020\000\022\021\n\rAPPRO" +
+      "VAL_ITEM\020\001\022\021\n\rAPPROVAL_BULK\020\002\022\025\n\021APPROVA" +
+      "L_LOW_RISK\020\003*\242\001\n\014ApplyOutcome\022\035\n\031APPLY_O" +
+      "UTCOME_UNSPECIFIED\020\000\022\031\n\025APPLY_OUTCOME_AP" +
+      "PLIED\020\001\022!\n\035APPLY_OUTCOME_ALREADY_APPLIED" +
+      "\020\002\022\032\n\026APPLY_OUTCOME_CONFLICT\020\003\022\031\n\025APPLY_" +
+      "OUTCOME_REFUSED\020\0042\251\001\n\rReviewService\022N\n\007P" +
+      "repare\022 .memoryd.v1.PrepareReviewRequest" +
+      "\032!.memoryd.v1.PrepareReviewResponse\022H\n\005A" +
+      "pply\022\036.memoryd.v1.ApplyReviewRequest\032\037.m" +
+      "emoryd.v1.ApplyReviewResponseBM\n\016dev.mem" +
+      "oryd.v1P\001Z9github.com/memoryd/memoryd/cl" +
+      "ients/go/memorydv1;memorydv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -190,7 +191,7 @@ public final class Review extends com.google.protobuf.GeneratedFile {
     internal_static_memoryd_v1_ReviewMemory_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_memoryd_v1_ReviewMemory_descriptor,
-        new java.lang.String[] { "Id", "Hash", "AgentId", "Scope", "Category", "Text", "AccessCount", "LastAccessedAt", "CreatedAt", "ExpiresAt", "SupersededBy", "AssertedBy", "Importance", });
+        new java.lang.String[] { "Id", "Hash", "AgentId", "Scope", "Category", "Text", "AccessCount", "LastAccessedAt", "CreatedAt", "ExpiresAt", "SupersededBy", "AssertedBy", "Importance", "Supersedes", "PromotedFrom", });
     internal_static_memoryd_v1_Precondition_descriptor =
       getDescriptor().getMessageType(2);
     internal_static_memoryd_v1_Precondition_fieldAccessorTable = new

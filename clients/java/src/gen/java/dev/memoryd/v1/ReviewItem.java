@@ -421,9 +421,10 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
-   * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-   * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-   * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+   * risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+   * (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+   * Apply takes back only items whose signature verifies: an edited or invented item is a
+   * CONFLICT. The risk is not sent back: the daemon finds the one it signed.
    * </pre>
    *
    * <code>string signature = 12;</code>
@@ -445,9 +446,10 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
-   * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-   * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-   * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+   * risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+   * (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+   * Apply takes back only items whose signature verifies: an edited or invented item is a
+   * CONFLICT. The risk is not sent back: the daemon finds the one it signed.
    * </pre>
    *
    * <code>string signature = 12;</code>
@@ -2301,9 +2303,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
-     * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-     * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-     * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+     * risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+     * (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+     * Apply takes back only items whose signature verifies: an edited or invented item is a
+     * CONFLICT. The risk is not sent back: the daemon finds the one it signed.
      * </pre>
      *
      * <code>string signature = 12;</code>
@@ -2324,9 +2327,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
-     * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-     * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-     * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+     * risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+     * (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+     * Apply takes back only items whose signature verifies: an edited or invented item is a
+     * CONFLICT. The risk is not sent back: the daemon finds the one it signed.
      * </pre>
      *
      * <code>string signature = 12;</code>
@@ -2348,9 +2352,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
-     * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-     * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-     * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+     * risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+     * (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+     * Apply takes back only items whose signature verifies: an edited or invented item is a
+     * CONFLICT. The risk is not sent back: the daemon finds the one it signed.
      * </pre>
      *
      * <code>string signature = 12;</code>
@@ -2368,9 +2373,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
-     * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-     * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-     * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+     * risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+     * (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+     * Apply takes back only items whose signature verifies: an edited or invented item is a
+     * CONFLICT. The risk is not sent back: the daemon finds the one it signed.
      * </pre>
      *
      * <code>string signature = 12;</code>
@@ -2385,9 +2391,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
-     * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-     * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-     * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+     * risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+     * (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+     * Apply takes back only items whose signature verifies: an edited or invented item is a
+     * CONFLICT. The risk is not sent back: the daemon finds the one it signed.
      * </pre>
      *
      * <code>string signature = 12;</code>

@@ -198,9 +198,10 @@ public interface ReviewItemOrBuilder extends
   /**
    * <pre>
    * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
-   * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-   * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-   * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+   * risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+   * (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+   * Apply takes back only items whose signature verifies: an edited or invented item is a
+   * CONFLICT. The risk is not sent back: the daemon finds the one it signed.
    * </pre>
    *
    * <code>string signature = 12;</code>
@@ -210,9 +211,10 @@ public interface ReviewItemOrBuilder extends
   /**
    * <pre>
    * "hmac-sha256:&lt;hex&gt;": the daemon's signature over the agent, bundle id, item id, kind,
-   * action (ids, target scope, threshold), every memory's hash, the preconditions (kind and
-   * memory id) and needs_item_approval, with a secret only the daemon holds. Apply takes
-   * back only items whose signature verifies: an edited or invented item is a CONFLICT.
+   * risk, action (ids, target scope, threshold), every memory's hash, the preconditions
+   * (kind and memory id) and needs_item_approval, with a secret only the daemon holds.
+   * Apply takes back only items whose signature verifies: an edited or invented item is a
+   * CONFLICT. The risk is not sent back: the daemon finds the one it signed.
    * </pre>
    *
    * <code>string signature = 12;</code>

@@ -8,7 +8,9 @@ package dev.memoryd.v1;
 /**
  * <pre>
  * One memory an item touches, with the hash of the fields its action depends on
- * ("sha256:&lt;hex&gt;" over id, owner, scope, text, category, expiry, supersession, provenance).
+ * ("sha256:&lt;hex&gt;" over id, owner, scope, text, category, expiry, supersession, provenance;
+ * memoryd_client/review_hash.py): every field the hash covers is here, so a client can
+ * check that the text it shows is the one the daemon hashed and signed.
  * </pre>
  *
  * Protobuf type {@code memoryd.v1.ReviewMemory}
@@ -41,6 +43,8 @@ private static final long serialVersionUID = 0L;
     text_ = "";
     supersededBy_ = "";
     assertedBy_ = "";
+    supersedes_ = "";
+    promotedFrom_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -456,6 +460,100 @@ private static final long serialVersionUID = 0L;
     return importance_;
   }
 
+  public static final int SUPERSEDES_FIELD_NUMBER = 14;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object supersedes_ = "";
+  /**
+   * <pre>
+   * the memory this one supersedes
+   * </pre>
+   *
+   * <code>string supersedes = 14;</code>
+   * @return The supersedes.
+   */
+  @java.lang.Override
+  public java.lang.String getSupersedes() {
+    java.lang.Object ref = supersedes_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      supersedes_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * the memory this one supersedes
+   * </pre>
+   *
+   * <code>string supersedes = 14;</code>
+   * @return The bytes for supersedes.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getSupersedesBytes() {
+    java.lang.Object ref = supersedes_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      supersedes_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int PROMOTED_FROM_FIELD_NUMBER = 15;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object promotedFrom_ = "";
+  /**
+   * <pre>
+   * metadata "promoted_from": the original of a promoted copy
+   * </pre>
+   *
+   * <code>string promoted_from = 15;</code>
+   * @return The promotedFrom.
+   */
+  @java.lang.Override
+  public java.lang.String getPromotedFrom() {
+    java.lang.Object ref = promotedFrom_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      promotedFrom_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * metadata "promoted_from": the original of a promoted copy
+   * </pre>
+   *
+   * <code>string promoted_from = 15;</code>
+   * @return The bytes for promotedFrom.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getPromotedFromBytes() {
+    java.lang.Object ref = promotedFrom_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      promotedFrom_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -508,6 +606,12 @@ private static final long serialVersionUID = 0L;
     }
     if (java.lang.Float.floatToRawIntBits(importance_) != 0) {
       output.writeFloat(13, importance_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(supersedes_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 14, supersedes_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(promotedFrom_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 15, promotedFrom_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -563,6 +667,12 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeFloatSize(13, importance_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(supersedes_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(14, supersedes_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(promotedFrom_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(15, promotedFrom_);
+    }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
     return size;
@@ -613,6 +723,10 @@ private static final long serialVersionUID = 0L;
     if (java.lang.Float.floatToIntBits(getImportance())
         != java.lang.Float.floatToIntBits(
             other.getImportance())) return false;
+    if (!getSupersedes()
+        .equals(other.getSupersedes())) return false;
+    if (!getPromotedFrom()
+        .equals(other.getPromotedFrom())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -657,6 +771,10 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + IMPORTANCE_FIELD_NUMBER;
     hash = (53 * hash) + java.lang.Float.floatToIntBits(
         getImportance());
+    hash = (37 * hash) + SUPERSEDES_FIELD_NUMBER;
+    hash = (53 * hash) + getSupersedes().hashCode();
+    hash = (37 * hash) + PROMOTED_FROM_FIELD_NUMBER;
+    hash = (53 * hash) + getPromotedFrom().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -757,7 +875,9 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * One memory an item touches, with the hash of the fields its action depends on
-   * ("sha256:&lt;hex&gt;" over id, owner, scope, text, category, expiry, supersession, provenance).
+   * ("sha256:&lt;hex&gt;" over id, owner, scope, text, category, expiry, supersession, provenance;
+   * memoryd_client/review_hash.py): every field the hash covers is here, so a client can
+   * check that the text it shows is the one the daemon hashed and signed.
    * </pre>
    *
    * Protobuf type {@code memoryd.v1.ReviewMemory}
@@ -826,6 +946,8 @@ private static final long serialVersionUID = 0L;
       supersededBy_ = "";
       assertedBy_ = "";
       importance_ = 0F;
+      supersedes_ = "";
+      promotedFrom_ = "";
       return this;
     }
 
@@ -908,6 +1030,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00001000) != 0)) {
         result.importance_ = importance_;
       }
+      if (((from_bitField0_ & 0x00002000) != 0)) {
+        result.supersedes_ = supersedes_;
+      }
+      if (((from_bitField0_ & 0x00004000) != 0)) {
+        result.promotedFrom_ = promotedFrom_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -975,6 +1103,16 @@ private static final long serialVersionUID = 0L;
       }
       if (java.lang.Float.floatToRawIntBits(other.getImportance()) != 0) {
         setImportance(other.getImportance());
+      }
+      if (!other.getSupersedes().isEmpty()) {
+        supersedes_ = other.supersedes_;
+        bitField0_ |= 0x00002000;
+        onChanged();
+      }
+      if (!other.getPromotedFrom().isEmpty()) {
+        promotedFrom_ = other.promotedFrom_;
+        bitField0_ |= 0x00004000;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1073,6 +1211,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00001000;
               break;
             } // case 109
+            case 114: {
+              supersedes_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00002000;
+              break;
+            } // case 114
+            case 122: {
+              promotedFrom_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00004000;
+              break;
+            } // case 122
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2088,6 +2236,190 @@ private static final long serialVersionUID = 0L;
     public Builder clearImportance() {
       bitField0_ = (bitField0_ & ~0x00001000);
       importance_ = 0F;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object supersedes_ = "";
+    /**
+     * <pre>
+     * the memory this one supersedes
+     * </pre>
+     *
+     * <code>string supersedes = 14;</code>
+     * @return The supersedes.
+     */
+    public java.lang.String getSupersedes() {
+      java.lang.Object ref = supersedes_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        supersedes_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * the memory this one supersedes
+     * </pre>
+     *
+     * <code>string supersedes = 14;</code>
+     * @return The bytes for supersedes.
+     */
+    public com.google.protobuf.ByteString
+        getSupersedesBytes() {
+      java.lang.Object ref = supersedes_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        supersedes_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * the memory this one supersedes
+     * </pre>
+     *
+     * <code>string supersedes = 14;</code>
+     * @param value The supersedes to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSupersedes(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      supersedes_ = value;
+      bitField0_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * the memory this one supersedes
+     * </pre>
+     *
+     * <code>string supersedes = 14;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSupersedes() {
+      supersedes_ = getDefaultInstance().getSupersedes();
+      bitField0_ = (bitField0_ & ~0x00002000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * the memory this one supersedes
+     * </pre>
+     *
+     * <code>string supersedes = 14;</code>
+     * @param value The bytes for supersedes to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSupersedesBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      supersedes_ = value;
+      bitField0_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object promotedFrom_ = "";
+    /**
+     * <pre>
+     * metadata "promoted_from": the original of a promoted copy
+     * </pre>
+     *
+     * <code>string promoted_from = 15;</code>
+     * @return The promotedFrom.
+     */
+    public java.lang.String getPromotedFrom() {
+      java.lang.Object ref = promotedFrom_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        promotedFrom_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * metadata "promoted_from": the original of a promoted copy
+     * </pre>
+     *
+     * <code>string promoted_from = 15;</code>
+     * @return The bytes for promotedFrom.
+     */
+    public com.google.protobuf.ByteString
+        getPromotedFromBytes() {
+      java.lang.Object ref = promotedFrom_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        promotedFrom_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * metadata "promoted_from": the original of a promoted copy
+     * </pre>
+     *
+     * <code>string promoted_from = 15;</code>
+     * @param value The promotedFrom to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPromotedFrom(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      promotedFrom_ = value;
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * metadata "promoted_from": the original of a promoted copy
+     * </pre>
+     *
+     * <code>string promoted_from = 15;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPromotedFrom() {
+      promotedFrom_ = getDefaultInstance().getPromotedFrom();
+      bitField0_ = (bitField0_ & ~0x00004000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * metadata "promoted_from": the original of a promoted copy
+     * </pre>
+     *
+     * <code>string promoted_from = 15;</code>
+     * @param value The bytes for promotedFrom to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPromotedFromBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      promotedFrom_ = value;
+      bitField0_ |= 0x00004000;
       onChanged();
       return this;
     }

@@ -169,4 +169,44 @@ public interface ReviewMemoryOrBuilder extends
    * @return The importance.
    */
   float getImportance();
+
+  /**
+   * <pre>
+   * the memory this one supersedes
+   * </pre>
+   *
+   * <code>string supersedes = 14;</code>
+   * @return The supersedes.
+   */
+  java.lang.String getSupersedes();
+  /**
+   * <pre>
+   * the memory this one supersedes
+   * </pre>
+   *
+   * <code>string supersedes = 14;</code>
+   * @return The bytes for supersedes.
+   */
+  com.google.protobuf.ByteString
+      getSupersedesBytes();
+
+  /**
+   * <pre>
+   * metadata "promoted_from": the original of a promoted copy
+   * </pre>
+   *
+   * <code>string promoted_from = 15;</code>
+   * @return The promotedFrom.
+   */
+  java.lang.String getPromotedFrom();
+  /**
+   * <pre>
+   * metadata "promoted_from": the original of a promoted copy
+   * </pre>
+   *
+   * <code>string promoted_from = 15;</code>
+   * @return The bytes for promotedFrom.
+   */
+  com.google.protobuf.ByteString
+      getPromotedFromBytes();
 }
