@@ -278,12 +278,15 @@ class AuthInterceptor(WrappingInterceptor):
             raise Unauthenticated(_DENIED)
         return found
 
-    def _rechecked(self, requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+    def _rechecked(
+        self, requests: AsyncIterator[Any], context: Any, seen: int
+    ) -> AsyncIterator[Any]:
         """``requests``, the principal resolved again before any that comes after a
-        reload. (Set in this generator, ``principals.CURRENT`` changes in the context of
-        whoever reads the requests, so the ops started from there carry it.)"""
+        reload after generation ``seen`` (read before the call's first resolve, so a
+        reload between the two is not missed). (Set in this generator,
+        ``principals.CURRENT`` changes in the context of whoever reads the requests, so
+        the ops started from there carry it.)"""
         keys = self.keys
-        seen = keys.generation
 
         async def rechecked() -> AsyncIterator[Any]:
             nonlocal seen
@@ -302,18 +305,20 @@ class AuthInterceptor(WrappingInterceptor):
         if streaming:
 
             async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+                seen = self.keys.generation
                 principals.CURRENT.set(self._principal(context))
                 if request_streaming:
-                    request = self._rechecked(request, context)
+                    request = self._rechecked(request, context, seen)
                 async for response in behavior(request, context):
                     yield response
 
             return stream
 
         async def unary(request: Any, context: Any) -> Any:
+            seen = self.keys.generation
             principals.CURRENT.set(self._principal(context))
             if request_streaming:
-                request = self._rechecked(request, context)
+                request = self._rechecked(request, context, seen)
             return await behavior(request, context)
 
         return unary

@@ -179,6 +179,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             nonlocal cut
             frames = asyncio.create_task(read_ops())
             self._stream_readers.add(frames)
+            broken: Exception | None = None
             try:
                 if self._draining:
                     frames.cancel()
@@ -188,8 +189,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                     if not self._draining:
                         raise
                     cut = True
+                except Exception as e:  # the request stream broke (or its key was revoked)
+                    broken = e  # the ops taken before it are still answered, then it ends
                 while tasks:
                     await asyncio.gather(*list(tasks), return_exceptions=True)
+                if broken is not None:
+                    raise broken
             finally:
                 self._stream_readers.discard(frames)
                 frames.cancel()
