@@ -387,6 +387,7 @@ def load_or_create_key(path: Path) -> bytes:
             path,
             "review key",
             on_replace=" (bundles prepared before then must be prepared again)",
+            check_owner=False,  # (the data dir is the daemon's; see secret_file)
         )
     except SecretFileError as e:
         raise ConfigError(str(e)) from None

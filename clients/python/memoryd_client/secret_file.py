@@ -22,9 +22,14 @@ class SecretFileError(Exception):
     """The secret cannot be used; the message says what to do."""
 
 
-def load_or_create_secret(path: Path, name: str, *, on_replace: str = "") -> bytes:
+def load_or_create_secret(
+    path: Path, name: str, *, on_replace: str = "", check_owner: bool = True
+) -> bytes:
     """The secret in ``path`` (made on first use). ``name`` says what it is in messages
-    ("review key"); ``on_replace`` what making a new one costs (appended to the advice)."""
+    ("review key"); ``on_replace`` what making a new one costs (appended to the advice).
+    ``check_owner``: refuse a file another user owns. The daemon's own key skips it: on an
+    NFS export with root squash (or in a user namespace) the file a root daemon makes is
+    owned by another uid, and refusing it would refuse every key it could ever make."""
     if not os.path.lexists(path):
         # Written whole under a temporary name, then linked in place (fails if one is there
         # already, e.g. made by another process meanwhile): a crash never leaves an empty
@@ -58,7 +63,7 @@ def load_or_create_secret(path: Path, name: str, *, on_replace: str = "") -> byt
                 f"{name} {path} may be read by others (mode {stat.filemode(mode)}): "
                 f"chmod 600 {path}, or delete it to make a new one{on_replace}"
             )
-        if st.st_uid != os.geteuid():
+        if check_owner and st.st_uid != os.geteuid():
             raise SecretFileError(
                 f"{name} {path} belongs to another user (uid {st.st_uid}, not "
                 f"{os.geteuid()}), who could read or replace it: delete it to make a new "
