@@ -162,8 +162,11 @@ class Ingest:
         )
         if named != result.memory.id and (lost := await self._claimed(access, v, result, named)):
             return lost
-        if result.outcome != StoreOutcome.CREATED:
-            # Nothing new holds the key: record the answer so a retry replays it.
+        if result.outcome != StoreOutcome.CREATED or v.scope not in access.read:
+            # Nothing new holds the key: record the answer so a retry replays it. Or the
+            # memory is in a scope its writer cannot read: the record keeps the hash of
+            # what was sent, which a retry is held to (its current text may be a reader's
+            # Update, not the writer's to compare with: _as_sent).
             await self.parts.store.record_key(
                 KeyRecord(
                     access.agent_id,
@@ -206,27 +209,34 @@ class Ingest:
         one it named (DUPLICATE, MERGED) as long as that exists and the agent may read it."""
         store = self.parts.store
         agent_id, key = access.agent_id, v.idempotency_key
-        if (
-            (record := store.key_record(agent_id, key)) is not None
-            and (named := store.get(record.memory_id)) is not None
-            and named.scope in access.read
-        ):
-            result = StoreResult(named, record.outcome, named.id, record.score)
-            return _KeyUse(record.content_hash, record.scope, result)
+        record = store.key_record(agent_id, key)
+        if record is not None and (named := store.get(record.memory_id)) is not None:
+            if named.scope in access.read:
+                if record.outcome == StoreOutcome.CREATED:
+                    return _KeyUse(
+                        record.content_hash, record.scope, StoreResult(named, record.outcome)
+                    )
+                result = StoreResult(named, record.outcome, named.id, record.score)
+                return _KeyUse(record.content_hash, record.scope, result)
+            if record.outcome == StoreOutcome.CREATED and named.agent_id == agent_id:
+                return self._as_sent(named, v, record.content_hash)
         if (found := store.find_by_idempotency_key(agent_id, key)) is not None:
             if found.scope not in access.read:
-                return self._as_sent(found, v)
+                # (written before its key was recorded with the hash sent: not checked)
+                return self._as_sent(found, v, v.content_hash)
             result = StoreResult(found, StoreOutcome.CREATED)
             return _KeyUse(found.content_hash, found.scope, result)
         return None
 
-    def _as_sent(self, found: Memory, v: ValidStore) -> _KeyUse:
+    def _as_sent(self, found: Memory, v: ValidStore, sent_hash: str) -> _KeyUse:
         """A retry of a Store into a scope its caller may only write (a drop box): the
         memory as that caller's request makes it, under the id and time it was created
         with. What the scope's readers did to it since (an Update, their metadata, links,
         Recalls), and whether its text is still the one sent, is not the writer's to see:
         the memory as it is now, and a refusal of a retry whose text differs from the
-        current one, both told it (helper-66's review)."""
+        current one, both told it (helper-66's review). ``sent_hash``: the hash of the text
+        the first Store sent, which a retry's must match (another text under the same key is
+        refused, as in a scope the caller reads)."""
         memory = Memory(
             id=found.id,
             agent_id=found.agent_id,
@@ -243,7 +253,7 @@ class Ingest:
             idempotency_key=v.idempotency_key,
             language=self.parts.retriever.language_of(v.text),
         )
-        return _KeyUse(v.content_hash, found.scope, StoreResult(memory, StoreOutcome.CREATED))
+        return _KeyUse(sent_hash, found.scope, StoreResult(memory, StoreOutcome.CREATED))
 
     async def _store_new(self, access: Access, v: ValidStore) -> StoreResult:
         p = self.parts

@@ -227,16 +227,20 @@ def test_a_retried_store_into_a_drop_box_shows_what_was_sent_not_what_readers_di
     main.update("main", mine.id, text=redacted, metadata={"triage": "rejected: fake"})
     main.store("main", f"Follow-up on {text}", scope=BOX)  # may link to it
     main.recall("main", redacted, limit=3)
-    for sent in (text, redacted):  # the text it sent, and a right guess of the current one
-        again = mallory.store(
-            "mallory", sent, scope=BOX, idempotency_key=key, metadata={"src": "m"}
-        )
-        assert again.outcome == pb.STORE_OUTCOME_CREATED
-        shown = again.memory
-        assert (shown.id, shown.scope, shown.text) == (mine.id, BOX, sent)
-        assert dict(shown.metadata) == {"src": "m"}
-        assert not shown.related_ids and not shown.superseded_by and shown.access_count == 0
-    assert main.get("main", mine.id).text == redacted  # the replays wrote nothing
+    again = mallory.store("mallory", text, scope=BOX, idempotency_key=key, metadata={"src": "m"})
+    assert again.outcome == pb.STORE_OUTCOME_CREATED
+    shown = again.memory
+    assert (shown.id, shown.scope, shown.text) == (mine.id, BOX, text)
+    assert dict(shown.metadata) == {"src": "m"}
+    assert not shown.related_ids and not shown.superseded_by and shown.access_count == 0
+    # Another text under the key is refused as anywhere, a right guess of the current one
+    # included: held to what was sent first, not to what the readers made of it.
+    for other in (redacted, "Tip: something else entirely."):
+        with pytest.raises(MemorydError) as refused:
+            mallory.store("mallory", other, scope=BOX, idempotency_key=key)
+        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "already used" in refused.value.message
+    assert main.get("main", mine.id).text == redacted  # the retries wrote nothing
 
 
 def test_the_conflict_log_shows_only_memories_still_there_as_they_are_now(secured, as_key):
