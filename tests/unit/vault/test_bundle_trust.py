@@ -294,3 +294,25 @@ async def test_an_agents_metadata_forges_nothing_in_another_persons_bundle_note(
     log = (tmp_path / "vault/00-system/memoryd/managed-blocks.log.jsonl").read_text()
     assert json.loads(log.splitlines()[-1])["action"] == "replaced"
     assert "**rejected**" in note.read_text()
+
+
+async def test_an_item_of_another_bundle_planted_in_a_state_file_is_never_approved(
+    vault: Any, memories: MemoryService, clock: Clock, tmp_path: Path
+) -> None:
+    """An item the daemon signed for another bundle (one the person rejected, say) copied
+    into this bundle's state file: approving "all" would seal it with this bundle and
+    apply it, though its note never showed it. The CLI refuses the bundle instead."""
+    old, _, expired = await a_conflict_and_an_expired_memory(memories, clock)
+    assert (await vault("review", "prepare"))[0] == 0
+
+    def plant(raw: dict[str, Any]) -> None:
+        item = raw["items"][0]
+        key = "bundleId" if "bundleId" in item else "bundle_id"
+        item[key] = "rb-20260101-000000-beef"
+
+    b = edit_state(tmp_path, plant)
+    code, out = await vault("review", "approve", b, "--items", "all")
+    assert code == 2 and "belongs to bundle 'rb-20260101-000000-beef'" in out, out
+    assert (await vault("review", "apply", b))[0] == 2
+    assert memories.get("main", old.id).superseded_by == ""
+    assert memories.store.get(expired.id) is not None

@@ -133,6 +133,15 @@ class BundleState:
                 raise StateError(f"state version {raw.get('version')!r} is not {STATE_VERSION}")
             items = [json_format.ParseDict(i, review_pb.ReviewItem()) for i in raw["items"]]
             decisions = {k: Decision(**v) for k, v in raw["decisions"].items()}
+            bundle_id = check_bundle_id(raw["bundle_id"])
+            if strays := [i for i in items if i.bundle_id != bundle_id]:
+                # An item the daemon signed for another bundle (say one the person
+                # rejected) planted here would be sealed with this bundle's approval.
+                raise StateError(
+                    f"item {strays[0].item_id} belongs to bundle {strays[0].bundle_id[:40]!r}, "
+                    f"not {bundle_id} (the state file was edited outside memoryd): nothing of "
+                    "this bundle is approved or applied; prepare again"
+                )
             if unmatched := unmatched_memories(items):
                 item_id, memory_id = unmatched[0]
                 raise StateError(
@@ -141,7 +150,7 @@ class BundleState:
                     "memoryd): nothing of this bundle is approved or applied; prepare again"
                 )
             return cls(
-                bundle_id=check_bundle_id(raw["bundle_id"]),
+                bundle_id=bundle_id,
                 agent=str(raw["agent"]),
                 created=str(raw["created"]),
                 items=items,
