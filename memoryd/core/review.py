@@ -99,6 +99,7 @@ from memoryd.core.errors import (
     Overloaded,
     PermissionDenied,
 )
+from memoryd.core.injection import detect_injection
 from memoryd.core.policy import Access, validate_scope
 from memoryd.core.principals import CURRENT
 from memoryd.core.protocols import MemoryStore
@@ -1058,6 +1059,16 @@ class ReviewService:
         # PROMOTE
         if problem := promotion_problem(target, a.target_scope):
             return result(Outcome.REFUSED, problem)
+        limits = self.memories.limits
+        injected = detect_injection(target.text) if limits.reject_injection else None
+        if injected is not None:
+            # Stored before the check caught it (or with it off): a promotion would show it
+            # to every agent of the target scope.
+            return result(
+                Outcome.REFUSED,
+                f"its text {injected} and looks like a prompt injection: not promoted to "
+                f"{a.target_scope} (store.reject_injection)",
+            )
         if problem := (
             trust_problem(target, a.target_scope)
             or approval_problem(target, a.target_scope, it.approval)
