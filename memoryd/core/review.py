@@ -89,7 +89,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from memoryd_client import review_hash
+
+# (the module itself: "from memoryd_client import" goes through the package's lazy names,
+# which load grpc before `memoryd serve` has set GRPC_VERBOSITY)
+from memoryd_client.review_hash import memory_hash as shared_memory_hash
 from memoryd_client.secret_file import SecretFileError, load_or_create_secret
 
 from memoryd.core.errors import (
@@ -275,7 +278,7 @@ def memory_hash(memory: Memory) -> str:
     copy the vault CLI checks a bundle's memories with). Access counts and ``updated_at``
     are left out (a Recall must not invalidate a duplicate proposal); staleness is a
     precondition checked on its own."""
-    return review_hash.memory_hash(
+    return shared_memory_hash(
         id=memory.id,
         agent_id=memory.agent_id,
         scope=memory.scope,
