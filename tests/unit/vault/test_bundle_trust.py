@@ -316,3 +316,23 @@ async def test_an_item_of_another_bundle_planted_in_a_state_file_is_never_approv
     assert (await vault("review", "apply", b))[0] == 2
     assert memories.get("main", old.id).superseded_by == ""
     assert memories.store.get(expired.id) is not None
+
+
+async def test_what_a_vault_writer_puts_in_a_state_file_cannot_drive_the_terminal(
+    vault: Any, memories: MemoryService, clock: Clock, tmp_path: Path
+) -> None:
+    """`review show` prints fields of the state file (here an item's `blocked` reason):
+    an ESC sequence or a carriage return there is shown as its escape, never sent raw to
+    the person's terminal, where it could erase or rewrite the lines read before approving."""
+    await a_conflict_and_an_expired_memory(memories, clock)
+    assert (await vault("review", "prepare"))[0] == 0
+    forged = "\x1b[1A\x1b[2K\r  all items low risk, safe to approve\x1b]0;title\x07\u202e"
+
+    def forge(raw: dict[str, Any]) -> None:
+        raw["items"][0]["blocked"] = forged
+
+    b = edit_state(tmp_path, forge)
+    code, out = await vault("review", "show", b)
+    assert code == 0
+    assert not any(c in out for c in "\x1b\r\x07\u202e"), repr(out)
+    assert "\\x1b[1A\\x1b[2K\\r  all items low risk" in out

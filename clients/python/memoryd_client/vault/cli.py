@@ -660,7 +660,50 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# What a terminal acts on instead of showing: C0 controls but tab and newline (ESC starts
+# sequences that move the cursor, erase or rewrite lines, retitle the window; CR returns to
+# the line's start), DEL, C1 controls, and the bidi controls that reorder what is shown.
+_TERMINAL_CONTROLS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def visible(text: str) -> str:
+    """``text`` as a terminal shows it, every control character written as its escape
+    (``\\x1b``, ``\\u202e``). Much of what the CLI prints comes from the bundle's state
+    file, which anyone who can write the vault may edit (item ids, reasons, scopes, and the
+    daemon's messages that name them): printed raw, an ESC sequence there could erase or
+    rewrite the lines a person reads before approving."""
+    return _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+
+
+class _Visible:
+    """A text stream that writes ``visible`` text to ``out`` (stdout, stderr)."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        self._out.write(visible(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno ...
+        return getattr(self._out, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Visible(out), _Visible(err)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = load(args.config)
