@@ -696,7 +696,7 @@ class _Visible:
 
 def main(argv: Sequence[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Visible(out), _Visible(err)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = _Visible(out), _Visible(err)
     try:
         return _main(argv)
     finally:
