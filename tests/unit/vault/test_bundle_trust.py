@@ -172,7 +172,7 @@ async def test_a_text_edited_in_the_vault_is_never_the_text_approved(
     b = edit_state(tmp_path, lambda raw: rewrite_text(raw, rehash=False))
     note_before = (bundle_dir(tmp_path) / f"{b}.md").read_text()
     code, out = await vault("review", "approve", b, "--items", "all")
-    assert code == 2 and "do not match the hash the daemon signed" in out
+    assert code == 2 and "do not match the hash stored with it" in out
     assert (bundle_dir(tmp_path) / f"{b}.md").read_text() == note_before  # not re-rendered
     assert (await vault("review", "apply", b))[0] == 2
     # The hash made to match the new text: the daemon's signature no longer verifies.

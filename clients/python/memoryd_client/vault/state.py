@@ -9,12 +9,14 @@ decision whose seal does not verify (written by anything but ``review approve|re
 on a machine holding the key) is ignored. The bundle note is rendered from it and never read
 back: editing the note (ticking a box, rewriting an item) applies nothing.
 
-What a vault writer could change here and the daemon's signature cannot catch by itself is
-checked too: every memory an item shows must hash to the hash the daemon signed
-(:func:`unmatched_memories`; a state file where one does not is refused), so the text a
-person reads and approves is the text the daemon proposed; and a low-risk approval is sent
-as such (``APPROVAL_LOW_RISK``), so the daemon applies it only to an item it classed low
-risk itself, whatever risk this file says.
+Two checks more, for what a vault writer may edit here: every memory an item shows must
+hash to the hash stored with it (:func:`unmatched_memories`), and every item must carry
+this bundle's id; a state file where one does not is refused. The first is a consistency
+check, not a proof: the hash is plain SHA-256, so a writer who edits a text and recomputes
+its hash passes it, and only the daemon, whose signature covers the hash it made, refuses
+that item at Apply (CONFLICT). The CLI cannot verify the signature itself, so risk, score
+and reason as shown are as the file says; a low-risk approval is sent as such
+(``APPROVAL_LOW_RISK``), and the daemon applies it only to an item it classed low risk.
 
 Bundle status: ``pending_user_review`` until an apply changed something; then
 ``partially_applied`` while any item is still pending, snoozed, or approved but not applied
@@ -146,7 +148,7 @@ class BundleState:
                 item_id, memory_id = unmatched[0]
                 raise StateError(
                     f"item {item_id} shows memory {memory_id} with a text or fields that do "
-                    "not match the hash the daemon signed (the state file was edited outside "
+                    "not match the hash stored with it (the state file was edited outside "
                     "memoryd): nothing of this bundle is approved or applied; prepare again"
                 )
             return cls(
@@ -183,8 +185,9 @@ def shown_hash(m: review_pb.ReviewMemory) -> str:
 
 
 def unmatched_memories(items: Iterable[review_pb.ReviewItem]) -> list[tuple[str, str]]:
-    """(item id, memory id) of every memory shown with fields that are not the ones its
-    signed hash covers: edited after Prepare, so not what the daemon proposed."""
+    """(item id, memory id) of every memory shown with fields whose hash is not the one
+    stored with it: edited after Prepare without its hash (one edited with its hash
+    recomputed passes here and is refused by the daemon's signature at Apply)."""
     return [
         (item.item_id, m.id) for item in items for m in item.memories if shown_hash(m) != m.hash
     ]
