@@ -319,12 +319,15 @@ def test_a_down_daemon_is_skipped_for_down_for_then_tried_again(
     assert down.names() == ["Recall"] * 3
 
 
-def test_every_daemon_down_raises_unavailable_naming_one(closed_port: str) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        other = f"127.0.0.1:{s.getsockname()[1]}"
+def test_every_daemon_down_raises_unavailable_naming_one() -> None:
+    # Both sockets stay bound until both ports are known: a port released before
+    # the next bind may be handed out again, naming one address twice.
+    with socket.socket() as s1, socket.socket() as s2:
+        s1.bind(("127.0.0.1", 0))
+        s2.bind(("127.0.0.1", 0))
+        fleet = [f"127.0.0.1:{s.getsockname()[1]}" for s in (s1, s2)]
     with (
-        MemoryClient([closed_port, other], timeout=5.0, retries=1) as c,
+        MemoryClient(fleet, timeout=5.0, retries=1) as c,
         pytest.raises(Unavailable, match=r"no connection to the daemon at 127\.0\.0\.1:"),
     ):
         c.recall("main", "anything")

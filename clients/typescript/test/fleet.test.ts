@@ -86,13 +86,22 @@ async function startFake(code: Code): Promise<Fake> {
   return fake;
 }
 
+/**
+ * `count` distinct addresses where nothing listens (connections are refused).
+ * Every listener stays open until all have their ports: a port closed before
+ * the next bind may be handed out again, naming the same address twice.
+ */
+async function closedPorts(count: number): Promise<string[]> {
+  const servers = Array.from({ length: count }, () => createServer());
+  await Promise.all(servers.map((s) => new Promise<void>((done) => s.listen(0, "127.0.0.1", done))));
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise<void>((done) => s.close(() => done()))));
+  return ports.map((port) => `http://127.0.0.1:${port}`);
+}
+
 /** An address where nothing listens (connections are refused). */
 async function closedPort(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((done) => server.close(() => done()));
-  return `http://127.0.0.1:${port}`;
+  return (await closedPorts(1))[0]!;
 }
 
 /** A fresh agent id whose first daemon is `first`. */
@@ -366,7 +375,7 @@ describe("MemorydClient over a fleet", () => {
   });
 
   it("names the daemon when every one is down", async () => {
-    const fleet = [await closedPort(), await closedPort()];
+    const fleet = await closedPorts(2);
     const client = new MemorydClient({ address: fleet, retry: false });
     try {
       const error = await rejectsWith(client.recall({ agentId: "main", query: "x" }), "UNAVAILABLE");
