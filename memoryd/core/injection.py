@@ -309,13 +309,30 @@ def normalize_for_matching(text: str) -> str:
     return _HSPACE.sub(" ", _INVISIBLE.sub("", text))
 
 
+# Tag characters U+E0020..U+E007E mirror printable ASCII. A person sees nothing, but a
+# model's tokenizer may read them as the letters they mirror ("ASCII smuggling"), so the
+# rules also read a text with its tag characters turned into those letters.
+_TAG_LETTERS = {code: code - 0xE0000 for code in range(0xE0020, 0xE007F)}
+_HAS_TAG_LETTER = re.compile("[\U000e0020-\U000e007e]")
+
+
 def detect_injection(text: str) -> str | None:
     """Why ``text`` looks like a prompt-injection attempt, or None if it does not.
 
     The reason names the rule and quotes the matched words, e.g.
     ``"tries to override the model's instructions ('ignore all previous instructions')"``.
+    Words spelled in invisible tag characters are read as the ASCII they mirror too, and
+    the reason then says they were hidden.
     """
-    normalized = normalize_for_matching(text)
+    reason = _match(normalize_for_matching(text))
+    if reason is None and _HAS_TAG_LETTER.search(text):
+        hidden = _match(normalize_for_matching(text.translate(_TAG_LETTERS)))
+        if hidden is not None:
+            reason = f"{hidden}, hidden in invisible tag characters"
+    return reason
+
+
+def _match(normalized: str) -> str | None:
     for rule in RULES:
         m = rule.pattern.search(normalized)
         if m is not None:

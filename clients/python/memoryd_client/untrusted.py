@@ -3,9 +3,10 @@
 Memories were written by users and by earlier turns, so a memory may hold text that tries
 to close the block it is shown in, fake list structure, or hide instructions behind
 invisible characters. ``escape_memory_text`` puts one memory on one line (line breaks
-become spaces, other control characters and invisible bidi/zero-width characters are
-removed), HTML-escapes it so that ``</relevant-memories>`` in a memory cannot close the
-block, and cuts it to a length with "…" (never inside an escape such as ``&amp;``).
+become spaces, other control characters, invisible bidi/zero-width characters and tag
+characters outside the flags spelled with them are removed), HTML-escapes it so that
+``</relevant-memories>`` in a memory cannot close the block, and cuts it to a length with
+"…" (never inside an escape such as ``&amp;``).
 ``relevant_memories_block`` wraps lines of escaped memories in the
 ``<relevant-memories>`` block whose header tells the model not to follow instructions in
 it.
@@ -37,6 +38,15 @@ _BREAKS = dict.fromkeys(map(ord, "\t\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029"), " ")
 _INVISIBLE = frozenset(
     "\u061c\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2066\u2067\u2068\u2069\ufeff"
 )
+# Tag characters (U+E0000..U+E007F) are invisible, yet a model may read them as the ASCII
+# they mirror: a channel for instructions no person sees. They are dropped, except in the
+# three flags Unicode recommends that are spelled with them (England, Scotland, Wales).
+_TAG_FLAG = (
+    "\U0001f3f4\U000e0067\U000e0062"  # black flag, tags "gb"
+    "(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074|\U000e0077\U000e006c\U000e0073)"
+    "\U000e007f"  # "eng", "sct" or "wls", cancel tag
+)
+_TAGS = re.compile(f"({_TAG_FLAG})|[\U000e0000-\U000e007f]")
 _PARTIAL_ENTITY = re.compile(r"&[#\w]*$")
 _SPACES = re.compile(r"\s+")
 
@@ -50,6 +60,7 @@ def escape_memory_text(text: str, max_chars: int) -> str:
     """
     text = text.translate(_BREAKS)
     text = "".join(ch for ch in text if ch not in _INVISIBLE and unicodedata.category(ch) != "Cc")
+    text = _TAGS.sub(lambda m: m.group(1) or "", text)
     text = html.escape(_SPACES.sub(" ", text).strip(), quote=False)
     if len(text) <= max_chars:
         return text

@@ -507,9 +507,24 @@ function round(value: number): number {
 }
 
 /** A memory's text on one line, control characters removed, so it cannot fake list structure. */
+// A memory's text as a model is shown it in a tool's answer, the same characters
+// memoryd_client.untrusted drops for the daemon's <relevant-memories> block: line breaks
+// become spaces; control characters, invisible bidi and zero-width characters go, and so
+// do tag characters (a model may read them as the ASCII they mirror) outside the flags of
+// England, Scotland and Wales.
+const BREAKS = /[\t\n\v\f\r\u001c-\u001e\u0085\u2028\u2029]/g;
+// eslint-disable-next-line no-control-regex
+const INVISIBLE = /[\u0000-\u0008\u000e-\u001b\u001f\u007f-\u0084\u0086-\u009f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
+const TAGS =
+  /(\u{1F3F4}\u{E0067}\u{E0062}(?:\u{E0065}\u{E006E}\u{E0067}|\u{E0073}\u{E0063}\u{E0074}|\u{E0077}\u{E006C}\u{E0073})\u{E007F})|[\u{E0000}-\u{E007F}]/gu;
+
 function oneLine(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, " ").replace(/\s+/g, " ").trim();
+  return text
+    .replace(BREAKS, " ")
+    .replace(INVISIBLE, "")
+    .replace(TAGS, (_, flag: string | undefined) => flag ?? "")
+    .replace(/\s+/g, " ")
+    .trim();
 }
 
 function idempotencyKey(agentId: string, toolCallId: string, text: string): string {
