@@ -244,6 +244,14 @@ class StoreSection(_Section):
     max_metadata_key_chars: int = Field(128, ge=1)
     max_metadata_value_chars: int = Field(2048, ge=1)
     max_idempotency_key_chars: int = Field(128, ge=1)
+    idempotency_days: float = Field(
+        7.0,
+        ge=0.0,
+        description=(
+            "how long a keyed Store that created nothing (DUPLICATE, MERGED) replays its"
+            " answer; one that created a memory replays while the memory exists; 0 = always"
+        ),
+    )
     reject_injection: bool = Field(
         True,
         description="refuse texts that look like prompt injection (Store, Update, Import, Capture)",

@@ -254,6 +254,12 @@ def limits_from(settings: Settings) -> ServiceLimits:
     )
 
 
+def key_window(settings: Settings) -> timedelta | None:
+    """How long a keyed Store that created nothing replays its answer (None: always)."""
+    days = settings.store.idempotency_days
+    return timedelta(days=days) if days > 0 else None
+
+
 def embedder_languages(settings: Settings) -> frozenset[str]:
     """The languages the configured embedder was trained on (empty = every language)."""
     e = settings.embedder
@@ -567,6 +573,7 @@ class Daemon:
             lease=self._maintenance_lease(),
             keep_versions_seconds=self._keep_versions(),
             purge_every_seconds=s.storage.purge_every_seconds,
+            key_window=key_window(s),
         )
         try:
             analyzer = Analyzer(s.recall.analyzer_language)
@@ -586,6 +593,7 @@ class Daemon:
             ann_build_threads=s.recall.ann_build_threads,
             follow_interval=s.follow_interval,
             token_path=Path(s.data_dir) / TOKEN_FILE,
+            key_window=key_window(s),
             claims=(
                 KeyClaims(
                     s.storage_uri,

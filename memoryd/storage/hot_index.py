@@ -37,7 +37,7 @@ import itertools
 import math
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -54,7 +54,15 @@ from memoryd_native import (
     widen_rows,
 )
 
-from memoryd.core.records import Candidates, Category, KeyRecord, Listing, Memory, with_access
+from memoryd.core.records import (
+    Candidates,
+    Category,
+    KeyRecord,
+    Listing,
+    Memory,
+    StoreOutcome,
+    with_access,
+)
 from memoryd.storage.ann import AnnSettings, AnnStatus, PartitionAnn
 from memoryd.storage.lexical import (
     TRIGRAM_WEIGHT,
@@ -434,6 +442,9 @@ class HotIndex:
         self._memories: dict[str, Memory] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
         self._keys: dict[tuple[str, str], KeyRecord] = {}  # keyed Stores that created nothing
+        # The records that lapse (drop_keys_before), in the order they were put: nearly the
+        # order of their times (another daemon's, followed, may come a little late).
+        self._key_times: deque[tuple[datetime, tuple[str, str]]] = deque()
         # int8 token vectors (late interaction), on disk: rows keep their offsets
         self._token_file = TokenFile(dim, token_path)
         # Compact the token file within the write that makes it due; the repository
@@ -731,7 +742,25 @@ class HotIndex:
         return self._keys.get((agent_id, key))
 
     def put_key(self, record: KeyRecord) -> None:
-        self._keys[(record.agent_id, record.key)] = record
+        name = (record.agent_id, record.key)
+        self._keys[name] = record
+        if record.outcome != StoreOutcome.CREATED:
+            self._key_times.append((record.at, name))
+
+    def drop_keys_before(self, before: datetime) -> int:
+        """Forget the records of keyed Stores that created nothing (DUPLICATE, MERGED)
+        made before ``before``; returns how many. (A CREATED record, kept for a memory in
+        a scope its writer may only write, lasts as long as that memory's key does.)"""
+        dropped = 0
+        times, keys = self._key_times, self._keys
+        while times and times[0][0] < before:
+            at, name = times.popleft()
+            record = keys.get(name)
+            # (not one put again since, with a later answer)
+            if record is not None and record.outcome != StoreOutcome.CREATED and record.at <= at:
+                del keys[name]
+                dropped += 1
+        return dropped
 
     def vector_of(self, memory_id: str) -> np.ndarray | None:
         memory = self._memories.get(memory_id)

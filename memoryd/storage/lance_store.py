@@ -698,10 +698,13 @@ class LanceStore:
         shared: bool = False,
         maintenance: Literal["auto", "off"] = "auto",
         lease: MaintenanceLease | None = None,
+        key_window: timedelta | None = None,
     ):
         """``shared``: other daemons write the same tables (storage.follow): every
         operation starts from the table's newest version, so a delete or an update finds
-        the rows another daemon committed since this one last wrote."""
+        the rows another daemon committed since this one last wrote. ``key_window``: the
+        keys table's records of Stores that created nothing go at its compactions once
+        they are this old (store.idempotency_days; None: never)."""
         self.uri = uri
         self.open_last_good = open_last_good
         local = uri.removeprefix("file://")
@@ -712,6 +715,7 @@ class LanceStore:
         # daemons only while this one holds the maintenance lease (storage/lease.py).
         self.maintenance = maintenance
         self._lease = lease
+        self.key_window = key_window
         if not read_only:  # a store only read (reembed's source) may sit on a read-only disk
             self._check_writable()
         self.model_name = model_name
@@ -1635,9 +1639,22 @@ class LanceStore:
         # One fragment per append; a shared store's keys table is the lease holder's job.
         if self._keys_commits % KEYS_COMPACT_COMMITS == 0 and self._maintains_locally():
             try:
+                self._drop_lapsed_keys(self._keys)
                 self._keys.optimize(cleanup_older_than=self.keep_versions)
             except Exception:  # an optimisation: the records are all there either way
                 log.exception("compacting the idempotency key table failed")
+
+    def _drop_lapsed_keys(self, table: Any) -> None:
+        """Delete the records of keyed Stores that created nothing made more than
+        ``key_window`` ago (their keys lapsed: Repository.key_record), before a compaction
+        of the keys table rewrites it without them."""
+        if self.key_window is None:
+            return
+        cutoff = datetime.now(UTC) - self.key_window
+        table.delete(
+            f"outcome != {int(StoreOutcome.CREATED)}"
+            f" AND at < TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S')}'"
+        )
 
     def _fold_access(self) -> None:
         """Rewrite the access log as one entry per id (on the writer thread, so no append
@@ -2013,6 +2030,8 @@ class LanceStore:
                     with self._rewrite_lock:
                         rewrote = self._optimize_memories(table, older_than, purge_found=purge)
                 else:
+                    if name == self._keys_name:
+                        self._drop_lapsed_keys(table)
                     table.optimize(cleanup_older_than=older_than or KEEP_ALL)
                     rewrote = small > 1
                 self._optimized_at[name] = time.time()

@@ -37,7 +37,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ import numpy as np
 
 from memoryd.core import tracing
 from memoryd.core.jobs import Job, Jobs
-from memoryd.core.records import FollowLag, KeyRecord, Memory
+from memoryd.core.records import FollowLag, KeyRecord, Memory, StoreOutcome
 from memoryd.storage import ann_map, heap, term_map, token_map
 from memoryd.storage.ann import AnnSettings, Saving
 from memoryd.storage.claims import KeyClaims
@@ -70,6 +70,7 @@ TOKEN_UPKEEP_SECONDS = 30.0
 CHECKPOINT_QUIET_SECONDS = 60.0
 CHECKPOINT_SECONDS = 300.0
 ROW_TRIM_SECONDS = 10.0  # a burst's unused rows go 10-20 s after its last Store
+KEY_LAPSE_SECONDS = 300.0  # how often the records of lapsed idempotency keys are dropped
 # Rows analysed afresh at a start that takes saved postings, to check them.
 POSTINGS_SAMPLE = 64
 # Postings copied at a time by a save while serving, and at most these bytes of their
@@ -170,13 +171,16 @@ class Repository(HotIndex):
         token_path: Path | None = None,
         token_upkeep_seconds: float = TOKEN_UPKEEP_SECONDS,
         row_trim_seconds: float = ROW_TRIM_SECONDS,
+        key_window: timedelta | None = None,
     ):
         """``follow_interval``: seconds between looks for other daemons' commits to the
         store (storage.follow_interval); 0 = this daemon is the store's only writer.
         ``claims``: where keyed Stores claim their key across daemons (None: one daemon).
         ``token_path``: the local file the token vectors are kept in while serving
         (``<data_dir>/tokens.bin``, reused after a clean shutdown, see ``token_map``; None:
-        a temporary file, never reused)."""
+        a temporary file, never reused). ``key_window``: how long a keyed Store that
+        created nothing replays its answer (store.idempotency_days; None: as long as the
+        store lives)."""
         super().__init__(
             durable.dim,
             analyzer,
@@ -217,6 +221,11 @@ class Repository(HotIndex):
             self._upkeep,
             Job("trim the row arrays", row_trim_seconds, self.trim_rows),
         ]
+        self.key_window = key_window
+        if key_window is not None:
+            jobs.append(
+                Job("drop lapsed idempotency keys", KEY_LAPSE_SECONDS, self.drop_lapsed_keys)
+            )
         self._follower = Follower(durable, self) if follow_interval > 0 else None
         if self._follower is not None:
             jobs.append(Job("follow the shared store", follow_interval, self._follower.follow))
@@ -234,6 +243,7 @@ class Repository(HotIndex):
             self._load_rows()
         for record in self._durable.read_keys():
             self.put_key(record)
+        self._drop_lapsed()
         if self._follower is not None:
             self._follower.baseline(version)
         self._durable.start()
@@ -1285,6 +1295,28 @@ class Repository(HotIndex):
             await self._durable.delete(ids)
         for memory_id in ids:
             self.remove(memory_id)
+
+    def key_record(self, agent_id: str, key: str) -> KeyRecord | None:
+        """The recorded answer of a keyed Store that created nothing, while it is in
+        force: one made more than ``key_window`` ago has lapsed (the Store is judged
+        afresh), whether or not its record was dropped yet."""
+        record = super().key_record(agent_id, key)
+        if record is None or self.key_window is None or record.outcome == StoreOutcome.CREATED:
+            return record
+        return record if record.at >= datetime.now(UTC) - self.key_window else None
+
+    async def drop_lapsed_keys(self) -> int:
+        """Forget the records of idempotency keys that lapsed (the job; the durable table
+        drops them at its compactions, LanceStore.key_window)."""
+        return self._drop_lapsed()
+
+    def _drop_lapsed(self) -> int:
+        if self.key_window is None:
+            return 0
+        dropped = self.drop_keys_before(datetime.now(UTC) - self.key_window)
+        if dropped:
+            log.debug("dropped %d lapsed idempotency key records", dropped)
+        return dropped
 
     async def record_key(self, record: KeyRecord) -> None:
         with tracing.span("commit", op="record_key", rows=1):

@@ -4,6 +4,7 @@ idempotency keys."""
 from __future__ import annotations
 
 import asyncio
+import time
 import unicodedata
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -11,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
-from memoryd_client import AsyncMemoryClient, pb
+from memoryd_client import AsyncMemoryClient, MemoryClient, pb
 
 pytestmark = pytest.mark.integration
 
@@ -281,6 +282,30 @@ async def test_concurrent_repeats_of_an_idempotency_key_store_once(address, new_
         )
         assert len({r.memory.id for r in results}) == 1
         assert (await c.stats(agent)).total == 1
+
+
+def test_a_key_answered_duplicate_lapses_after_idempotency_days(start_daemon, new_agent, rejects):
+    """Within store.idempotency_days a key answered DUPLICATE replays that answer and
+    refuses other text; after it the key is free: the Store is judged afresh. A key that
+    created a memory keeps holding it."""
+    window = 2.0  # seconds
+    daemon = start_daemon(env={"MEMORYD_STORE__IDEMPOTENCY_DAYS": str(window / 86400)})
+    agent = new_agent()
+    text = "The staging cluster runs in eu-west-1."
+    other = "The production cluster runs in us-east-2."
+    with MemoryClient(daemon.address, timeout=30.0) as c:
+        first = c.store(agent, text, idempotency_key="made")
+        dup = c.store(agent, text, idempotency_key="dup")
+        assert dup.outcome == pb.STORE_OUTCOME_DUPLICATE
+        assert dup.memory.id == first.memory.id
+        assert c.store(agent, text, idempotency_key="dup").outcome == pb.STORE_OUTCOME_DUPLICATE
+        rejects(INVALID, c.store, agent, other, idempotency_key="dup", mentions=["'dup'"])
+        time.sleep(window + 0.5)
+        taken = c.store(agent, other, idempotency_key="dup")
+        assert taken.outcome == pb.STORE_OUTCOME_CREATED
+        assert taken.memory.text == other
+        rejects(INVALID, c.store, agent, other, idempotency_key="made", mentions=["'made'"])
+        assert c.stats(agent).total == 2
 
 
 def test_idempotency_keys_belong_to_one_agent(client, new_agent):

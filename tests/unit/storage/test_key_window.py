@@ -1,0 +1,125 @@
+"""Idempotency keys answered DUPLICATE or MERGED lapse after ``store.idempotency_days``
+(Repository's and LanceStore's ``key_window``): their records are no longer answered, the
+index drops them, a restart does not load them, and the keys table's compaction deletes
+them. Keys that created a memory never lapse."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memoryd.core.records import KeyRecord, StoreOutcome
+from memoryd.storage import lance_store
+from memoryd.storage.hot_index import HotIndex
+from memoryd.storage.lance_store import LanceStore
+from memoryd.storage.repository import Repository
+
+from .test_storage import mem, unit
+
+WINDOW = timedelta(days=7)
+
+
+def open_repo(path: Path, window: timedelta | None = WINDOW) -> Repository:
+    store = LanceStore(str(path), table="m", model_name="x", dim=8, key_window=window)
+    repo = Repository(store, key_window=window)
+    repo.open()
+    return repo
+
+
+def key(name: str, outcome: StoreOutcome, age: timedelta, memory_id: str) -> KeyRecord:
+    at = datetime.now(UTC) - age
+    return KeyRecord("a", name, memory_id, outcome, "h", "agent:a", 1.0, at)
+
+
+def held(repo: Repository) -> set[str]:
+    """The keys whose records the index still holds, lapsed or not."""
+    return {
+        k
+        for k in ("old-dup", "old-merged", "fresh-dup", "old-created")
+        if HotIndex.key_record(repo, "a", k)
+    }
+
+
+async def records(repo: Repository) -> dict[str, KeyRecord]:
+    m = mem(1)
+    await repo.add(m, unit(1))
+    made = {
+        "old-dup": key("old-dup", StoreOutcome.DUPLICATE, timedelta(days=8), m.id),
+        "old-merged": key("old-merged", StoreOutcome.MERGED, timedelta(days=30), m.id),
+        "fresh-dup": key("fresh-dup", StoreOutcome.DUPLICATE, timedelta(days=6), m.id),
+        # a Store into a scope its writer may only write (core.ingest): never lapses
+        "old-created": key("old-created", StoreOutcome.CREATED, timedelta(days=400), m.id),
+    }
+    for record in made.values():
+        await repo.record_key(record)
+    return made
+
+
+async def test_a_key_that_created_nothing_lapses_after_the_window(tmp_path: Path) -> None:
+    repo = open_repo(tmp_path)
+    try:
+        made = await records(repo)
+        assert repo.key_record("a", "old-dup") is None
+        assert repo.key_record("a", "old-merged") is None
+        assert repo.key_record("a", "fresh-dup") == made["fresh-dup"]
+        assert repo.key_record("a", "old-created") == made["old-created"]
+        # the job drops the lapsed records from memory
+        assert held(repo) == set(made)
+        assert await repo.drop_lapsed_keys() == 2
+        assert held(repo) == {"fresh-dup", "old-created"}
+        assert await repo.drop_lapsed_keys() == 0
+    finally:
+        repo.close()
+    again = open_repo(tmp_path)
+    try:  # a restart loads no lapsed record
+        assert held(again) == {"fresh-dup", "old-created"}
+    finally:
+        again.close()
+
+
+async def test_a_key_put_again_with_a_later_answer_is_kept(tmp_path: Path) -> None:
+    repo = open_repo(tmp_path)
+    try:
+        m = mem(1)
+        await repo.add(m, unit(1))
+        await repo.record_key(key("k", StoreOutcome.DUPLICATE, timedelta(days=9), m.id))
+        later = key("k", StoreOutcome.DUPLICATE, timedelta(days=1), m.id)
+        await repo.record_key(later)
+        assert await repo.drop_lapsed_keys() == 0
+        assert repo.key_record("a", "k") == later
+    finally:
+        repo.close()
+
+
+async def test_the_keys_table_compaction_deletes_lapsed_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lance_store, "KEYS_COMPACT_COMMITS", 4)  # the 4th append compacts
+    repo = open_repo(tmp_path)
+    try:
+        await records(repo)
+        kept = {
+            r.key for r in LanceStore(str(tmp_path), table="m", model_name="x", dim=8).read_keys()
+        }
+        assert kept == {"fresh-dup", "old-created"}
+    finally:
+        repo.close()
+
+
+async def test_without_a_window_no_key_lapses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lance_store, "KEYS_COMPACT_COMMITS", 4)
+    repo = open_repo(tmp_path, window=None)
+    try:
+        made = await records(repo)
+        assert {k for k in made if repo.key_record("a", k) == made[k]} == set(made)
+        assert await repo.drop_lapsed_keys() == 0
+        on_disk = {
+            r.key for r in LanceStore(str(tmp_path), table="m", model_name="x", dim=8).read_keys()
+        }
+        assert on_disk == set(made)
+    finally:
+        repo.close()
