@@ -93,11 +93,14 @@ def fake() -> Iterator[Callable[[grpc.StatusCode], Fake]]:
 
 
 @pytest.fixture
-def closed_port() -> str:
-    """An address where nothing listens (connections are refused)."""
+def closed_port() -> Iterator[str]:
+    """An address where nothing listens (connections are refused). Its socket stays bound,
+    never listening, until the test ends: a port released at once could be handed to a
+    fake daemon the test starts next (add_insecure_port(":0")), which would then answer
+    where the test expects a refused connection."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
+        yield f"127.0.0.1:{s.getsockname()[1]}"
 
 
 def agent_preferring(addresses: Sequence[str], first: str) -> str:
