@@ -654,12 +654,15 @@ async fn tls() {
     );
 }
 
-/// An address where nothing listens (connections are refused).
-fn closed_port() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    drop(listener);
-    address
+/// An address where nothing listens (connections are refused), and the socket that keeps
+/// it so: bound, never listening. Keep it alive while the address is in use: the tests
+/// run on parallel threads, and a port released at once could be handed to a daemon
+/// another test starts on port 0, which would then answer at the "refused" address.
+fn closed_port() -> (tokio::net::TcpSocket, String) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let address = socket.local_addr().unwrap().to_string();
+    (socket, address)
 }
 
 /// A fresh agent id whose first daemon is `first`.
@@ -679,7 +682,7 @@ fn agent_preferring(addresses: &[String], first: &str) -> String {
 async fn a_fleet_fails_over_from_a_refused_daemon() {
     let token = "fleet-token-for-the-tests";
     let daemon = Daemon::start(token);
-    let refused = closed_port();
+    let (_held, refused) = closed_port();
     let fleet = vec![refused.clone(), daemon.address.clone()];
     let agent = agent_preferring(&fleet, &refused);
     let client = Client::connect(Config {
