@@ -186,7 +186,11 @@ describe("hooks and tools when memoryd is away", () => {
       );
       const elapsed = performance.now() - started;
       assert.equal(result, undefined);
-      assert.ok(elapsed < 300 + 250, `turn ${turn} waited ${elapsed.toFixed(0)} ms; the budget is 300 ms`);
+      // The budget's timer fires on time, but a loaded 2-core machine can hold the event
+      // loop for a few hundred ms more; 900 ms is still under the 1 s default budget and
+      // far under the call's own deadline (toolTimeoutMs, 10 s), so a hook that waited
+      // for either, or for the hung daemon, still fails here.
+      assert.ok(elapsed < 900, `turn ${turn} waited ${elapsed.toFixed(0)} ms; the budget is 300 ms`);
     }
     assert.ok(connections > 0, "the hook never reached the server");
     const warnings = d.lines.filter((l) => l.level === "warn");
