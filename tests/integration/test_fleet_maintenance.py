@@ -65,13 +65,15 @@ def test_a_lease_not_renewed_is_taken_over_after_its_ttl_and_a_released_one_at_o
     s3: S3Server,
 ) -> None:
     uri = f"s3://{s3.new_bucket()}/memoryd"
-    a, b = lease(s3, uri, ttl=2.0), lease(s3, uri, ttl=2.0)
+    # b's second look must come within ttl of its first: that first look's round trip to
+    # moto and the 2.1 s sleep: 1.9 s to spare for a loaded machine (it was 0.9 s).
+    a, b = lease(s3, uri, ttl=4.0), lease(s3, uri, ttl=4.0)
     assert a.try_acquire()
     assert not b.try_acquire()  # b starts counting from the etag it saw
-    time.sleep(1.1)
+    time.sleep(2.1)
     assert not a.held()  # a (crashed, say: no renewal) stops maintaining after ttl/2 ...
     assert not b.try_acquire()  # ... but b waits the whole ttl
-    time.sleep(1.0)
+    time.sleep(2.0)
     assert b.try_acquire() and b.takeovers == 1
     assert not a.try_acquire()  # a's renewal finds another etag: it lost the lease
     assert b.holder() == b.owner
