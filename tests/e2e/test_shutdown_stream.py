@@ -10,6 +10,7 @@ import time
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc as pbg
 
@@ -20,6 +21,22 @@ GRACE_SECONDS = 60
 
 def _store(rid: str, text: str) -> pb.StreamRequest:
     return pb.StreamRequest(request_id=rid, store=pb.StoreRequest(agent_id="a", text=text))
+
+
+def _wait_for_the_drain(channel: grpc.Channel, timeout: float = 30.0) -> None:
+    """Until the daemon has begun its shutdown: health leaves SERVING in the same step
+    that stops open Streams reading (or, once the server stops, calls are refused)."""
+    health = health_pb2_grpc.HealthStub(channel)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            status = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
+        except grpc.RpcError:
+            return
+        if status != health_pb2.HealthCheckResponse.SERVING:
+            return
+        assert time.monotonic() < deadline, "the daemon never began its shutdown"
+        time.sleep(0.05)
 
 
 def test_sigterm_stops_a_stream_reading_new_ops_and_ends_it_unavailable(make_daemon):
@@ -39,7 +56,9 @@ def test_sigterm_stops_a_stream_reading_new_ops_and_ends_it_unavailable(make_dae
         assert daemon.process is not None
         daemon.process.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
-        time.sleep(1.0)  # the daemon has begun its shutdown
+        # Not a fixed sleep: a loaded machine may take longer to act on the signal, and
+        # the op below would then run before the drain, failing the test.
+        _wait_for_the_drain(channel)
         ops.put(_store("after", "The user sold the bees"))
 
         with pytest.raises(grpc.RpcError) as ended:
