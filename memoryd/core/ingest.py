@@ -186,15 +186,26 @@ class Ingest:
     ) -> _KeyUse | None:
         """A Store on another daemon claimed the key first, for memory ``named``: its
         answer, and the memory this one created (if any) deleted again. None (keep this
-        one's answer) when that memory is not there to be read (forgotten since)."""
+        one's answer) when that memory is gone (forgotten since), or is in a scope the
+        caller may not read and was not made by its Store under this key."""
         store = self.parts.store
         await store.catch_up()  # it wrote its memory before claiming: now it is here
         winner = store.get(named)
-        if winner is None or winner.scope not in access.read:
+        key = v.idempotency_key
+        if winner is None:
             return None
+        if winner.scope not in access.read:
+            # A scope this caller may only write: the other Store under this key made it
+            # (it never answers DUPLICATE there). This one's copy goes, and the answer is
+            # the memory as sent, held to the winner's text: it was made a moment ago, by
+            # a Store of this caller with this key.
+            if winner.agent_id != access.agent_id or winner.idempotency_key != key:
+                return None
+            if mine.outcome == StoreOutcome.CREATED:
+                await store.delete([mine.memory.id])
+            return self._as_sent(winner, v, winner.content_hash)
         if mine.outcome == StoreOutcome.CREATED:
             await store.delete([mine.memory.id])
-        key = v.idempotency_key
         if winner.agent_id == access.agent_id and winner.idempotency_key == key:
             return _KeyUse(
                 winner.content_hash, winner.scope, StoreResult(winner, StoreOutcome.CREATED)

@@ -8,6 +8,7 @@ on an idle machine, since two shared cores are no place for timing assertions)."
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -25,6 +26,8 @@ from memoryd_testing.s3 import S3Server
 pytestmark = pytest.mark.integration
 
 VISIBLE_WITHIN = 15.0
+INBOX = "team:inbox"
+INBOX_READER = "inbox-reader"
 T = TypeVar("T")
 
 
@@ -32,7 +35,12 @@ T = TypeVar("T")
 def daemons(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Daemon]]:
     """Three daemons, each with its own data dir, over one bucket."""
     root = tmp_path_factory.mktemp("fleet")
-    env = s3.daemon_env(f"s3://{s3.new_bucket()}/memoryd")
+    env = {
+        **s3.daemon_env(f"s3://{s3.new_bucket()}/memoryd"),
+        # every agent may write INBOX, only INBOX_READER may read it (a drop box)
+        "MEMORYD_POLICY__DEFAULT_WRITE": json.dumps(["agent:{agent_id}", INBOX]),
+        "MEMORYD_POLICY__AGENTS": json.dumps({INBOX_READER: {"read": [INBOX]}}),
+    }
     fleet = [Daemon(root / n, root / f"{n}.log", env) for n in "abc"]
     try:
         for d in fleet:
@@ -234,4 +242,54 @@ def test_the_same_key_on_two_daemons_at_the_same_instant_is_one_memory(
         eventually(
             lambda x=client: True if len(listed(x, "race")) == len(texts) else None,
             f"one memory per key on every daemon: {[len(listed(x, 'race')) for x in fleet]}",
+        )
+
+
+def test_the_same_key_into_a_write_only_scope_on_two_daemons_is_one_memory(
+    fleet: tuple[MemoryClient, ...],
+) -> None:
+    """A client that retries a Store into a scope it may only write on another daemon at
+    the same instant: one memory, and both answers name it (the loser's copy goes)."""
+    a, b, c = fleet
+    writer = "inbox-writer"
+    texts = [
+        "Ticket: the printer on floor 3 jams on duplex jobs",
+        "Ticket: the VPN drops every evening around 18:00",
+        "Ticket: the wiki search cannot find pages by their title",
+        "Ticket: the badge reader at the side door is offline",
+        "Ticket: the shared calendar shows meetings twice",
+        "Ticket: the build agents run out of disk on Fridays",
+    ]
+    for i, text in enumerate(texts):
+        start = threading.Barrier(2)
+        named: dict[str, str] = {}
+
+        def send(
+            name: str,
+            client: MemoryClient,
+            key: str = f"inbox-{i}",
+            t: str = text,
+            start: threading.Barrier = start,
+            named: dict[str, str] = named,
+        ) -> None:
+            start.wait()
+            got = client.store(writer, t, scope=INBOX, idempotency_key=key)
+            assert got.outcome == pb.STORE_OUTCOME_CREATED and got.memory.text == t
+            named[name] = got.memory.id
+
+        senders = [threading.Thread(target=send, args=(n, x)) for n, x in (("a", a), ("b", b))]
+        for s in senders:
+            s.start()
+        for s in senders:
+            s.join()
+        assert named.keys() == {"a", "b"}, "a Store failed"
+        assert named["a"] == named["b"], f"round {i}: two memories for one key"
+
+    def in_inbox(x: MemoryClient) -> list[str]:
+        return sorted(m.text for m in x.list_all(INBOX_READER) if m.agent_id == writer)
+
+    for client in (a, b, c):
+        eventually(
+            lambda x=client: True if in_inbox(x) == sorted(texts) else None,
+            f"one memory per key on every daemon: {[in_inbox(x) for x in fleet]}",
         )
