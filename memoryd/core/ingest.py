@@ -7,7 +7,8 @@ A Store goes through, in order:
   so concurrent twins become one memory (``core.singleflight``);
 - the merge policy (``core.lifecycle``): link, supersede, or fold the text into the
   closest memory with the LLM, if one is configured;
-- the summary (extractive, or the LLM's), the write, and for a decision the hand-off to
+- the summary (extractive, or the LLM's; one that looks like a prompt injection is not kept:
+  the memory is then shown by its text), the write, and for a decision the hand-off to
   the conflict log (which never blocks or fails a Store).
 
 Dedupe and merge compare with what a scope holds, so they only run where the caller may
@@ -253,7 +254,9 @@ class Ingest:
             agent_id=found.agent_id,
             scope=found.scope,
             text=v.text,
-            summary=extractive_summary(v.text, self.parts.limits.summary_max_words),
+            summary=self._kept_summary(
+                extractive_summary(v.text, self.parts.limits.summary_max_words), v.text
+            ),
             category=v.category,
             importance=v.importance,
             created_at=found.created_at,
@@ -353,7 +356,7 @@ class Ingest:
         summary of long texts (at most ``summary_max_words``), extractive on any failure."""
         p = self.parts
         words = p.limits.summary_max_words
-        extractive = extractive_summary(text, words)
+        extractive = self._kept_summary(extractive_summary(text, words), text)
         if p.limits.summarizer != "llm" or p.text_model is None or extractive == text:
             return extractive
         try:
@@ -367,7 +370,22 @@ class Ingest:
             # Recall shows a long memory by its summary: the model's words reach models too.
             log.warning("the LLM summary looks like a prompt injection; using the extractive one")
             return extractive
-        return summary if count_words(summary) <= words else extractive_summary(summary, words)
+        if count_words(summary) <= words:
+            return summary
+        return self._kept_summary(extractive_summary(summary, words), text)
+
+    def _kept_summary(self, summary: str, text: str) -> str:
+        """``summary``, or ``text`` itself when the summary looks like a prompt injection.
+        An extractive summary keeps some of a text's sentences (a line is one): leaving out
+        the lines between "Ignore all" and "previous instructions" would join them into an
+        injection the text as a whole is not, and Recall shows a long memory by its
+        summary. Shown by its text, the memory is shown as the rules read it."""
+        if summary == text or not self.parts.limits.reject_injection:
+            return summary
+        if detect_injection(summary) is None:
+            return summary
+        log.warning("a summary looks like a prompt injection; the memory is shown by its text")
+        return text
 
     async def _llm_merge(self, target_id: str, v: ValidStore) -> Memory | None:
         """Fold ``v``'s text into memory ``target_id`` with the LLM; None if that is not
