@@ -3,8 +3,9 @@
 Memories were written by users and by earlier turns, so a memory may hold text that tries
 to close the block it is shown in, fake list structure, or hide instructions behind
 invisible characters. ``escape_memory_text`` puts one memory on one line (line breaks
-become spaces, other control characters, invisible bidi/zero-width characters and tag
-characters outside the flags spelled with them are removed), HTML-escapes it so that
+become spaces, other control characters, invisible bidi/zero-width characters, tag
+characters outside the flags spelled with them and variation selectors that vary nothing
+(a run of them can hide bytes) are removed), HTML-escapes it so that
 ``</relevant-memories>`` in a memory cannot close the block, and cuts it to a length with
 "…" (never inside an escape such as ``&amp;``).
 ``relevant_memories_block`` wraps lines of escaped memories in the
@@ -47,6 +48,16 @@ _TAG_FLAG = (
     "\U000e007f"  # "eng", "sct" or "wls", cancel tag
 )
 _TAGS = re.compile(f"({_TAG_FLAG})|[\U000e0000-\U000e007f]")
+# Variation selectors choose a glyph for the character before them: a character takes one
+# at most, and only an ideograph one of U+E0100..E01EF. A run of them ("emoji smuggling":
+# a byte a selector), or one after nothing a selector could vary (a space, another
+# selector, a joiner or other invisible character, a Hangul filler), shows nothing and
+# may hold bytes a model can be told to decode: it is dropped. Emoji presentation (U+FE0F),
+# keycaps, ZWJ emoji, ideographic variation sequences and standardized variants stay.
+_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+_IDEOGRAPH = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]")
+_NO_BASE = frozenset({"Mn", "Mc", "Me", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs"})
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0")
 _PARTIAL_ENTITY = re.compile(r"&[#\w]*$")
 _SPACES = re.compile(r"\s+")
 
@@ -61,11 +72,30 @@ def escape_memory_text(text: str, max_chars: int) -> str:
     text = text.translate(_BREAKS)
     text = "".join(ch for ch in text if ch not in _INVISIBLE and unicodedata.category(ch) != "Cc")
     text = _TAGS.sub(lambda m: m.group(1) or "", text)
+    if _SELECTOR.search(text):
+        text = _without_stray_selectors(text)
     text = html.escape(_SPACES.sub(" ", text).strip(), quote=False)
     if len(text) <= max_chars:
         return text
     cut = _PARTIAL_ENTITY.sub("", text[: max_chars - 1]).rstrip()
     return cut + ELLIPSIS
+
+
+def _without_stray_selectors(text: str) -> str:
+    kept: list[str] = []
+    before = ""
+    for ch in text:
+        if not _SELECTOR.match(ch) or _varies(before, ch):
+            kept.append(ch)
+        before = ch
+    return "".join(kept)
+
+
+def _varies(base: str, selector: str) -> bool:
+    """Whether ``selector`` may choose a glyph of ``base``, the character before it."""
+    if not base or base in _FILLERS or unicodedata.category(base) in _NO_BASE:
+        return False
+    return selector < "\U000e0100" or _IDEOGRAPH.match(base) is not None
 
 
 def relevant_memories_block(lines: Iterable[str]) -> str:

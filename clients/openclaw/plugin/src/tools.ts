@@ -506,23 +506,30 @@ function round(value: number): number {
   return Math.round(value * 1000) / 1000;
 }
 
-/** A memory's text on one line, control characters removed, so it cannot fake list structure. */
 // A memory's text as a model is shown it in a tool's answer, the same characters
 // memoryd_client.untrusted drops for the daemon's <relevant-memories> block: line breaks
 // become spaces; control characters, invisible bidi and zero-width characters go, and so
 // do tag characters (a model may read them as the ASCII they mirror) outside the flags of
-// England, Scotland and Wales.
+// England, Scotland and Wales, and variation selectors that vary nothing.
 const BREAKS = /[\t\n\v\f\r\u001c-\u001e\u0085\u2028\u2029]/g;
 // eslint-disable-next-line no-control-regex
 const INVISIBLE = /[\u0000-\u0008\u000e-\u001b\u001f\u007f-\u0084\u0086-\u009f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
 const TAGS =
   /(\u{1F3F4}\u{E0067}\u{E0062}(?:\u{E0065}\u{E006E}\u{E0067}|\u{E0073}\u{E0063}\u{E0074}|\u{E0077}\u{E006C}\u{E0073})\u{E007F})|[\u{E0000}-\u{E007F}]/gu;
+// A variation selector that varies nothing: at the start, after a space, another selector,
+// a mark, a joiner or other invisible character or a Hangul filler, and one of
+// U+E0100..E01EF after anything but an ideograph. A run of them can hide bytes ("emoji
+// smuggling"); emoji presentation, keycaps, ZWJ emoji and ideographic variants stay.
+const STRAY_SELECTORS =
+  /(?<=^|[\p{M}\p{Z}\p{Cc}\p{Cf}\p{Cs}\u115F\u1160\u3164\uFFA0])[\uFE00-\uFE0F\u{E0100}-\u{E01EF}]|(?<![\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFAFF\u{20000}-\u{3FFFF}])[\u{E0100}-\u{E01EF}]/gu;
 
+/** A memory's text on one line, control characters removed, so it cannot fake list structure. */
 function oneLine(text: string): string {
   return text
     .replace(BREAKS, " ")
     .replace(INVISIBLE, "")
     .replace(TAGS, (_, flag: string | undefined) => flag ?? "")
+    .replace(STRAY_SELECTORS, "")
     .replace(/\s+/g, " ")
     .trim();
 }
