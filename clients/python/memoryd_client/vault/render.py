@@ -14,7 +14,8 @@ is, when the text brings its own backslash: ``\\[x](https://e)``) and holds none
 characters Obsidian looks for in the raw text, so nothing from a memory can forge a
 managed-block marker, a link, an image or embed (bracketed, wiki or a bare URL or e-mail
 address a renderer would link), HTML, a heading, a #tag, a %%comment%%, $math$ or a table
-cell.
+cell. Control and bidi characters and tag characters (outside the flags spelled with them)
+are written as escapes (``\\u202e``): a reviewer sees what would reorder or hide words.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from memoryd_client._gen.memoryd.v1 import memory_pb2 as pb
 from memoryd_client._gen.memoryd.v1 import review_pb2 as review_pb
+from memoryd_client.untrusted import TAG_FLAG
 from memoryd_client.vault.state import BundleState
 
 KIND = {1: "duplicate", 2: "conflict", 3: "stale", 4: "promotion"}
@@ -42,11 +44,21 @@ def escape(text: str, limit: int = 300) -> str:
     one = " ".join(text.split())
     if len(one) > limit:
         one = one[: limit - 1] + "…"
+    one = _HIDDEN.sub(lambda m: m.group(1) or m.group().encode("unicode_escape").decode(), one)
     one = one.translate(_MARKUP)
     one = _SCHEME.sub(r"\1&#58;", one)
     return _WWW.sub(r"\1&#46;", one)
 
 
+# What a person reading the note would not see as it is: control characters, the bidi
+# controls that reorder the words shown (a reviewer reading "Alice, not Mallory" where a
+# model reads "Mallory, not Alice"), and tag characters, which show nothing yet a model may
+# read as the ASCII they mirror (but in the flags of England, Scotland and Wales). Written
+# as their escapes (``\u202e``, ``\U000e0069``), as the vault CLI prints them.
+_HIDDEN = re.compile(
+    f"({TAG_FLAG})|[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+    "\U000e0000-\U000e007f]"
+)
 # Decimal references only: "&#x5b;" would hold "#x5b", a tag to Obsidian ("#91" is not).
 _MARKUP = str.maketrans(
     {"&": "&amp;", "<": "&lt;", ">": "&gt;", **{c: f"&#{ord(c)};" for c in "\\[]`|#%$@"}}
