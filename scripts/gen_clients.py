@@ -17,6 +17,7 @@ target directory in the repo.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -100,7 +101,9 @@ def build_rust(out: Path, work: Path) -> Path:
     _protoc([f"--descriptor_set_out={dest / 'descriptor.binpb'}", "--include_imports"])
     manifest = ROOT / "clients" / "rust" / "codegen" / "Cargo.toml"
     env = {**os.environ}
-    env.setdefault("CARGO_TARGET_DIR", str(CACHE / "cargo-target"))
+    # one per checkout, as ./dev's (cargo judges freshness by file times)
+    checkout = hashlib.sha256(str(ROOT).encode()).hexdigest()[:16]
+    env.setdefault("CARGO_TARGET_DIR", str(CACHE / "cargo-target" / checkout))
     cargo = [_need("cargo"), "run", "--quiet", "--locked", "--manifest-path", str(manifest)]
     _run([*cargo, "--", str(with_docs), str(dest)], env=env)
     return target
