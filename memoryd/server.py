@@ -601,6 +601,7 @@ class Daemon:
                     durable.storage_options,
                     maintains=durable.maintains,
                     keep_versions=durable.keep_versions,
+                    lapse=key_window(s),
                 )
                 if s.follow_interval > 0
                 else None

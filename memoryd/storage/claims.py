@@ -15,6 +15,11 @@ A claim is the SHA-256 of agent and key (no quoting, fixed length). Claims only 
 outlive a client's retries: those older than ``CLAIM_DAYS`` go at the table's periodic
 compaction (the memory's own row keeps the key for later lookups), which only the holder
 of the store's maintenance lease runs, deleting only versions replaced ``keep_versions`` ago.
+A claim that old (or older than ``lapse``, store.idempotency_days: a key answered DUPLICATE
+or MERGED is free again after it) names nothing: the first claim after it replaces it. So a
+lapsed key reused for other text is that text's, whether or not a compaction ran since (a
+claim still naming the old answer made the loser delete the memory it had just stored and
+answer DUPLICATE of unrelated text).
 """
 
 from __future__ import annotations
@@ -52,12 +57,17 @@ class KeyClaims:
         *,
         maintains: Callable[[], bool] = lambda: True,
         keep_versions: timedelta = timedelta(seconds=10),
+        lapse: timedelta | None = None,
     ):
         """``maintains``: whether this daemon may compact and clean up now (the holder of
         the store's maintenance lease: ``LanceStore.maintains``); ``keep_versions``: how
-        long a replaced version stays readable for the other daemons."""
+        long a replaced version stays readable for the other daemons; ``lapse``: how long a
+        keyed Store that created nothing replays its answer (store.idempotency_days, None:
+        always): a claim older than it, or than ``CLAIM_DAYS``, names nothing."""
         self._maintains = maintains
         self._keep_versions = keep_versions
+        days = timedelta(days=CLAIM_DAYS)
+        self._lasts = days if lapse is None else min(days, lapse)
         # Every operation from the newest version: the claims of the other daemons.
         self._db = lancedb.connect(
             uri, storage_options=storage_options or None, read_consistency_interval=timedelta(0)
@@ -82,21 +92,41 @@ class KeyClaims:
             table = self._table
             self._claims += 1
             compact = self._claims % COMPACT_EVERY == 0 and self._maintains()
-        # Claims of other keys (here or on other daemons) commit side by side: Lance
-        # rebases inserts of different keys onto each other.
-        result = table.merge_insert("claim").when_not_matched_insert_all().execute(row)
-        if compact:
-            self._compact(table)
-        if result.num_inserted_rows == 1:
-            return memory_id
-        found = table.search().where(f"claim = '{claim}'").select(["memory_id"]).limit(1)
-        ids = found.to_arrow().column("memory_id").to_pylist()
-        return str(ids[0]) if ids else memory_id
+        try:
+            return self._claim(table, claim, row, memory_id)
+        finally:
+            if compact:
+                self._compact(table)
+
+    def _claim(self, table: Any, claim: str, row: pa.Table, memory_id: str) -> str:
+        for _ in range(2):
+            # Claims of other keys (here or on other daemons) commit side by side: Lance
+            # rebases inserts of different keys onto each other.
+            result = table.merge_insert("claim").when_not_matched_insert_all().execute(row)
+            if result.num_inserted_rows == 1:
+                return memory_id
+            found = table.search().where(f"claim = '{claim}'").select(["memory_id", "at"])
+            held = found.limit(1).to_arrow().to_pylist()
+            if not held:  # deleted meanwhile (a compaction): claim it again
+                continue
+            if held[0]["at"] >= self._stale_before():
+                return str(held[0]["memory_id"])
+            # Lapsed: delete it (that one only: a fresh claim another daemon made since stays)
+            # and claim again; of two daemons doing so at once, the second insert loses.
+            table.delete(f"claim = '{claim}' AND {self._stale_filter()}")
+        return memory_id  # (deleted and claimed again twice over: keep this Store's own)
+
+    def _stale_before(self) -> datetime:
+        # whole seconds, as the filter's literal has them (a claim that lapsed less than a
+        # second ago still holds)
+        return (datetime.now(UTC) - self._lasts).replace(microsecond=0)
+
+    def _stale_filter(self) -> str:
+        return f"at < TIMESTAMP '{self._stale_before().strftime('%Y-%m-%d %H:%M:%S')}'"
 
     def _compact(self, table: Any) -> None:
-        cutoff = datetime.now(UTC) - timedelta(days=CLAIM_DAYS)
         try:
-            table.delete(f"at < TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S')}'")
+            table.delete(self._stale_filter())
             table.optimize(cleanup_older_than=self._keep_versions)
         except Exception as e:  # an optimisation: every claim is there either way
             log.warning("compacting the key claims failed (it runs again later): %s", e)

@@ -88,3 +88,74 @@ def test_only_the_maintenance_lease_holder_cleans_up_the_claims_versions(
     assert [claims.claim("agent", f"k{i}", "again") for i in range(9)] == [
         f"m{i}" for i in range(9)
     ]
+
+
+def test_a_claim_older_than_the_lapse_names_nothing(tmp_path: Path) -> None:
+    """A claim older than ``lapse`` (store.idempotency_days) or CLAIM_DAYS is replaced by
+    the next claim of its key, compacted or not; a fresh one still wins."""
+    from datetime import UTC, datetime, timedelta
+
+    import lancedb
+
+    claims = KeyClaims(str(tmp_path), "m", lapse=timedelta(hours=1))
+    assert claims.claim("agent", "old", "m-old") == "m-old"
+    assert claims.claim("agent", "day", "m-day") == "m-day"
+    assert claims.claim("agent", "fresh", "m-fresh") == "m-fresh"
+    db = lancedb.connect(str(tmp_path), read_consistency_interval=timedelta(0))
+    table = db.open_table("m_claims")
+    now = datetime.now(UTC)
+    for key, age in (("old", timedelta(hours=2)), ("fresh", timedelta(minutes=50))):
+        table.update(where=f"claim = '{_claim_of('agent', key)}'", values={"at": now - age})
+    assert claims.claim("agent", "old", "m-new") == "m-new"
+    assert claims.claim("agent", "fresh", "m-late") == "m-fresh"
+    assert claims.claim("agent", "old", "m-later") == "m-new"  # the new claim holds
+    assert table.count_rows() == 3
+    # without a lapse, a claim lasts CLAIM_DAYS
+    plain = KeyClaims(str(tmp_path), "m")
+    table.update(
+        where=f"claim = '{_claim_of('agent', 'day')}'", values={"at": now - timedelta(hours=23)}
+    )
+    assert plain.claim("agent", "day", "m-x") == "m-day"
+    table.update(
+        where=f"claim = '{_claim_of('agent', 'day')}'", values={"at": now - timedelta(hours=25)}
+    )
+    assert plain.claim("agent", "day", "m-y") == "m-y"
+
+
+def _claim_of(agent_id: str, key: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(f"{agent_id}\x00{key}".encode()).hexdigest()
+
+
+def test_two_daemons_replacing_one_lapsed_claim_at_once_name_one_memory(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    import lancedb
+
+    lapse = timedelta(hours=1)
+    daemons = [KeyClaims(str(tmp_path), "m", lapse=lapse) for _ in range(2)]
+    for round_ in range(4):
+        key = f"k{round_}"
+        daemons[0].claim("agent", key, "stale")
+        table = lancedb.connect(str(tmp_path)).open_table("m_claims")
+        old = datetime.now(UTC) - 2 * lapse
+        table.update(where=f"claim = '{_claim_of('agent', key)}'", values={"at": old})
+        start = threading.Barrier(2)
+        named: dict[int, str] = {}
+
+        def claim(
+            i: int,
+            key: str = key,
+            start: threading.Barrier = start,
+            named: dict[int, str] = named,
+        ) -> None:
+            start.wait()
+            named[i] = daemons[i].claim("agent", key, f"m{i}")
+
+        threads = [threading.Thread(target=claim, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert named[0] == named[1] and named[0] in {"m0", "m1"}, named
