@@ -743,9 +743,15 @@ class HotIndex:
 
     def put_key(self, record: KeyRecord) -> None:
         name = (record.agent_id, record.key)
+        held = self._keys.get(name)
         self._keys[name] = record
-        if record.outcome != StoreOutcome.CREATED:
-            self._key_times.append((record.at, name))
+        if record.outcome == StoreOutcome.CREATED:
+            return
+        # The same record read again (the follower reads this daemon's own appends, and
+        # every fragment a compaction of the keys table rewrote): queued once already.
+        if held is not None and held.outcome != StoreOutcome.CREATED and held.at == record.at:
+            return
+        self._key_times.append((record.at, name))
 
     def drop_keys_before(self, before: datetime) -> int:
         """Forget the records of keyed Stores that created nothing (DUPLICATE, MERGED)

@@ -1301,9 +1301,23 @@ class Repository(HotIndex):
         force: one made more than ``key_window`` ago has lapsed (the Store is judged
         afresh), whether or not its record was dropped yet."""
         record = super().key_record(agent_id, key)
-        if record is None or self.key_window is None or record.outcome == StoreOutcome.CREATED:
-            return record
-        return record if record.at >= datetime.now(UTC) - self.key_window else None
+        return None if record is None or self._lapsed(record) else record
+
+    def put_key(self, record: KeyRecord) -> None:
+        """Hold a key's record unless it lapsed already: one read again by the follower
+        (its first round reads the keys table whole; a compaction's rewritten fragments
+        are read again; a daemon with a longer window keeps them in the table) must not
+        come back after opening or the job dropped it."""
+        if self._lapsed(record):
+            return
+        super().put_key(record)
+
+    def _lapsed(self, record: KeyRecord) -> bool:
+        return (
+            self.key_window is not None
+            and record.outcome != StoreOutcome.CREATED
+            and record.at < datetime.now(UTC) - self.key_window
+        )
 
     async def drop_lapsed_keys(self) -> int:
         """Forget the records of idempotency keys that lapsed (the job; the durable table

@@ -65,11 +65,15 @@ async def test_a_key_that_created_nothing_lapses_after_the_window(tmp_path: Path
         assert repo.key_record("a", "old-merged") is None
         assert repo.key_record("a", "fresh-dup") == made["fresh-dup"]
         assert repo.key_record("a", "old-created") == made["old-created"]
-        # the job drops the lapsed records from memory
-        assert held(repo) == set(made)
-        assert await repo.drop_lapsed_keys() == 2
+        # a record lapsed already is not held at all
         assert held(repo) == {"fresh-dup", "old-created"}
         assert await repo.drop_lapsed_keys() == 0
+        # the job drops those that lapse from memory
+        repo.key_window = timedelta(days=5)
+        assert await repo.drop_lapsed_keys() == 1
+        assert held(repo) == {"old-created"}
+        assert await repo.drop_lapsed_keys() == 0
+        repo.key_window = WINDOW
     finally:
         repo.close()
     again = open_repo(tmp_path)
@@ -123,3 +127,65 @@ async def test_without_a_window_no_key_lapses(
         assert on_disk == set(made)
     finally:
         repo.close()
+
+
+def open_shared(path: Path, window: timedelta | None = WINDOW) -> Repository:
+    """A daemon over a shared store (storage.follow): the tests drive its rounds."""
+    store = LanceStore(str(path), table="m", model_name="x", dim=8, shared=True, key_window=window)
+    repo = Repository(store, follow_interval=60.0, key_window=window)
+    repo.open()
+    return repo
+
+
+async def test_records_read_again_after_a_compaction_are_held_once(tmp_path: Path) -> None:
+    """The follower reads every fragment a compaction of the keys table rewrote (and this
+    daemon's own appends) again: the same records, which must not queue up once per read
+    (on a fleet that compacts every KEYS_COMPACT_COMMITS appends, a window's records
+    read again at each compaction)."""
+    a = open_shared(tmp_path)
+    b = open_shared(tmp_path)
+    try:
+        m = mem(1)
+        await a.add(m, unit(1))
+        for i in range(5):
+            await a.record_key(key(f"k{i}", StoreOutcome.DUPLICATE, timedelta(days=1), m.id))
+        for _ in range(3):
+            await a.catch_up()
+            await b.catch_up()
+            table = LanceStore(str(tmp_path), table="m", model_name="x", dim=8)._keys
+            table.optimize()  # (the lease holder's compaction: one rewritten fragment)
+        await a.catch_up()
+        await b.catch_up()
+        assert len(a._key_times) == len(b._key_times) == 5
+        assert {r for r in ("k0", "k4") if b.key_record("a", r)} == {"k0", "k4"}
+    finally:
+        a.close()
+        b.close()
+
+
+async def test_a_lapsed_record_read_by_the_follower_is_not_held(tmp_path: Path) -> None:
+    """Opening drops the lapsed records; the first round of following reads the keys table
+    whole (and a compaction by a daemon with a longer window keeps them): they must not
+    come back into the index."""
+    a = open_shared(tmp_path, window=None)  # a window of its own: keeps every record
+    try:
+        m = mem(1)
+        await a.add(m, unit(1))
+        await a.record_key(key("old-dup", StoreOutcome.DUPLICATE, timedelta(days=8), m.id))
+        await a.record_key(key("fresh-dup", StoreOutcome.DUPLICATE, timedelta(days=6), m.id))
+        b = open_shared(tmp_path)
+        try:
+            assert {k for k in ("old-dup", "fresh-dup") if HotIndex.key_record(b, "a", k)} == {
+                "fresh-dup"
+            }
+            await b.catch_up()
+            await a.record_key(key("later-dup", StoreOutcome.DUPLICATE, timedelta(days=9), m.id))
+            await b.catch_up()
+            assert {
+                k for k in ("old-dup", "fresh-dup", "later-dup") if HotIndex.key_record(b, "a", k)
+            } == {"fresh-dup"}
+            assert len(b._key_times) == 1
+        finally:
+            b.close()
+    finally:
+        a.close()
