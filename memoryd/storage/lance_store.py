@@ -1651,10 +1651,14 @@ class LanceStore:
         if self.key_window is None:
             return
         cutoff = datetime.now(UTC) - self.key_window
-        table.delete(
+        lapsed = (
             f"outcome != {int(StoreOutcome.CREATED)}"
             f" AND at < TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S')}'"
         )
+        # A delete that matches nothing still commits a version, which on a shared store
+        # makes the keys table's cleanup due again keep_versions later (and so for ever).
+        if table.count_rows(lapsed):
+            table.delete(lapsed)
 
     def _fold_access(self) -> None:
         """Rewrite the access log as one entry per id (on the writer thread, so no append

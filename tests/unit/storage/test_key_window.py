@@ -189,3 +189,23 @@ async def test_a_lapsed_record_read_by_the_follower_is_not_held(tmp_path: Path) 
             b.close()
     finally:
         a.close()
+
+
+async def test_dropping_lapsed_records_when_none_lapsed_commits_nothing(tmp_path: Path) -> None:
+    """A delete that matches nothing still commits a version: on a shared store the lease
+    holder's cleanup of the keys table (due while a version it did not make is older than
+    keep_versions) then made one each time it ran, which was due again keep_versions
+    later: a commit to the keys table every keep_versions, for ever."""
+    repo = open_repo(tmp_path)
+    try:
+        m = mem(1)
+        await repo.add(m, unit(1))
+        await repo.record_key(key("fresh-dup", StoreOutcome.DUPLICATE, timedelta(days=1), m.id))
+        store = LanceStore(str(tmp_path), table="m", model_name="x", dim=8, key_window=WINDOW)
+        table = store._keys
+        before = table.version
+        store._drop_lapsed_keys(table)
+        assert table.version == before
+        assert [r.key for r in store.read_keys()] == ["fresh-dup"]
+    finally:
+        repo.close()
