@@ -445,6 +445,7 @@ class HotIndex:
         # The records that lapse (drop_keys_before), in the order they were put: nearly the
         # order of their times (another daemon's, followed, may come a little late).
         self._key_times: deque[tuple[datetime, tuple[str, str]]] = deque()
+        self.keys_lapse = True  # False (no store.idempotency_days): no queue, it would only grow
         # int8 token vectors (late interaction), on disk: rows keep their offsets
         self._token_file = TokenFile(dim, token_path)
         # Compact the token file within the write that makes it due; the repository
@@ -745,7 +746,7 @@ class HotIndex:
         name = (record.agent_id, record.key)
         held = self._keys.get(name)
         self._keys[name] = record
-        if record.outcome == StoreOutcome.CREATED:
+        if record.outcome == StoreOutcome.CREATED or not self.keys_lapse:
             return
         # The same record read again (the follower reads this daemon's own appends, and
         # every fragment a compaction of the keys table rewrote): queued once already.

@@ -222,6 +222,7 @@ class Repository(HotIndex):
             Job("trim the row arrays", row_trim_seconds, self.trim_rows),
         ]
         self.key_window = key_window
+        self.keys_lapse = key_window is not None
         if key_window is not None:
             jobs.append(
                 Job("drop lapsed idempotency keys", KEY_LAPSE_SECONDS, self.drop_lapsed_keys)
