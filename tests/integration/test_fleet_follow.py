@@ -293,3 +293,43 @@ def test_the_same_key_into_a_write_only_scope_on_two_daemons_is_one_memory(
             lambda x=client: True if in_inbox(x) == sorted(texts) else None,
             f"one memory per key on every daemon: {[in_inbox(x) for x in fleet]}",
         )
+
+
+def test_a_lapsed_key_reused_on_another_daemon_takes_the_other_text(
+    s3: S3Server, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """store.idempotency_days on a fleet: a key answered DUPLICATE is free after the window
+    on every daemon, whatever its claim in <table>_claims said (it named the duplicate's
+    memory: the Store deleted the memory it had made and answered DUPLICATE of that)."""
+    window = 3.0  # seconds
+    root = tmp_path_factory.mktemp("lapse")
+    env = {
+        **s3.daemon_env(f"s3://{s3.new_bucket()}/memoryd"),
+        "MEMORYD_STORE__IDEMPOTENCY_DAYS": str(window / 86400),
+    }
+    pair = [Daemon(root / n, root / f"{n}.log", env) for n in "ab"]
+    try:
+        for d in pair:
+            d.start()
+        with (
+            MemoryClient(pair[0].address, retries=0) as a,
+            MemoryClient(pair[1].address, retries=0) as b,
+        ):
+            text = "The staging cluster runs in eu-west-1."
+            other = "Lunch on Fridays is at noon in the canteen."
+            first = a.store("lapse", text)
+            dup = a.store("lapse", text, idempotency_key="k")
+            assert (dup.outcome, dup.memory.id) == (pb.STORE_OUTCOME_DUPLICATE, first.memory.id)
+            time.sleep(window + 1.0)
+            taken = b.store("lapse", other, idempotency_key="k")
+            assert (taken.outcome, taken.memory.text) == (pb.STORE_OUTCOME_CREATED, other)
+            replay = a.store("lapse", other, idempotency_key="k")
+            assert replay.memory.id == taken.memory.id
+            assert eventually(
+                lambda: True if listed(a, "lapse") == {first.memory.id, taken.memory.id} else None,
+                "both memories on a",
+            )
+    finally:
+        for d in pair:
+            if d.alive():
+                assert d.stop() == 0, d.log_tail()
