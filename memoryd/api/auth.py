@@ -275,6 +275,7 @@ class AuthInterceptor(WrappingInterceptor):
     def _principal(self, context: Any) -> Principal:
         found = self.keys.resolve(_bearer(context), _tls_names(context))
         if found is None:
+            principals.CURRENT.set(principals.NOBODY)  # (the access log's principal)
             raise Unauthenticated(_DENIED)
         return found
 

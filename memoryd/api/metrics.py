@@ -10,10 +10,12 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
+from urllib.parse import quote
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
@@ -22,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from memoryd.api.interceptors import REQUEST_ID, Behavior, Wrap, WrappingInterceptor
 from memoryd.core import principals
+from memoryd.core.policy import AGENT_ID_RE
 
 access_log = logging.getLogger("memoryd.access")
 AGENT: ContextVar[str] = ContextVar("memoryd_access_agent", default="-")
@@ -157,6 +160,23 @@ _ID_PREFIX = os.urandom(4).hex()  # per process: ids stay unique across restarts
 _ID_COUNTER = itertools.count(1)
 
 
+# A request id a caller sends is kept (its first 64 characters) when it is printable ASCII
+# without a space; any other is replaced by one of ours: it goes into every log line.
+_GIVEN_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,64}\Z")
+
+
+def logged_agent(agent: object) -> str:
+    """The request's agent id as the access log shows it: as it is when it is a valid
+    agent id, else with every other character percent-escaped and cut to 64. The request's
+    field is logged before anything judged it (a caller without a key included): a line
+    break in it wrote a line of the caller's choosing, a forged entry, into the log."""
+    if not isinstance(agent, str) or not agent:
+        return "-"
+    if AGENT_ID_RE.match(agent):
+        return agent
+    return quote(agent[:64], safe="") + ("..." if len(agent) > 64 else "")
+
+
 def new_request_id() -> str:
     """16 hex characters, unique per call (cheaper than a uuid4 on every RPC)."""
     return f"{_ID_PREFIX}{next(_ID_COUNTER) & 0xFFFFFFFF:08x}"
@@ -183,12 +203,11 @@ class MetricsInterceptor(WrappingInterceptor):
         def start(context: Any, request: Any) -> float:
             given = ""
             for key, value in context.invocation_metadata() or ():
-                if key == "x-request-id":
+                if key == "x-request-id" and _GIVEN_REQUEST_ID.match(str(value)[:64]):
                     given = str(value)[:64]
             REQUEST_ID.set(given or new_request_id())
             m.in_flight += 1
-            agent = getattr(request, "agent_id", None)
-            AGENT.set(agent if isinstance(agent, str) and agent else "-")
+            AGENT.set(logged_agent(getattr(request, "agent_id", None)))
             return time.perf_counter()
 
         def finish(context: Any, started: float, failed: bool) -> None:

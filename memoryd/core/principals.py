@@ -56,6 +56,9 @@ class Principal:
 
 
 LOCAL = Principal("local", ("*",), operator=True)
+# What a call that no credential authenticated acts as (until it is refused): nobody, and
+# not LOCAL, so that the access log never names an unauthenticated call "local".
+NOBODY = Principal("-", (), operator=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,116 @@
+"""What one tenant could learn of, or plant for, another through channels beside the
+answers: the access log, the query-embedding cache, an imported summary, an imported id.
+
+One daemon with a keys file: ``gw-a`` acts for ``tenant-a-*``, ``gw-b`` for ``tenant-b-*``,
+``main`` for agent ``main`` (which reads and writes ``workspace:team``), ``ops`` for every
+agent as operator. The access log and the metrics endpoint are on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+
+import grpc
+import pytest
+from memoryd_client import MemoryClient, pb
+from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
+
+pytestmark = pytest.mark.integration
+
+KEYS = {name: f"{name}-secret-{uuid.uuid4().hex}" for name in ("gw-a", "gw-b", "main", "ops")}
+TEAM = "workspace:team"
+
+
+def _entry(name: str, agents: list[str], operator: bool = False) -> str:
+    digest = hashlib.sha256(KEYS[name].encode()).hexdigest()
+    quoted = ", ".join(f'"{a}"' for a in agents)
+    return (
+        f'[[key]]\nname = "{name}"\nsha256 = "{digest}"\nagents = [{quoted}]\n'
+        f"operator = {'true' if operator else 'false'}\n"
+    )
+
+
+KEYS_FILE = (
+    _entry("gw-a", ["tenant-a-*"])
+    + _entry("gw-b", ["tenant-b-*"])
+    + _entry("main", ["main"])
+    + _entry("ops", ["*"], operator=True)
+)
+CONFIG = f"""
+[policy.agents.main]
+read = ["agent:main", "{TEAM}", "global"]
+write = ["agent:main", "{TEAM}"]
+[auth]
+access_log = true
+"""
+
+
+@pytest.fixture(scope="module")
+def secured(start_daemon, tmp_path_factory):
+    where = tmp_path_factory.mktemp("side-channels")
+    (where / "keys.toml").write_text(KEYS_FILE)
+    (where / "memoryd.toml").write_text(CONFIG)
+    return start_daemon(
+        env={
+            "MEMORYD_CONFIG": str(where / "memoryd.toml"),
+            "MEMORYD_AUTH__KEYS_FILE": str(where / "keys.toml"),
+            "MEMORYD_METRICS__LISTEN": "127.0.0.1:0",
+        }
+    )
+
+
+@pytest.fixture
+def as_key(secured):
+    opened: list[MemoryClient] = []
+
+    def make(name: str) -> MemoryClient:
+        c = MemoryClient(secured.address, token=KEYS[name], timeout=30.0, retries=0)
+        opened.append(c)
+        return c
+
+    yield make
+    for c in opened:
+        c.close()
+
+
+def _tenant(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def _access_lines(daemon, marker: str, count: int) -> list[str]:  # type: ignore[no-untyped-def]
+    """The log's lines naming ``marker``, once there are ``count`` (or after 10 s)."""
+    deadline = time.monotonic() + 10
+    lines: list[str] = []
+    while len(lines) < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+        lines = [x for x in daemon.log_text().splitlines() if marker in x]
+    return lines
+
+
+def test_a_caller_cannot_write_lines_into_the_access_log(secured):
+    """The access log names who did what for which agent, one line per RPC. The agent is
+    the request's own field, logged before anything checked it: an agent id holding a
+    line break wrote a second line, a forged entry ("principal=ops ... rpc=Forget
+    code=OK"), from a caller with no key at all. And a call that no credential
+    authenticated was logged as ``principal=local``, the name of the trusted loopback
+    caller of a daemon without auth."""
+    marker = uuid.uuid4().hex
+    forged = f"x\nFORGED-{marker} rpc=Forget code=OK principal=ops agent=tenant-b-1 ms=1.00"
+    with grpc.insecure_channel(secured.address) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        for metadata in ((), (("authorization", f"Bearer {KEYS['gw-a']}"),)):
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.Stats(pb.StatsRequest(agent_id=forged), timeout=30, metadata=metadata)
+            assert refused.value.code() in (
+                grpc.StatusCode.UNAUTHENTICATED,
+                grpc.StatusCode.INVALID_ARGUMENT,
+            )
+    lines = _access_lines(secured, marker, 2)
+    assert len(lines) == 2, lines
+    for line in lines:
+        assert "rpc=Stats" in line and not line.startswith(f"FORGED-{marker}"), line
+    unauthenticated, keyed = lines
+    assert "code=UNAUTHENTICATED" in unauthenticated and "principal=local" not in unauthenticated
+    assert "code=INVALID_ARGUMENT" in keyed and "principal=gw-a" in keyed
