@@ -92,6 +92,17 @@ def current() -> Principal:
     return CURRENT.get()
 
 
+def sharing() -> str:
+    """Whose share of the daemon's caches of computed answers (the query embeddings) the
+    call uses: the credential's, so that one tenant never gets another's answer sooner
+    than it would compute its own (a timing that told it what the other asked); "" for
+    the trusted local caller of a daemon without auth, whose callers all share one. (The
+    whole principal, not its name alone: a key of the keys file named like the shared
+    token's principal does not share the token's.)"""
+    p = CURRENT.get()
+    return "" if p is LOCAL else repr(p)
+
+
 def set_tenant(agent_id: str) -> None:
     p = CURRENT.get()
     TENANT.set(f"agent:{agent_id}" if p is LOCAL else p.name)

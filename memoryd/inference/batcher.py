@@ -4,7 +4,8 @@ de-duplication and an LRU cache of query embeddings.
 Concurrent callers' texts are queued; each worker thread takes what is waiting (up to
 ``max_batch`` queries, or ``doc_batch`` Store texts) and runs one ONNX pass for it, so N
 simultaneous requests cost about one model run, and the asyncio event loop never waits on
-the model. Identical texts in flight share one computation.
+the model. Identical texts in flight share one computation, and the cache answers a query
+asked again: both within one credential's share only (``Key``).
 
 Recall queries go ahead of Store texts: a Recall sits on an agent's turn, and a batch of
 documents would otherwise hold it back for tens of milliseconds. But a Store text that
@@ -43,6 +44,12 @@ log = logging.getLogger(__name__)
 
 
 Embedding = tuple[np.ndarray, np.ndarray | None]  # pooled vector, token vectors (or None)
+
+# A text's entry in the cache and among the texts in flight: (whose share, text, tokens).
+# The share is the calling credential's (``core.principals.sharing``): a tenant's query
+# never comes from, nor joins, another tenant's, since the answer that skips the model comes
+# back sooner, and so would tell it what another tenant asked (or stored) a moment ago.
+Key = tuple[str, str, bool]
 
 
 QUERY, DOCUMENT = 0, 1
@@ -83,6 +90,7 @@ class _Job:
     loop: asyncio.AbstractEventLoop
     queued_at: float = 0.0
     deadline: float | None = None  # monotonic; None = someone waits without a deadline
+    share: str = ""  # whose texts it may be shared with (``Key``)
     # Set when the model starts on the job, for a caller that waits for that (begin_query)
     started: threading.Event | None = None
 
@@ -96,7 +104,7 @@ class PendingQuery:
     def __init__(
         self,
         embedder: BatchingEmbedder,
-        key: tuple[str, bool],
+        key: Key,
         future: asyncio.Future[Embedding] | None,
         value: Embedding | None,
     ):
@@ -157,11 +165,11 @@ class _FairQueue:
 class _LRU:
     def __init__(self, capacity: int):
         self.capacity = capacity
-        self._data: OrderedDict[tuple[str, bool], Embedding] = OrderedDict()
+        self._data: OrderedDict[Key, Embedding] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: tuple[str, bool]) -> Embedding | None:
+    def get(self, key: Key) -> Embedding | None:
         value = self._data.get(key)
         if value is None:
             self.misses += 1
@@ -170,7 +178,7 @@ class _LRU:
         self.hits += 1
         return value
 
-    def put(self, key: tuple[str, bool], value: Embedding) -> None:
+    def put(self, key: Key, value: Embedding) -> None:
         if self.capacity <= 0:
             return
         self._data[key] = value
@@ -216,7 +224,7 @@ class BatchingEmbedder:
         self._stopping = False
         self._max_queue = max_queue
         self._cache = _LRU(cache_size)
-        self._inflight: dict[tuple[str, bool], _Job] = {}
+        self._inflight: dict[Key, _Job] = {}
         self._threads: list[threading.Thread] = []
         self._gone: set[int] = set()  # workers whose thread ended (``_exited``)
         self._holding: dict[int, list[_Job]] = {}  # each worker's jobs until answered
@@ -286,7 +294,7 @@ class BatchingEmbedder:
         ms from wake-up to the model's run): the caller's own work then runs beside the
         model, not beside the worker's Python steps before it, which it would hold back
         by holding the GIL."""
-        key = (text, tokens)
+        key = (principals.sharing(), text, tokens)
         hit = self._cache.get(key)
         tracing.note("cache_hit", hit is not None)
         if hit is not None:
@@ -304,7 +312,7 @@ class BatchingEmbedder:
             raise NotReady("the embedder is not loaded yet")
         if not self.alive():  # (and not a text's job shared below)
             raise NotReady(_STOPPED)
-        key = (text, tokens)
+        key = (principals.sharing(), text, tokens)
         deadline = principals.DEADLINE.get()
         loop = asyncio.get_running_loop()
         pending = self._inflight.get(key)
@@ -318,7 +326,7 @@ class BatchingEmbedder:
         if self._queries.size + self._docs.size >= self._max_queue:
             raise Overloaded("embedding queue is full; retry later", retry_after=0.5)
         future: asyncio.Future[Embedding] = loop.create_future()
-        job = _Job(text, tokens, future, loop, time.monotonic(), deadline)
+        job = _Job(text, tokens, future, loop, time.monotonic(), deadline, share=key[0])
         self._inflight[key] = job
         future.add_done_callback(lambda _f: self._done(key, job))
         with self._cond:
@@ -339,7 +347,7 @@ class BatchingEmbedder:
                 self._cond_first.notify()
         return future
 
-    def _done(self, key: tuple[str, bool], job: _Job) -> None:
+    def _done(self, key: Key, job: _Job) -> None:
         """``job`` is answered (or its answer dropped): no longer shared, unless another
         job has taken its text's place meanwhile."""
         if self._inflight.get(key) is job:
@@ -349,7 +357,7 @@ class BatchingEmbedder:
         """Hand ``job``'s result (or error) to its caller's loop; if that loop has closed,
         the job is no longer shared (``_done`` would never run there)."""
         if not post(job.loop, callback, job.future, value):
-            self._done((job.text, job.tokens), job)
+            self._done((job.share, job.text, job.tokens), job)
 
     def _takes(self, worker: int) -> bool:
         """Whether ``worker`` takes a run now. Queries go to worker 0 whenever it is

@@ -9,7 +9,9 @@ agent as operator. The access log and the metrics endpoint are on.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
+import urllib.request
 import uuid
 
 import grpc
@@ -114,3 +116,28 @@ def test_a_caller_cannot_write_lines_into_the_access_log(secured):
     unauthenticated, keyed = lines
     assert "code=UNAUTHENTICATED" in unauthenticated and "principal=local" not in unauthenticated
     assert "code=INVALID_ARGUMENT" in keyed and "principal=gw-a" in keyed
+
+
+def _cache_hits(daemon) -> float:  # type: ignore[no-untyped-def]
+    with urllib.request.urlopen(daemon.metrics_url(), timeout=10) as r:
+        text = r.read().decode()
+    found = re.search(r"^memoryd_embed_cache_hits_total (\S+)$", text, re.M)
+    assert found, text[:2000]
+    return float(found.group(1))
+
+
+def test_one_tenants_queries_are_no_cache_hits_for_another(secured, as_key):
+    """The query-embedding cache was one for the daemon: a Recall (or a BuildContext, whose
+    query is the user's prompt) answered from it returns without running the model, a few
+    milliseconds sooner, so tenant A could time a Recall of a guessed text to learn
+    whether some other tenant had asked exactly that lately. Each credential now has its
+    own share of the cache (and of the queries in flight)."""
+    gw_a, gw_b = as_key("gw-a"), as_key("gw-b")
+    a, b = _tenant("tenant-a"), _tenant("tenant-b")
+    query = f"Has my divorce lawyer {uuid.uuid4().hex[:8]} called back about the custody date?"
+    gw_b.recall(b, query)  # tenant B's user asks
+    before = _cache_hits(secured)
+    gw_a.recall(a, query)  # tenant A probes the same words
+    assert _cache_hits(secured) == before, "tenant A's Recall was served from B's query"
+    gw_a.recall(a, query)  # its own repeat is still a hit
+    assert _cache_hits(secured) == before + 1
