@@ -523,7 +523,8 @@ class Ingest:
         """Store an exported memory, keeping its id, times and fields, re-embedded with
         this daemon's model. Returns False when it (or its text in its scope) exists.
 
-        What a file says is not trusted: the importing agent owns every row; links and
+        What a file says is not trusted: the importing agent owns every row, its summary
+        is made from its text as a Store makes one (the file's is not kept); links and
         supersession are kept only towards memories of the same scope that the agent may
         read and write (others are dropped alike, whether they exist or not); an id taken
         by a memory the agent cannot read gets a fresh id. So an import reveals nothing of
@@ -547,7 +548,10 @@ class Ingest:
             agent_id=sys.intern(access.agent_id),
             scope=sys.intern(scope),
             text=v.text,
-            summary=v.summary or await self.summary(v.text),
+            # This daemon's own, never the file's: Recall shows a long memory by its
+            # summary, and a file's could say anything its text does not (the text being
+            # what Get, the vault, the review's hashes and the search read).
+            summary=await self.summary(v.text),
             category=v.category,
             importance=v.importance,
             created_at=v.created_at or now,

@@ -101,7 +101,6 @@ class ValidImport:
     scope: str
     text: str
     content_hash: str
-    summary: str
     category: Category
     importance: float
     created_at: datetime | None
@@ -242,23 +241,23 @@ def conflicts_limit(limit: int, limits: ServiceLimits) -> int:
 
 
 def import_request(memory: Memory, agent_id: str, limits: ServiceLimits) -> ValidImport:
-    """An exported memory, checked as a Store is (its importance as given, unrounded)."""
-    if memory.id:
-        check_memory_id(memory.id)
+    """An exported memory, checked as a Store is (its importance as given, unrounded).
+    Its ids (its own, its links') in the canonical form of their UUIDs."""
+    memory_id = canonical_id(memory.id) if memory.id else ""
     scope = validate_scope(memory.scope or agent_scope(agent_id))
     text = check_text(memory.text, "text", limits)
     check_injection(text, "text was not imported", limits)
     if memory.summary:
-        # Recall shows a long memory by its summary: the file's words reach a model too.
+        # The file's summary is not kept (the daemon makes its own), but a row that carries
+        # an injection in it is refused as one in its text is: the file is not to be trusted.
         check_injection(memory.summary, "summary was not imported", limits)
     check_importance(memory.importance)
     metadata = check_metadata(memory.metadata, limits)
     return ValidImport(
-        id=memory.id,
+        id=memory_id,
         scope=scope,
         text=text,
         content_hash=content_hash(text),
-        summary=memory.summary,
         category=_category(memory.category, text),
         importance=memory.importance,
         created_at=aware(memory.created_at, "created_at"),
@@ -267,9 +266,9 @@ def import_request(memory: Memory, agent_id: str, limits: ServiceLimits) -> Vali
         metadata=metadata,
         access_count=max(0, memory.access_count),
         last_accessed_at=aware(memory.last_accessed_at, "last_accessed_at"),
-        related_ids=tuple(memory.related_ids),
-        supersedes=memory.supersedes,
-        superseded_by=memory.superseded_by,
+        related_ids=tuple(_linked_id(i) for i in memory.related_ids),
+        supersedes=_linked_id(memory.supersedes),
+        superseded_by=_linked_id(memory.superseded_by),
     )
 
 
@@ -345,6 +344,25 @@ def check_memory_id(memory_id: str) -> str:
     except (ValueError, AttributeError, TypeError):
         raise InvalidArgument(f"id {memory_id[:64]!r} is not a UUID") from None
     return memory_id
+
+
+def canonical_id(memory_id: str) -> str:
+    """``memory_id`` as the one spelling of its UUID the daemon gives ids in (lower case,
+    hyphenated, 36 characters). ``uuid.UUID`` also reads upper case, braces, a ``urn:uuid:``
+    prefix and any number of hyphens anywhere: an id kept as a file spelled it could be
+    megabytes long, or another memory's UUID spelled otherwise (two memories to the
+    daemon, one to whoever compares UUIDs)."""
+    check_memory_id(memory_id)
+    return str(uuid.UUID(memory_id))
+
+
+def _linked_id(memory_id: str) -> str:
+    """An id a row links to, canonical when it is a UUID (any other never names a memory
+    and is dropped with the links the service does not keep)."""
+    try:
+        return str(uuid.UUID(memory_id)) if memory_id else ""
+    except (ValueError, AttributeError, TypeError):
+        return ""
 
 
 def aware(value: datetime | None, name: str) -> datetime | None:
