@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -236,6 +236,7 @@ class ConflictLog(Protocol):
 
     def append(self, conflict: Conflict) -> None: ...
 
-    def recent(self, limit: int) -> list[Conflict]:
-        """The newest ``limit`` entries, newest first."""
+    def recent(self, limit: int, scopes: Collection[str] | None = None) -> list[Conflict]:
+        """The newest ``limit`` entries, newest first, of those logged between memories
+        of ``scopes`` (None: any); their texts may be left out."""
         ...

@@ -328,7 +328,7 @@ class MemoryService:
             return []
         now = self.clock()
         shown: list[Conflict] = []
-        for c in self.conflicts.recent(self.limits.conflicts_max * 10):
+        for c in self.conflicts.recent(self.limits.conflicts_max * 10, access.read):
             if len(shown) >= limit:
                 break
             new, existing = self.store.get(c.new_id), self.store.get(c.existing_id)

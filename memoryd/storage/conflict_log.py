@@ -1,11 +1,21 @@
-"""The conflict log as a JSONL file (one conflict per line, appended and flushed)."""
+"""The conflict log as a JSONL file (one conflict per line, appended and flushed).
+
+The file keeps every entry with the texts as they were (an audit trail). In memory, for
+ListConflicts and Review, each scope keeps its newest ``per_scope`` entries, and all scopes
+together at most ``keep_in_memory``: past that, the scope holding the most loses its oldest.
+So a tenant whose Stores log many conflicts (each Store may log several) pushes out its
+own entries, never those of a scope that logs few. Entries in memory carry no texts:
+ListConflicts shows the memories' texts as they are now, never the log's.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
 from collections import deque
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 
@@ -13,17 +23,25 @@ from memoryd.core.records import Category, Conflict
 
 log = logging.getLogger(__name__)
 
+PER_SCOPE = 1000  # entries kept in memory per scope (ListConflicts shows at most 1000)
+KEEP_IN_MEMORY = 100_000  # ... and in all
+
 
 class JsonlConflictLog:
-    def __init__(self, path: Path, keep_in_memory: int = 10_000):
+    def __init__(
+        self, path: Path, keep_in_memory: int = KEEP_IN_MEMORY, per_scope: int = PER_SCOPE
+    ):
         self.path = path
         self._lock = threading.Lock()
-        self._recent: deque[Conflict] = deque(maxlen=keep_in_memory)
+        self._keep = keep_in_memory
+        self._per_scope = per_scope
+        self._by_scope: dict[str, deque[Conflict]] = {}
+        self._held = 0
         if path.exists():
             with path.open(encoding="utf-8") as f:
                 for line in f:
                     try:
-                        self._recent.append(_decode(json.loads(line)))
+                        self._hold(_decode(json.loads(line)))
                     except (ValueError, KeyError, TypeError):
                         log.warning("skipping an unreadable line in %s", path)
 
@@ -33,12 +51,41 @@ class JsonlConflictLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as f:
                 f.write(line + "\n")
-            self._recent.append(conflict)
+            self._hold(conflict)
 
-    def recent(self, limit: int) -> list[Conflict]:
+    def _hold(self, conflict: Conflict) -> None:
+        entry = dataclasses.replace(conflict, new_text="", existing_text="")
+        kept = self._by_scope.get(entry.scope)
+        if kept is None:
+            kept = self._by_scope[entry.scope] = deque()
+        kept.append(entry)
+        self._held += 1
+        if len(kept) > self._per_scope:
+            kept.popleft()
+            self._held -= 1
+        if self._held > self._keep:
+            largest = max(self._by_scope.values(), key=len)
+            largest.popleft()
+            self._held -= 1
+            if not largest:
+                self._by_scope = {k: v for k, v in self._by_scope.items() if v}
+
+    def recent(self, limit: int, scopes: Collection[str] | None = None) -> list[Conflict]:
+        """The newest ``limit`` entries, newest first (without their texts), of those
+        logged for a new memory in one of ``scopes`` (None: any) whose existing memory was
+        in one of them too."""
         with self._lock:
-            items = list(self._recent)
-        return items[::-1][:limit]
+            if scopes is None:
+                kept = [e for q in self._by_scope.values() for e in q]
+            else:
+                kept = [
+                    e
+                    for scope in set(scopes)
+                    for e in self._by_scope.get(scope, ())
+                    if e.existing_scope in scopes
+                ]
+        kept.sort(key=lambda e: e.at, reverse=True)
+        return kept[:limit]
 
 
 def _encode(c: Conflict) -> dict[str, object]:
