@@ -17,6 +17,7 @@ import threading
 from collections import deque
 from collections.abc import Collection
 from datetime import datetime
+from operator import attrgetter
 from pathlib import Path
 
 from memoryd.core.records import Category, Conflict
@@ -36,6 +37,12 @@ class JsonlConflictLog:
         self._keep = keep_in_memory
         self._per_scope = per_scope
         self._by_scope: dict[str, deque[Conflict]] = {}
+        # The scopes by how many entries each holds (each size's in the order they came to
+        # it), and the most any holds: the fullest is found at once, never by a walk over
+        # every scope per entry (quadratic with many scopes, and the file is read back at
+        # start-up: 130,000 entries of as many scopes took minutes).
+        self._of_size: dict[int, dict[str, None]] = {}
+        self._largest = 0
         self._held = 0
         if path.exists():
             with path.open(encoding="utf-8") as f:
@@ -55,37 +62,62 @@ class JsonlConflictLog:
 
     def _hold(self, conflict: Conflict) -> None:
         entry = dataclasses.replace(conflict, new_text="", existing_text="")
-        kept = self._by_scope.get(entry.scope)
+        scope = entry.scope
+        kept = self._by_scope.get(scope)
         if kept is None:
-            kept = self._by_scope[entry.scope] = deque()
+            kept = self._by_scope[scope] = deque()
         kept.append(entry)
         self._held += 1
+        self._resized(scope, len(kept) - 1)
         if len(kept) > self._per_scope:
-            kept.popleft()
-            self._held -= 1
+            self._drop_oldest(scope)
         if self._held > self._keep:
-            largest = max(self._by_scope.values(), key=len)
-            largest.popleft()
-            self._held -= 1
-            if not largest:
-                self._by_scope = {k: v for k, v in self._by_scope.items() if v}
+            self._drop_oldest(next(iter(self._of_size[self._largest])))
+
+    def _drop_oldest(self, scope: str) -> None:
+        kept = self._by_scope[scope]
+        kept.popleft()
+        self._held -= 1
+        if not kept:
+            del self._by_scope[scope]
+        self._resized(scope, len(kept) + 1)
+
+    def _resized(self, scope: str, was: int) -> None:
+        """``scope`` held ``was`` entries and now holds one more or one fewer."""
+        now = len(self._by_scope.get(scope, ()))
+        if was:
+            sized = self._of_size[was]
+            del sized[scope]
+            if not sized:
+                del self._of_size[was]
+        if now:
+            self._of_size.setdefault(now, {})[scope] = None
+        if now > self._largest:
+            self._largest = now
+        elif was == self._largest and was not in self._of_size:
+            self._largest = now  # (the fullest lost one: none holds more than it now does)
 
     def recent(self, limit: int, scopes: Collection[str] | None = None) -> list[Conflict]:
         """The newest ``limit`` entries, newest first (without their texts), of those
         logged for a new memory in one of ``scopes`` (None: any) whose existing memory was
         in one of them too."""
         with self._lock:
+            # Each scope's newest first: entries logged at one time (one Store's) stay
+            # newest first through the sort, which keeps the order of equal times.
             if scopes is None:
-                kept = [e for q in self._by_scope.values() for e in q]
+                kept = [e for q in self._by_scope.values() for e in reversed(q)]
             else:
                 kept = [
                     e
                     for scope in set(scopes)
-                    for e in self._by_scope.get(scope, ())
+                    for e in reversed(self._by_scope.get(scope, ()))
                     if e.existing_scope in scopes
                 ]
-        kept.sort(key=lambda e: e.at, reverse=True)
+        kept.sort(key=_AT, reverse=True)
         return kept[:limit]
+
+
+_AT = attrgetter("at")
 
 
 def _encode(c: Conflict) -> dict[str, object]:

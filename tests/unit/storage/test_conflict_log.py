@@ -4,12 +4,14 @@ tenant's out of ListConflicts and Review."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memoryd.core.records import Category, Conflict
-from memoryd.storage.conflict_log import JsonlConflictLog
+from memoryd.storage.conflict_log import JsonlConflictLog, _encode
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -68,3 +70,43 @@ def test_recent_is_newest_first_across_the_scopes_asked_and_both_must_be_among_t
     assert [c.at.second for c in got] == [3, 1, 0]
     assert [c.at.second for c in log.recent(2, frozenset({"agent:a", "global"}))] == [3, 0]
     assert all(c.new_text == c.existing_text == "" for c in got)  # no texts held
+
+
+def test_many_scopes_cost_no_walk_over_every_scope_per_entry(tmp_path: Path) -> None:
+    """Past ``keep_in_memory`` each entry held found the fullest scope by a walk over every
+    scope (and, once the fullest held one entry, rebuilt the table of scopes): with many
+    scopes that is quadratic, and the log is read back at start-up. A file of 130,000
+    entries of as many agents' scopes took over six minutes to load; this one (60,000
+    scopes, 10,000 kept) about 30 s. Each entry now costs the same however many scopes."""
+    path = tmp_path / "conflicts.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for n in range(60_000):
+            c = entry(n, f"agent:a{n}", existing_scope=f"agent:a{n}")
+            f.write(json.dumps(_encode(c)) + "\n")
+    started = time.perf_counter()
+    log = JsonlConflictLog(path, keep_in_memory=10_000)
+    assert time.perf_counter() - started < 10
+    assert log.recent(3) == [
+        dataclasses.replace(entry(n, f"agent:a{n}", f"agent:a{n}"), new_text="", existing_text="")
+        for n in (59_999, 59_998, 59_997)
+    ]
+    assert log.recent(5, frozenset({"agent:a0", "agent:a49999"})) == []  # evicted
+    assert len(log.recent(20_000)) == 10_000
+
+
+def test_the_fullest_scope_loses_its_oldest_and_ties_come_newest_first(tmp_path: Path) -> None:
+    log = JsonlConflictLog(tmp_path / "conflicts.jsonl", keep_in_memory=6, per_scope=100)
+    for n in range(4):
+        log.append(entry(n, "agent:big"))
+    log.append(entry(4, "agent:small"))
+    log.append(entry(5, "agent:small"))
+    log.append(entry(6, "agent:small"))  # 7 held: agent:big, the fullest (4), loses 0
+    log.append(entry(7, "agent:small"))  # 7 held: now agent:small (4) is, and loses 4
+    assert sorted(c.at.second for c in log.recent(10)) == [1, 2, 3, 5, 6, 7]
+    same = [dataclasses.replace(entry(9, "agent:tie"), new_id=f"tie-{i}") for i in range(3)]
+    for c in same:  # one Store logs several conflicts at one time
+        log.append(c)
+    assert [c.new_id for c in log.recent(2, frozenset({"agent:tie", "global"}))] == [
+        "tie-2",
+        "tie-1",
+    ]
