@@ -8,6 +8,7 @@ The other interceptors (auth, limits, metrics, decoding) are ``WrappingIntercept
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
@@ -65,6 +66,22 @@ def _wrap_streaming(behavior: Behavior) -> Behavior:
 Deserializer = Callable[[bytes], Any]
 
 
+def _responses(behavior: Behavior) -> Behavior:
+    """A streaming behaviour as an async generator of its responses, which every wrapper
+    iterates. One written as a coroutine that sends its responses with ``context.write``
+    (grpc's own health service: ``Watch``) yields none here, and runs: iterated as it was,
+    it failed every call with INTERNAL."""
+    if not inspect.iscoroutinefunction(behavior):
+        return behavior
+
+    async def responses(request: Any, context: Any) -> AsyncIterator[Any]:
+        await behavior(request, context)
+        return
+        yield  # (an async generator that yields nothing)
+
+    return responses
+
+
 def rewrap(
     handler: grpc.RpcMethodHandler,
     wrap: Callable[[Behavior, bool], Behavior],
@@ -83,7 +100,7 @@ def rewrap(
         )
     if handler.unary_stream:
         return grpc.unary_stream_rpc_method_handler(
-            wrap(handler.unary_stream, True),
+            wrap(_responses(handler.unary_stream), True),
             request_deserializer=request_deserializer,
             response_serializer=handler.response_serializer,
         )
@@ -94,7 +111,7 @@ def rewrap(
             response_serializer=handler.response_serializer,
         )
     return grpc.stream_stream_rpc_method_handler(
-        wrap(handler.stream_stream, True),
+        wrap(_responses(handler.stream_stream), True),
         request_deserializer=request_deserializer,
         response_serializer=handler.response_serializer,
     )

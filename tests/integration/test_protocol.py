@@ -37,6 +37,19 @@ def test_health_is_serving_once_ready(channel, service):
     assert r.status == health_pb2.HealthCheckResponse.SERVING
 
 
+def test_health_watch_streams_the_status(channel):
+    """grpc's health service writes Watch's answers with ``context.write`` (a coroutine,
+    not a generator of responses), and each interceptor iterated the responses: every
+    Watch (what gRPC clients' own health checking and some load balancers call) failed
+    with INTERNAL."""
+    health = health_pb2_grpc.HealthStub(channel)
+    watch = health.Watch(health_pb2.HealthCheckRequest(service=SERVICE), timeout=10)
+    try:
+        assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        watch.cancel()
+
+
 def test_health_of_an_unknown_service_is_not_found(channel):
     health = health_pb2_grpc.HealthStub(channel)
     with pytest.raises(grpc.RpcError) as caught:
