@@ -233,6 +233,26 @@ _REVOKED = (
 )
 
 
+def _as_nobody(behavior: Behavior, streaming: bool) -> Behavior:
+    """An open method's behaviour, run as ``principals.NOBODY``: no credential authenticated
+    the call (health probes carry none), so the access log names it ``principal=-``, never
+    ``local``, the trusted caller of a daemon without auth."""
+    if streaming:
+
+        async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+            principals.CURRENT.set(principals.NOBODY)
+            async for response in behavior(request, context):
+                yield response
+
+        return stream
+
+    async def unary(request: Any, context: Any) -> Any:
+        principals.CURRENT.set(principals.NOBODY)
+        return await behavior(request, context)
+
+    return unary
+
+
 def _bearer(context: Any) -> bytes | None:
     for key, value in context.invocation_metadata() or ():
         if key == "authorization":
@@ -268,7 +288,7 @@ class AuthInterceptor(WrappingInterceptor):
 
     def wrapper(self, method: str, handler: grpc.RpcMethodHandler) -> Wrap | None:
         if method.startswith(OPEN_PREFIXES):
-            return None
+            return _as_nobody  # anyone's to call: no credential authenticates it
         request_streaming = bool(handler.stream_unary or handler.stream_stream)
         return lambda b, streaming: self._wrap(b, streaming, request_streaming)
 

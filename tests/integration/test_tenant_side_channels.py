@@ -16,6 +16,7 @@ import uuid
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memoryd_client import MemoryClient, pb
 from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
 
@@ -116,6 +117,23 @@ def test_a_caller_cannot_write_lines_into_the_access_log(secured):
     unauthenticated, keyed = lines
     assert "code=UNAUTHENTICATED" in unauthenticated and "principal=local" not in unauthenticated
     assert "code=INVALID_ARGUMENT" in keyed and "principal=gw-a" in keyed
+
+
+def test_a_health_check_is_logged_as_nobodys(secured):
+    """The health service is open to every caller (probes carry no key), so no credential
+    authenticates its calls; they were logged as ``principal=local``, the trusted loopback
+    caller of a daemon without auth, here a daemon with keys: every probe an entry that
+    read as the trusted caller's."""
+    marker = uuid.uuid4().hex
+    with grpc.insecure_channel(secured.address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        answer = health.Check(
+            health_pb2.HealthCheckRequest(), timeout=30, metadata=(("x-request-id", marker),)
+        )
+    assert answer.status == health_pb2.HealthCheckResponse.SERVING
+    lines = [x for x in _access_lines(secured, marker, 1) if "rpc=Check" in x]
+    assert len(lines) == 1, lines
+    assert "principal=-" in lines[0] and "principal=local" not in lines[0], lines[0]
 
 
 def _cache_hits(daemon) -> float:  # type: ignore[no-untyped-def]
