@@ -304,20 +304,26 @@ class AuthInterceptor(WrappingInterceptor):
     ) -> AsyncIterator[Any]:
         """``requests``, the principal resolved again before any that comes after a
         reload after generation ``seen`` (read before the call's first resolve, so a
-        reload between the two is not missed). (Set in this generator,
-        ``principals.CURRENT`` changes in the context of whoever reads the requests, so
-        the ops started from there carry it.)"""
+        reload between the two is not missed), and again when its op is about to run
+        (``principals.recheck``: a request may wait after it is read, paced by the rate
+        limits or for a free slot). (Set here, ``principals.CURRENT`` changes in the
+        context of whoever reads the requests, so the ops started from there carry it.)"""
         keys = self.keys
 
-        async def rechecked() -> AsyncIterator[Any]:
+        def recheck() -> None:
             nonlocal seen
+            if keys.generation != seen:
+                seen = keys.generation
+                found = keys.resolve(_bearer(context), _tls_names(context))
+                if found is None:
+                    raise Unauthenticated(_REVOKED)
+                principals.CURRENT.set(found)
+
+        principals.RECHECK.set(recheck)
+
+        async def rechecked() -> AsyncIterator[Any]:
             async for request in requests:
-                if keys.generation != seen:
-                    seen = keys.generation
-                    found = keys.resolve(_bearer(context), _tls_names(context))
-                    if found is None:
-                        raise Unauthenticated(_REVOKED)
-                    principals.CURRENT.set(found)
+                recheck()
                 yield request
 
         return rechecked()

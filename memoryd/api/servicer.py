@@ -25,6 +25,7 @@ from memoryd import __version__
 from memoryd.api import convert
 from memoryd.api.decoding import Undecodable
 from memoryd.api.errors import status_of
+from memoryd.core import principals
 from memoryd.core.errors import InvalidArgument, NotReady
 from memoryd.core.hooks import HookService
 from memoryd.core.records import FollowLag
@@ -140,6 +141,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if isinstance(req, Undecodable):
                 errors.append(_error(InvalidArgument(req.message), f"frame {frame}: "))
                 continue
+            principals.recheck()  # (a revoked key ends the call: its rows so far stand)
             try:
                 done = await self.service.import_memory(
                     req.agent_id, convert.memory_from_pb(req.memory)
@@ -169,6 +171,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         async def read_ops() -> None:
             async for req in request_iterator:
                 await slots.acquire()
+                try:
+                    principals.recheck()  # the keys may have changed while it waited
+                except BaseException:
+                    slots.release()
+                    raise
                 task = asyncio.create_task(run_op(req))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -88,8 +89,23 @@ TENANT: ContextVar[str] = ContextVar("memoryd_tenant", default="")
 DEADLINE: ContextVar[float | None] = ContextVar("memoryd_deadline", default=None)
 
 
+# A call that streams requests (Stream, Import) and may outlive a reload of the keys: what
+# resolves its credential again if the keys changed since (sets CURRENT, or raises
+# Unauthenticated for a key revoked). Set by the gRPC edge (AuthInterceptor).
+RECHECK: ContextVar[Callable[[], None] | None] = ContextVar("memoryd_recheck", default=None)
+
+
 def current() -> Principal:
     return CURRENT.get()
+
+
+def recheck() -> None:
+    """Just before a streamed request's op runs: the call's credential as the keys in
+    force now say (it was checked when the request was read; the request may have waited
+    since, paced by the rate limits or for a free slot, while the keys were reloaded)."""
+    again = RECHECK.get()
+    if again is not None:
+        again()
 
 
 def sharing() -> str:

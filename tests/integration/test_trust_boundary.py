@@ -446,6 +446,69 @@ async def test_an_open_stream_follows_its_keys_changes_and_ends_when_its_key_is_
     assert ops.stats(kept).total == 1  # op 3 only: op 4 never ran
 
 
+async def test_a_streamed_op_paced_across_a_revocation_never_runs(start_daemon, tmp_path):
+    """An op read before its key was revoked, and then held back by the rate limits (or
+    waiting for a free slot), is checked again when it is about to run: the stream ends
+    UNAUTHENTICATED and the op never runs. Before, it ran with the revoked key."""
+    from memoryd_client._gen.memoryd.v1 import memory_pb2_grpc
+
+    secrets_ = {n: f"{n}-secret-{uuid.uuid4().hex}" for n in ("paced", "probe", "ops")}
+
+    def entry(name: str, agents: str, operator: bool = False) -> str:
+        digest = hashlib.sha256(secrets_[name].encode()).hexdigest()
+        flag = "true" if operator else "false"
+        return (
+            f'[[key]]\nname = "{name}"\nsha256 = "{digest}"\n'
+            f"agents = [{agents}]\noperator = {flag}\n"
+        )
+
+    keys = tmp_path / "keys.toml"
+    ops_entry = entry("ops", '"*"', operator=True)
+    keys.write_text(ops_entry + entry("paced", '"tenant-p-*"') + entry("probe", '"probe-*"'))
+    # 0.1 requests/s, a burst of 1: the paced key's second op waits ~10 s after it is read
+    daemon = start_daemon(
+        env={
+            "MEMORYD_AUTH__KEYS_FILE": str(keys),
+            "MEMORYD_LIMITS__REQUESTS_PER_SECOND": "0.1",
+            "MEMORYD_LIMITS__REQUEST_BURST": "1",
+        }
+    )
+    agent = _tenant("tenant-p")
+    probe = MemoryClient(daemon.address, token=secrets_["probe"], timeout=30.0, retries=0)
+    ops = MemoryClient(daemon.address, token=secrets_["ops"], timeout=30.0, retries=0)
+
+    def store(rid: str) -> pb.StreamRequest:
+        return pb.StreamRequest(
+            request_id=rid, store=pb.StoreRequest(agent_id=agent, text=f"{rid}: the fact")
+        )
+
+    try:
+        async with grpc.aio.insecure_channel(daemon.address) as channel:
+            call = memory_pb2_grpc.MemoryServiceStub(channel).Stream(
+                metadata=(("authorization", f"Bearer {secrets_['paced']}"),)
+            )
+            await call.write(store("first"))
+            assert (await asyncio.wait_for(call.read(), 30)).store.memory.id
+            await call.write(store("paced"))  # read, then held back by the rate
+            # Revoke the key (and the probe's, to see when the reload is in force).
+            keys.write_text(ops_entry)
+            started = time.monotonic()
+            await asyncio.to_thread(
+                _wait_for_reload, probe, "probe-1", grpc.StatusCode.UNAUTHENTICATED
+            )
+            assert time.monotonic() - started < 8, "reloaded too late for the paced op"
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                frame = await asyncio.wait_for(call.read(), 30)
+                raise AssertionError(f"the paced op ran after the revocation: {frame}")
+            assert ended.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        probe.close()
+    try:
+        assert ops.stats(agent).total == 1  # the first op only
+    finally:
+        ops.close()
+
+
 def test_the_access_log_names_who_did_what_but_never_the_text(secured, as_key):
     agent = _tenant()
     secret_text = f"Access-log canary {uuid.uuid4().hex}"
