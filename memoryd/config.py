@@ -567,8 +567,8 @@ class AuthSection(_Section):
     )
     access_log: bool = Field(
         False,
-        description="one line per RPC on the memoryd.access logger: principal, RPC, agent, "
-        "status, milliseconds (never memory text)",
+        description="one line per RPC on the memoryd.access logger: RPC, status, principal, "
+        "agent, milliseconds (never memory text)",
     )
 
 
