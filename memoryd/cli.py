@@ -220,7 +220,8 @@ def _mcp(args: argparse.Namespace) -> int:
     from memoryd_client.mcp_server import McpSettings, run
 
     token = os.environ.get("MEMORYD_AUTH_TOKEN") or None
-    return run(McpSettings(args.address, args.agent, token, args.timeout), args.http)
+    settings = McpSettings(args.address, args.agent, token, args.timeout, args.insecure)
+    return run(settings, args.http)
 
 
 def _reembed_args(r: argparse.ArgumentParser) -> None:
@@ -324,6 +325,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP on HOST:PORT/mcp")
     m.add_argument("--timeout", type=float, default=10.0, help="deadline of one tool call (s)")
+    m.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve a non-loopback --http address in front of a daemon that needs no credential "
+        "(refused otherwise)",
+    )
     m.set_defaults(func=_mcp)
     return p
 

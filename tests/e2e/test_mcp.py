@@ -93,17 +93,20 @@ def block_lines(text: str) -> list[str]:
 
 
 class McpHttp:
-    """``memoryd mcp --http 127.0.0.1:0``; ``url`` once it prints where it serves."""
+    """``memoryd mcp --http 127.0.0.1:0`` (or ``host``); ``url`` once it prints where it
+    serves."""
 
-    def __init__(self, address: str, *args: str, env: Mapping[str, str] = {}):
+    def __init__(
+        self, address: str, *args: str, env: Mapping[str, str] = {}, host: str = "127.0.0.1"
+    ):
         self.process = subprocess.Popen(
-            [MEMORYD, "mcp", "--address", address, "--http", "127.0.0.1:0", *args],
+            [MEMORYD, "mcp", "--address", address, "--http", f"{host}:0", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=child_env(env),
         )
         self.url = self._first_line().removeprefix("memoryd mcp serving on ")
-        assert self.url.startswith("http://127.0.0.1:") and self.url.endswith("/mcp"), self.url
+        assert self.url.startswith(f"http://{host}:") and self.url.endswith("/mcp"), self.url
 
     def _first_line(self) -> str:
         try:
@@ -389,6 +392,30 @@ def test_an_http_port_in_use_is_an_error(daemon: str) -> None:
 
 
 # --- auth --------------------------------------------------------------------------------
+
+
+def test_http_beyond_this_machine_needs_a_daemon_that_needs_a_credential(
+    daemon: str, auth_daemon: str
+) -> None:
+    """The daemon refuses a non-loopback --listen without a credential; --http must not open
+    it to the network in its stead: in front of a daemon that answers without one, a
+    non-loopback --http is refused unless --insecure. In front of a daemon with auth, each
+    HTTP caller needs its own token, so it serves."""
+    done = subprocess.run(
+        [MEMORYD, "mcp", "--address", daemon, "--http", "0.0.0.0:0"],
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env=child_env(),
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"the daemon at {daemon} answers calls without a credential" in done.stderr
+    assert "--insecure" in done.stderr and len(done.stderr.splitlines()) == 1
+    for server in (
+        McpHttp(daemon, "--insecure", host="0.0.0.0"),
+        McpHttp(auth_daemon, host="0.0.0.0"),
+    ):
+        server.stop()
 
 
 async def test_auth_passes_through(auth_daemon: str, new_agent: Callable[[], str]) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import re
 import socket
@@ -50,7 +51,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 from memoryd_client import pb
-from memoryd_client.client import AsyncMemoryClient, MemorydError
+from memoryd_client.client import AsyncMemoryClient, MemoryClient, MemorydError
 from memoryd_client.untrusted import escape_memory_text, relevant_memories_block
 
 __all__ = ["AGENT_HEADER", "TOOL_NAMES", "McpSettings", "build_server", "run"]
@@ -91,6 +92,9 @@ class McpSettings:
     """MEMORYD_AUTH_TOKEN, sent to the daemon on stdio only."""
     timeout: float = 10.0
     """Deadline of one tool call, in seconds, over all its daemon calls."""
+    insecure: bool = False
+    """--insecure: serve a non-loopback --http address in front of a daemon that answers
+    without a credential (refused otherwise, as the daemon refuses such a --listen)."""
 
 
 class ToolError(Exception):
@@ -760,6 +764,31 @@ async def _serve_stdio(settings: McpSettings) -> None:
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere, or a wildcard such as 0.0.0.0
+
+
+def _open_daemon(address: str) -> str | None:
+    """Why serving HTTP beyond this machine in front of the daemon at ``address`` would
+    open it to anyone, or None when the daemon refuses a call without a credential (each
+    HTTP caller then needs its own, passed through)."""
+    try:
+        with MemoryClient(address, timeout=5.0, retries=0) as probe:
+            probe.stats("memoryd-mcp-probe")
+    except MemorydError as e:
+        if e.code == grpc.StatusCode.UNAUTHENTICATED:
+            return None
+        if e.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            return f"no daemon answers at {address}, so whether it needs a credential is unknown"
+    return f"the daemon at {address} answers calls without a credential"
+
+
 def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -807,6 +836,18 @@ def run(settings: McpSettings, http: str | None = None) -> int:
     except ValueError as e:
         print(f"memoryd mcp: --http {e}", file=sys.stderr)
         return 2
+    if not _is_loopback(host) and not settings.insecure:
+        why = _open_daemon(settings.address)
+        if why is not None:
+            print(
+                f"memoryd mcp: --http {http} is reachable from other machines and {why}: "
+                "whoever reaches the port could act as any agent. Turn auth on on the daemon "
+                "(MEMORYD_AUTH_TOKEN or auth.keys_file: each HTTP caller then sends its own "
+                "'Authorization: Bearer'), listen on 127.0.0.1, or pass --insecure to serve "
+                "it open",
+                file=sys.stderr,
+            )
+            return 2
     if settings.token:
         log.warning(
             "MEMORYD_AUTH_TOKEN is not used with --http: each MCP client's own "
