@@ -1,6 +1,10 @@
 """The conflict log as a JSONL file (one conflict per line, appended and flushed).
 
-The file keeps every entry with the texts as they were (an audit trail). In memory, for
+The file keeps each entry with the texts as they were (an audit trail), the newest
+``max_bytes`` to twice that of them: once the file would pass ``max_bytes`` it becomes
+``conflicts.jsonl.1`` (replacing the one before) and a new file begins, so a tenant whose
+Stores log many conflicts cannot fill the disk, or make the start-up, which reads both files
+back, take ever longer. In memory, for
 ListConflicts and Review, each scope keeps its newest ``per_scope`` entries, and all scopes
 together at most ``keep_in_memory``: past that, the scope holding the most loses its oldest.
 So a tenant whose Stores log many conflicts (each Store may log several) pushes out its
@@ -13,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import threading
 from collections import deque
 from collections.abc import Collection
@@ -24,15 +29,22 @@ from memoryd.core.records import Category, Conflict
 
 log = logging.getLogger(__name__)
 
+MAX_BYTES = 64 << 20  # the file's size before it rotates (see above)
 PER_SCOPE = 1000  # entries kept in memory per scope (ListConflicts shows at most 1000)
 KEEP_IN_MEMORY = 100_000  # ... and in all
 
 
 class JsonlConflictLog:
     def __init__(
-        self, path: Path, keep_in_memory: int = KEEP_IN_MEMORY, per_scope: int = PER_SCOPE
+        self,
+        path: Path,
+        keep_in_memory: int = KEEP_IN_MEMORY,
+        per_scope: int = PER_SCOPE,
+        max_bytes: int = MAX_BYTES,
     ):
         self.path = path
+        self.older = path.with_name(path.name + ".1")  # the file before, once rotated
+        self._max_bytes = max_bytes
         self._lock = threading.Lock()
         self._keep = keep_in_memory
         self._per_scope = per_scope
@@ -44,20 +56,29 @@ class JsonlConflictLog:
         self._of_size: dict[int, dict[str, None]] = {}
         self._largest = 0
         self._held = 0
-        if path.exists():
-            with path.open(encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        self._hold(_decode(json.loads(line)))
-                    except (ValueError, KeyError, TypeError):
-                        log.warning("skipping an unreadable line in %s", path)
+        for file in (self.older, path):
+            if file.exists():
+                self._read(file)
+        self._bytes = path.stat().st_size if path.exists() else 0
+
+    def _read(self, file: Path) -> None:
+        with file.open(encoding="utf-8") as f:
+            for line in f:
+                try:
+                    self._hold(_decode(json.loads(line)))
+                except (ValueError, KeyError, TypeError):
+                    log.warning("skipping an unreadable line in %s", file)
 
     def append(self, conflict: Conflict) -> None:
-        line = json.dumps(_encode(conflict), ensure_ascii=False)
+        line = (json.dumps(_encode(conflict), ensure_ascii=False) + "\n").encode()
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write(line + "\n")
+            if self._bytes and self._bytes + len(line) > self._max_bytes:
+                os.replace(self.path, self.older)
+                self._bytes = 0
+            with self.path.open("ab") as f:
+                f.write(line)
+            self._bytes += len(line)
             self._hold(conflict)
 
     def _hold(self, conflict: Conflict) -> None:

@@ -110,3 +110,26 @@ def test_the_fullest_scope_loses_its_oldest_and_ties_come_newest_first(tmp_path:
         "tie-2",
         "tie-1",
     ]
+
+
+def test_the_file_rotates_so_that_it_never_grows_past_twice_max_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "conflicts.jsonl"
+    log = JsonlConflictLog(path, max_bytes=2000)
+    for n in range(40):
+        log.append(entry(n, "agent:a"))
+    older = tmp_path / "conflicts.jsonl.1"
+    assert path.stat().st_size <= 2000 and older.stat().st_size <= 2000
+    on_disk = [
+        json.loads(line)["new_id"]
+        for file in (older, path)
+        for line in file.read_text().splitlines()
+    ]
+    # the newest entries, in order, end at the last one; the oldest are gone
+    assert on_disk == [f"new-agent:a-{n}" for n in range(40 - len(on_disk), 40)]
+    assert 0 < len(on_disk) < 40
+    # a restart reads both files back
+    again = JsonlConflictLog(path, max_bytes=2000)
+    assert [c.new_id for c in again.recent(100)] == on_disk[::-1]
+    # and appends where the file left off
+    again.append(entry(40, "agent:a"))
+    assert json.loads(path.read_text().splitlines()[-1])["new_id"] == "new-agent:a-40"
