@@ -14,6 +14,7 @@ ListConflicts shows the memories' texts as they are now, never the log's.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -60,6 +61,9 @@ class JsonlConflictLog:
             if file.exists():
                 self._read(file)
         self._bytes = path.stat().st_size if path.exists() else 0
+        # A crash mid-append leaves the last line torn (no newline): the next entry begins
+        # a line of its own, or it would be glued to the torn one and lost with it.
+        self._torn = self._bytes > 0 and not _ends_a_line(path)
 
     def _read(self, file: Path) -> None:
         with file.open(encoding="utf-8") as f:
@@ -74,11 +78,21 @@ class JsonlConflictLog:
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self._bytes and self._bytes + len(line) > self._max_bytes:
-                os.replace(self.path, self.older)
+                # (a file removed under the daemon, to free its space, is begun again)
+                with contextlib.suppress(FileNotFoundError):
+                    os.replace(self.path, self.older)
                 self._bytes = 0
-            with self.path.open("ab") as f:
-                f.write(line)
+                self._torn = False
+            if self._torn:
+                line = b"\n" + line
+            try:
+                with self.path.open("ab") as f:
+                    f.write(line)
+            except BaseException:
+                self._torn = True  # (part of it may have been written: a disk full)
+                raise
             self._bytes += len(line)
+            self._torn = False
             self._hold(conflict)
 
     def _hold(self, conflict: Conflict) -> None:
@@ -139,6 +153,12 @@ class JsonlConflictLog:
 
 
 _AT = attrgetter("at")
+
+
+def _ends_a_line(path: Path) -> bool:
+    with path.open("rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
 
 
 def _encode(c: Conflict) -> dict[str, object]:

@@ -133,3 +133,34 @@ def test_the_file_rotates_so_that_it_never_grows_past_twice_max_bytes(tmp_path: 
     # and appends where the file left off
     again.append(entry(40, "agent:a"))
     assert json.loads(path.read_text().splitlines()[-1])["new_id"] == "new-agent:a-40"
+
+
+def test_a_line_torn_by_a_crash_costs_no_entry_appended_after_it(tmp_path: Path) -> None:
+    """A crash mid-append leaves the file without its last newline: the next daemon's first
+    entry must start a line of its own, not be glued to the torn one (both unreadable)."""
+    path = tmp_path / "conflicts.jsonl"
+    JsonlConflictLog(path).append(entry(0, "agent:a"))
+    whole = path.read_bytes()
+    path.write_bytes(whole + whole[: len(whole) // 2])  # the torn half of a second line
+    log = JsonlConflictLog(path)
+    log.append(entry(1, "agent:a"))
+    assert [c.new_id for c in JsonlConflictLog(path).recent(10)] == [
+        "new-agent:a-1",
+        "new-agent:a-0",
+    ]
+
+
+def test_a_log_file_removed_under_the_daemon_is_begun_again(tmp_path: Path) -> None:
+    """An operator who deletes conflicts.jsonl (to free its space) while the daemon runs:
+    the next entries begin a new file, even when the rotation was due."""
+    path = tmp_path / "conflicts.jsonl"
+    log = JsonlConflictLog(path, max_bytes=2000)
+    line = len(json.dumps(_encode(entry(0, "agent:a")), ensure_ascii=False)) + 1
+    for _ in range(2000 // line):  # the next entry would rotate the file
+        log.append(entry(0, "agent:a"))
+    path.unlink()
+    log.append(entry(1, "agent:a"))
+    assert [json.loads(line)["new_id"] for line in path.read_text().splitlines()] == [
+        "new-agent:a-1"
+    ]
+    assert log.recent(1)[0].new_id == "new-agent:a-1"
