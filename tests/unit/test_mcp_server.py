@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import grpc
 import pytest
 from memoryd_client import AsyncMemoryClient
 from memoryd_client.mcp_server import AGENT_HEADER, Args, McpSettings, ToolError, caller_for
@@ -103,3 +104,65 @@ def test_text_category_scope_and_ids() -> None:
         Args("t", {"scope": "agent:a b"}, ["scope"]).scope()
     uuid = "0CAEB3BC-44C5-414C-B985-657A3E86E780"
     assert Args("t", {"memoryId": uuid}, ["memoryId"]).memory_id() == uuid.lower()
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.1.2.3", True),
+        ("::1", True),  # as parse_host_port returns [::1]
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("0", False),
+        ("10.0.0.5", False),
+        ("memory.example", False),
+    ],
+)
+def test_which_http_hosts_are_loopback(host: str, loopback: bool) -> None:
+    from memoryd_client import mcp_server
+
+    assert mcp_server._is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize(
+    ("code", "open_", "says"),
+    [
+        (grpc.StatusCode.UNAUTHENTICATED, False, ""),
+        (None, True, "answers calls without a credential"),
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, True, "answers calls without a credential"),
+        (grpc.StatusCode.UNAVAILABLE, True, "no daemon answers"),
+        (grpc.StatusCode.PERMISSION_DENIED, True, "PERMISSION_DENIED"),
+        (grpc.StatusCode.UNIMPLEMENTED, True, "UNIMPLEMENTED"),
+    ],
+)
+def test_the_http_probe_says_what_the_daemon_answered(
+    monkeypatch: pytest.MonkeyPatch, code: grpc.StatusCode | None, open_: bool, says: str
+) -> None:
+    """Only UNAUTHENTICATED lets a non-loopback --http serve; an answer that is neither
+    that, nor a success, nor no answer is refused naming it, never as an open daemon."""
+    from memoryd_client import mcp_server
+    from memoryd_client.errors import MemorydError
+
+    class Probe:
+        def __init__(self, *args: object, **kw: object) -> None:
+            pass
+
+        def __enter__(self) -> Probe:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def stats(self, agent: str) -> None:
+            if code is not None:
+                raise MemorydError(code, "no")
+
+    monkeypatch.setattr(mcp_server, "MemoryClient", Probe)
+    why = mcp_server._open_daemon("10.0.0.5:50051")
+    assert (why is not None) is open_
+    if open_:
+        assert says in why
+        if code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED):
+            assert "answers calls without a credential" not in why

@@ -786,6 +786,11 @@ def _open_daemon(address: str) -> str | None:
             return None
         if e.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             return f"no daemon answers at {address}, so whether it needs a credential is unknown"
+        if e.code != grpc.StatusCode.RESOURCE_EXHAUSTED:  # (a rate limit: it was let in)
+            return (
+                f"{address} answered a call without a credential with {e.code.name}, not "
+                "UNAUTHENTICATED, so whether it needs one is unknown"
+            )
     return f"the daemon at {address} answers calls without a credential"
 
 
